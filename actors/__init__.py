@@ -1,0 +1,34 @@
+"""The pykka actors and the public surface.
+
+Belongs here: HostActor, SupervisorActor, SessionActor, ChatActor,
+TurnTrackerActor, QueueDrainActor, ProviderConnectionActor, StoreActor, the
+runtime that runs them, the clock, and the synchronous surface (Host,
+Session, Chat, TurnHandle). Invariants:
+1. An actor's state is touched only by its own handlers; only frozen values
+   and actor refs cross between actors.
+2. No handler blocks: no `ask(...).get()` in a handler (answers come back as
+   messages or deferred futures), no I/O except in the StoreActor.
+3. Time comes from the injected clock; nothing here sleeps.
+4. Every turn ends exactly once, through TurnTrackerActor._end, and its end
+   reaches subscribers only after the store committed it.
+"""
+
+from agenthost.actors.clock import FakeClock, SystemClock
+from agenthost.actors.handles import Subscription
+from agenthost.actors.runtime import DeterministicRunner, ThreadingRuntime, use_runtime
+from agenthost.actors.supervisor import RestartPolicy
+from agenthost.actors.surface import Chat, Host, Session, TurnHandle
+
+__all__ = [
+    "Chat",
+    "DeterministicRunner",
+    "FakeClock",
+    "Host",
+    "RestartPolicy",
+    "Session",
+    "Subscription",
+    "SystemClock",
+    "ThreadingRuntime",
+    "TurnHandle",
+    "use_runtime",
+]

@@ -1,0 +1,140 @@
+"""Injectable time: `SystemClock` for real use, `FakeClock` for tests.
+
+No actor reads the wall clock or sleeps; it asks its clock. Timer callbacks
+must not block: they only `tell` an actor.
+"""
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+
+class TimerHandle:
+    """A scheduled callback; `cancel()` is idempotent and thread-safe."""
+
+    __slots__ = ("_cancelled", "callback", "due")
+
+    def __init__(self, due: float, callback: Callable[[], None]) -> None:
+        self.due = due
+        self.callback = callback
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        self._cancelled = True
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Monotonic seconds."""
+        ...
+
+    def wall_ms(self) -> int:
+        """Milliseconds since the epoch, for timestamps in state."""
+        ...
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle: ...
+
+
+class _TimerHeap:
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, TimerHandle]] = []
+        self._seq = itertools.count()
+
+    def push(self, handle: TimerHandle) -> None:
+        heapq.heappush(self._heap, (handle.due, next(self._seq), handle))
+
+    def pop_due(self, now: float) -> TimerHandle | None:
+        while self._heap and self._heap[0][0] <= now:
+            handle = heapq.heappop(self._heap)[2]
+            if not handle.cancelled:
+                return handle
+        return None
+
+    def next_due(self) -> float | None:
+        while self._heap and self._heap[0][2].cancelled:
+            heapq.heappop(self._heap)
+        return self._heap[0][0] if self._heap else None
+
+
+class FakeClock:
+    """A clock that moves only when the test calls `advance`.
+
+    Due timers fire on the calling thread, in due order, during `advance`.
+    """
+
+    def __init__(self, start: float = 0.0, wall_start_ms: int = 1_700_000_000_000) -> None:
+        self._now = start
+        self._wall_start_ms = wall_start_ms
+        self._start = start
+        self._timers = _TimerHeap()
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        return self._now
+
+    def wall_ms(self) -> int:
+        return self._wall_start_ms + round((self._now - self._start) * 1000)
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
+        handle = TimerHandle(self._now + max(delay, 0.0), callback)
+        with self._lock:
+            self._timers.push(handle)
+        return handle
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward and fire every timer that falls due, in order."""
+        target = self._now + seconds
+        while True:
+            with self._lock:
+                due = self._timers.next_due()
+                if due is None or due > target:
+                    break
+                handle = self._timers.pop_due(due)
+            if handle is not None:
+                self._now = max(self._now, handle.due)
+                handle.callback()
+        self._now = target
+
+
+class SystemClock:
+    """Real time; timers run on one daemon thread that only calls callbacks."""
+
+    def __init__(self) -> None:
+        self._timers = _TimerHeap()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def wall_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
+        handle = TimerHandle(self.now() + max(delay, 0.0), callback)
+        with self._cond:
+            self._timers.push(handle)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="agenthost-clock", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return handle
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                handle = self._timers.pop_due(self.now())
+                if handle is None:
+                    due = self._timers.next_due()
+                    self._cond.wait(None if due is None else max(due - self.now(), 0.0))
+                    continue
+            handle.callback()

@@ -1,0 +1,52 @@
+"""What a host's actors share: services injected at construction.
+
+`ActorGroup` is the host's own registry of the actors it started, in start
+order, so the host stops exactly its actors, in reverse order.
+"""
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from pykka import ActorRef
+
+from agenthost.actors.clock import Clock
+from agenthost.providers.base import Provider, ProviderLoop
+
+
+class ActorGroup:
+    """A thread-safe, insertion-ordered set of actor refs with O(1) add and remove."""
+
+    def __init__(self) -> None:
+        self._refs: dict[str, ActorRef[Any]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, ref: ActorRef[Any]) -> None:
+        with self._lock:
+            self._refs[ref.actor_urn] = ref
+
+    def discard(self, ref: ActorRef[Any]) -> None:
+        with self._lock:
+            self._refs.pop(ref.actor_urn, None)
+
+    def snapshot(self) -> list[ActorRef[Any]]:
+        with self._lock:
+            return list(self._refs.values())
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+
+@attrs.define(kw_only=True)
+class Services:
+    """Injected into every actor of one host. Immutable after the host starts."""
+
+    clock: Clock
+    store: ActorRef[Any]
+    group: ActorGroup
+    providers: Mapping[str, Provider]
+    loops: Mapping[str, ProviderLoop]
+    supervisor: ActorRef[Any] | None = None
+    host: ActorRef[Any] | None = None
+    subscriber_queue_size: int = 10_000

@@ -1,0 +1,145 @@
+"""Thread-safe endpoints the actors write to and the surface reads from.
+
+`Subscription` is a chat subscriber's bounded queue: the chat actor pushes
+without ever blocking; a subscriber that falls `maxsize` events behind gets
+`Lagged` and is closed, so it never slows the host. `Ticket` is a send's
+reply: the turn id once the turn starts, and the outcome once it ended and
+was committed.
+"""
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from agenthost.actors.runtime import RuntimeFuture, current_runtime
+from agenthost.messages.commands import TurnOutcome
+from agenthost.messages.events import ChatEvent, Lagged
+
+
+class Subscription:
+    """Events of one chat: first a snapshot, then live events.
+
+    `next(timeout)` raises TimeoutError; iteration (sync and async) ends when
+    the subscription is closed and drained.
+    """
+
+    def __init__(self, maxsize: int, session_id: str = "", chat_id: str = "") -> None:
+        self._events: deque[ChatEvent] = deque()
+        self._maxsize = maxsize
+        self._cond = threading.Condition()
+        self._closed = False
+        self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._session_id = session_id
+        self._chat_id = chat_id
+        self._detach: Any = None
+
+    # -- the chat actor's side (never blocks) -----------------------------------
+    def push(self, event: ChatEvent) -> bool:
+        """Queue an event; False once closed (the actor then forgets it)."""
+        with self._cond:
+            if self._closed:
+                return False
+            if len(self._events) >= self._maxsize:
+                self._events.append(
+                    Lagged(session_id=self._session_id, chat_id=self._chat_id, dropped=1)
+                )
+                self._closed = True
+            else:
+                self._events.append(event)
+            self._wake()
+            return not self._closed
+
+    def close(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._wake()
+        if self._detach is not None:
+            self._detach(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _wake(self) -> None:
+        self._cond.notify_all()
+        waiters, self._async_waiters = self._async_waiters, []
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_set_done, future)
+
+    # -- the reader's side ---------------------------------------------------------
+    def next(self, timeout: float = 10.0) -> ChatEvent:
+        """The next event.
+
+        Raises:
+            TimeoutError: none within `timeout`.
+            StopIteration: closed and drained.
+        """
+        runtime = current_runtime()
+        if runtime.drives_futures:
+            runtime.run_until(lambda: bool(self._events) or self._closed, timeout)
+        with self._cond:
+            if not self._cond.wait_for(lambda: bool(self._events) or self._closed, timeout):
+                raise TimeoutError(f"no event within {timeout} s")
+            if self._events:
+                return self._events.popleft()
+            raise StopIteration
+
+    def next_nowait(self) -> ChatEvent | None:
+        with self._cond:
+            return self._events.popleft() if self._events else None
+
+    def __iter__(self) -> Iterator[ChatEvent]:
+        while True:
+            try:
+                yield self.next(timeout=3600.0)
+            except StopIteration:
+                return
+
+    def __aiter__(self) -> AsyncIterator[ChatEvent]:
+        return self._aiter()
+
+    async def _aiter(self) -> AsyncIterator[ChatEvent]:
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._cond:
+                if self._events:
+                    event = self._events.popleft()
+                elif self._closed:
+                    return
+                else:
+                    future: asyncio.Future[None] = loop.create_future()
+                    self._async_waiters.append((loop, future))
+                    event = None
+            if event is None:
+                await future
+                continue
+            yield event
+
+
+def _set_done(future: "asyncio.Future[None]") -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class Ticket:
+    """A send's reply, written by the chat actor only."""
+
+    def __init__(self, pending_id: str | None = None) -> None:
+        self.pending_id = pending_id
+        self.turn_id: str | None = None
+        self.outcome: RuntimeFuture = RuntimeFuture()
+
+    def started(self, turn_id: str) -> None:
+        self.turn_id = turn_id
+
+    def resolve(self, outcome: TurnOutcome) -> None:
+        if self.outcome._result is None:
+            self.outcome.set(outcome)
+
+    def fail(self, error: BaseException) -> None:
+        if self.outcome._result is None:
+            self.outcome.set_exception(exc_info=(type(error), error, None))

@@ -1,0 +1,206 @@
+"""Messages between agenthost's own actors (not part of the public surface).
+
+Frozen values like everything in messages/; the only non-value fields are
+actor refs (addresses), which are immutable handles.
+"""
+
+from typing import Any
+
+import attrs
+from pykka import ActorRef
+
+from agenthost.messages.errors import AgentHostError
+from agenthost.messages.events import ChatEvent
+from agenthost.messages.provider import Capabilities, ProviderEvent
+from agenthost.messages.state import Turn
+from agenthost.store.records import SessionRecord, StoreOp
+
+Ref = ActorRef[Any]
+
+
+# -- store ----------------------------------------------------------------------
+@attrs.frozen
+class Write:
+    """Apply `op`; after it is committed, tell `ack` to `ack_to` (if given)."""
+
+    op: StoreOp
+    ack_to: Ref | None = None
+    ack: Any = None
+
+
+@attrs.frozen
+class LoadSession:
+    session_id: str
+
+
+@attrs.frozen
+class ListSessionRows:
+    pass
+
+
+@attrs.frozen
+class Flush:
+    """Commit now and answer once committed (used by stop paths and tests)."""
+
+
+# -- host / session ---------------------------------------------------------------
+@attrs.frozen
+class SessionSaved:
+    session_id: str
+
+
+@attrs.frozen
+class AdoptSession:
+    """Make a loaded session resident (the surface loaded it from the store)."""
+
+    record: SessionRecord
+
+
+@attrs.frozen
+class SessionReady:
+    session_id: str
+    error: AgentHostError | None = None
+
+
+@attrs.frozen
+class ChatReady:
+    chat_id: str
+    error: AgentHostError | None = None
+
+
+@attrs.frozen
+class GetChat:
+    chat_id: str | None = None
+
+
+@attrs.frozen
+class StopHost:
+    pass
+
+
+# -- chat <-> turn tracker -----------------------------------------------------------
+@attrs.frozen
+class BeginTurn:
+    turn_id: str
+    text: str
+    history: tuple[Turn, ...] = ()
+
+
+@attrs.frozen
+class CancelActiveTurn:
+    turn_id: str
+
+
+@attrs.frozen
+class ApplyActions:
+    """Provider-derived actions for the chat to reduce and publish."""
+
+    actions: tuple[ChatEvent, ...]
+
+
+@attrs.frozen
+class AssistantStable:
+    """Assistant text of the turn that became stable: persist it."""
+
+    turn_id: str
+    text: str
+
+
+@attrs.frozen
+class EndTurn:
+    """The one way a turn ends: a terminal action from the tracker's end helper."""
+
+    action: ChatEvent
+    finish_reason: str | None = None
+
+
+@attrs.frozen
+class Committed:
+    """The store committed the chat's write with this sequence number."""
+
+    seq: int
+
+
+# -- turn tracker <-> provider connection / supervisor ----------------------------------
+@attrs.frozen
+class FromProvider:
+    generation: int
+    event: ProviderEvent
+
+
+@attrs.frozen
+class ConnectionReady:
+    ref: Ref
+    generation: int
+    capabilities: Capabilities
+
+
+@attrs.frozen
+class ConnectionOpenFailed:
+    generation: int
+    error: AgentHostError
+
+
+@attrs.frozen
+class ConnectionLost:
+    generation: int
+    error: AgentHostError
+
+
+@attrs.frozen
+class ProviderUnavailable:
+    error: AgentHostError
+
+
+@attrs.frozen
+class OpenConnection:
+    session_id: str
+    chat_id: str
+    provider: str
+    owner: Ref
+    resume: bool
+
+
+@attrs.frozen
+class CloseConnection:
+    session_id: str
+    chat_id: str
+
+
+@attrs.frozen
+class ConnectionDied:
+    session_id: str
+    chat_id: str
+    generation: int
+    error: AgentHostError
+
+
+@attrs.frozen
+class RestartConnection:
+    session_id: str
+    chat_id: str
+
+
+@attrs.frozen
+class CallDone:
+    """A provider coroutine finished on the loop; result or exception."""
+
+    kind: str
+    turn_id: str
+    result: Any = None
+    exception: BaseException | None = None
+
+
+# -- queue drain --------------------------------------------------------------------
+@attrs.frozen
+class ProposeDrain:
+    """The chat's view after a turn ended: may the head of the queue start?"""
+
+    last_turn_state: str | None
+    queued_ids: tuple[str, ...]
+    active: bool
+
+
+@attrs.frozen
+class StartQueued:
+    pending_id: str

@@ -1,0 +1,208 @@
+"""ProviderConnectionActor: the host's side of one provider session.
+
+It hands work to its adapter on the provider kind's event loop with
+`run_coroutine_threadsafe` and gets results back as messages (`CallDone`),
+so it never blocks. Streamed provider events go straight to the owner (the
+chat's turn tracker), tagged with this connection's generation, so events of
+a dead connection are recognised and dropped. A crash, from the adapter or
+from a call, is reported once to the supervisor; then the actor stops.
+"""
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+import structlog
+
+from agenthost.actors.context import Services
+from agenthost.actors.hosted import HostedActor
+from agenthost.actors.protocol import (
+    CallDone,
+    ConnectionDied,
+    ConnectionOpenFailed,
+    ConnectionReady,
+    FromProvider,
+    Ref,
+)
+from agenthost.actors.runtime import handles
+from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.provider import (
+    CallSettled,
+    ConnectionFailed,
+    ProviderCancel,
+    ProviderEvent,
+    ProviderResume,
+    ProviderSend,
+    ProviderSteer,
+    ProviderWithdraw,
+    Settlement,
+)
+from agenthost.providers.base import ProviderCallError, ProviderCrashed, ProviderResumeError
+
+log = structlog.get_logger(__name__)
+
+
+class ProviderConnectionActor(HostedActor):
+    def __init__(
+        self,
+        services: Services,
+        *,
+        session_id: str,
+        chat_id: str,
+        provider: str,
+        owner: Ref,
+        generation: int,
+        resume: bool,
+    ) -> None:
+        super().__init__(services)
+        self.session_id = session_id
+        self.chat_id = chat_id
+        self.provider = provider
+        self.owner = owner
+        self.generation = generation
+        self.resume = resume
+        self._loop = services.loops[provider]
+        self._adapter = services.providers[provider].open_session(session_id, chat_id, self._emit)
+        self._failed = False
+        self._log = log.bind(
+            session_id=session_id, chat_id=chat_id, provider=provider, generation=generation
+        )
+
+    def on_start(self) -> None:
+        if self.resume:
+            opening = self._adapter.resume(
+                ProviderResume(session_id=self.session_id, chat_id=self.chat_id)
+            )
+        else:
+            opening = self._adapter.start()
+        self._submit("open", "", opening)
+
+    # -- the loop thread's side -------------------------------------------------------
+    def _emit(self, event: ProviderEvent) -> None:
+        """Called by the adapter on the loop thread: never blocks."""
+        if isinstance(event, ConnectionFailed):
+            self.send(self.actor_ref, event)
+        else:
+            self.send(self.owner, FromProvider(generation=self.generation, event=event))
+
+    def _submit(self, kind: str, turn_id: str, coro: Coroutine[Any, Any, Any]) -> None:
+        future = self._loop.submit(coro)
+
+        def done(f: Any) -> None:
+            if f.cancelled():
+                exc: BaseException | None = asyncio.CancelledError()
+                result = None
+            else:
+                exc = f.exception()
+                result = None if exc is not None else f.result()
+            self.send(self.actor_ref, CallDone(kind=kind, turn_id=turn_id, result=result, exception=exc))
+
+        future.add_done_callback(done)
+
+    # -- commands from the tracker ---------------------------------------------------------
+    @handles(ProviderSend)
+    def _send(self, message: ProviderSend) -> None:
+        self._submit("send", message.turn_id, self._adapter.send(message))
+
+    @handles(ProviderCancel)
+    def _cancel(self, message: ProviderCancel) -> None:
+        self._submit("cancel", message.turn_id, self._adapter.cancel(message))
+
+    @handles(ProviderSteer)
+    def _steer(self, message: ProviderSteer) -> None:
+        self._submit("steer", message.turn_id, self._adapter.steer(message))
+
+    @handles(ProviderWithdraw)
+    def _withdraw(self, message: ProviderWithdraw) -> None:
+        self._submit("withdraw", message.pending_id, self._adapter.withdraw(message))
+
+    # -- results -----------------------------------------------------------------------------
+    @handles(CallDone)
+    def _done(self, message: CallDone) -> None:
+        exc = message.exception
+        if isinstance(exc, ProviderCrashed):
+            self._fail(exc.error)
+            return
+        if message.kind == "open":
+            self._opened(exc)
+        elif message.kind == "send":
+            self._settled(message.turn_id, message.result, exc)
+        elif exc is not None and not isinstance(exc, asyncio.CancelledError):
+            self._log.warning("provider_call_failed", call=message.kind, exc_info=exc)
+
+    def _opened(self, exc: BaseException | None) -> None:
+        if isinstance(exc, ProviderResumeError) and exc.no_history:
+            self._log.warning("resume_fell_back", reason=exc.message)
+            exc = None
+        if exc is None:
+            self.send(
+                self.owner,
+                ConnectionReady(
+                    ref=self.actor_ref,
+                    generation=self.generation,
+                    capabilities=self._adapter.capabilities,
+                ),
+            )
+            return
+        error = _as_error(exc, "could not open the provider session")
+        self._log.warning("provider_open_failed", error=error.message)
+        self.send(self.owner, ConnectionOpenFailed(generation=self.generation, error=error))
+        self._failed = True
+        self.stop()
+
+    def _settled(self, turn_id: str, result: Any, exc: BaseException | None) -> None:
+        if exc is None:
+            settled = CallSettled(
+                turn_id=turn_id, settlement=Settlement.RESOLVED, provider_message_id=result
+            )
+        elif isinstance(exc, ProviderCallError):
+            settled = CallSettled(
+                turn_id=turn_id,
+                settlement=Settlement.REJECTED if exc.taken else Settlement.NOT_STARTED,
+                error=exc.error,
+            )
+        else:
+            if not isinstance(exc, asyncio.CancelledError):
+                self._log.warning("provider_send_failed", turn_id=turn_id, exc_info=exc)
+            settled = CallSettled(
+                turn_id=turn_id,
+                settlement=Settlement.REJECTED,
+                error=_as_error(exc, "the provider call failed"),
+            )
+        self.send(self.owner, FromProvider(generation=self.generation, event=settled))
+
+    @handles(ConnectionFailed)
+    def _connection_failed(self, message: ConnectionFailed) -> None:
+        self._fail(message.error)
+
+    def _fail(self, error: AgentHostError) -> None:
+        if self._failed:
+            return
+        self._failed = True
+        self._log.warning("provider_connection_failed", error=error.message)
+        self.send(
+            self.services.supervisor,
+            ConnectionDied(
+                session_id=self.session_id,
+                chat_id=self.chat_id,
+                generation=self.generation,
+                error=error,
+            ),
+        )
+        self.stop()
+
+    def on_stop(self) -> None:
+        future = self._loop.submit(self._adapter.dispose())
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+
+def _as_error(exc: BaseException, context: str) -> AgentHostError:
+    if isinstance(exc, ProviderCallError):
+        return exc.error
+    if isinstance(exc, ProviderResumeError):
+        return AgentHostError(
+            code=ErrorCode.PROVIDER_ERROR, message=f"{context}: {exc.code} {exc.message}"
+        )
+    if isinstance(exc, asyncio.CancelledError):
+        return AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=f"{context}: cancelled")
+    return AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=f"{context}: {exc}")

@@ -1,0 +1,382 @@
+"""How actors run.
+
+Every agenthost actor subclasses `Actor`, which keeps pykka's API (refs,
+tell, ask, proxies, futures, on_start/on_stop/on_failure) and delegates the
+three implementation hooks pykka offers new actor types (the inbox, the
+future, the loop start) to the current `Runtime`:
+
+- `ThreadingRuntime` (default): one daemon thread per actor, pykka's own loop.
+- `DeterministicRunner` (tests): no threads. Messages wait in one list until
+  the test delivers them, in an order it chooses (`deliver(i)`), or FIFO
+  (`run()`); waiting on a future from the test thread delivers FIFO until it
+  is set. Races are reproduced and shrunk, not hoped for.
+
+Handlers are methods decorated with `@handles(MessageType)`; a handler never
+blocks (no `ask(...).get()`, no I/O outside the store and worktree actors).
+"""
+
+import contextlib
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, Protocol, TypeVar
+
+import attrs
+import pykka
+import structlog
+from pykka import ActorDeadError, ActorRef
+from pykka._envelope import Envelope
+from pykka._threading import ThreadingFuture
+from pykka.messages import _ActorStop
+
+log = structlog.get_logger(__name__)
+
+ASK_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 5.0
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handles(*message_types: type) -> Callable[[F], F]:
+    """Mark an actor method as the handler of these message types."""
+
+    def mark(fn: F) -> F:
+        fn._handles = message_types  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+class Runtime(Protocol):
+    drives_futures: bool
+
+    def create_inbox(self, actor: "Actor") -> Any: ...
+
+    def start(self, actor: "Actor") -> None: ...
+
+    def run_until(self, done: Callable[[], bool], timeout: float | None) -> None: ...
+
+
+class ThreadingRuntime:
+    """pykka's threading model: each actor owns a daemon thread."""
+
+    drives_futures = False
+
+    def create_inbox(self, actor: "Actor") -> Any:
+        import queue
+
+        return queue.Queue()
+
+    def start(self, actor: "Actor") -> None:
+        thread = threading.Thread(
+            target=actor._actor_loop, name=type(actor).__name__, daemon=True
+        )
+        thread.start()
+
+    def run_until(self, done: Callable[[], bool], timeout: float | None) -> None:
+        return None
+
+
+@attrs.frozen
+class Delivery:
+    """A message waiting in the deterministic runner."""
+
+    actor: str
+    message: Any
+
+
+class _Inbox:
+    __slots__ = ("_actor", "_runner")
+
+    def __init__(self, runner: "DeterministicRunner", actor: "Actor") -> None:
+        self._runner = runner
+        self._actor = actor
+
+    def put(self, envelope: Envelope[Any], /) -> None:
+        self._runner._put(self._actor, envelope)
+
+    def get(self) -> Envelope[Any]:  # pragma: no cover - the runner never loops
+        raise RuntimeError("the deterministic runner delivers messages itself")
+
+    def empty(self) -> bool:
+        return self._runner._empty_for(self._actor)
+
+
+class DeterministicRunner:
+    """A single-threaded runner in which the test picks the next delivery.
+
+    Messages from any thread (provider loops, clock timers) wait here; only
+    the thread that delivers runs handlers.
+    """
+
+    drives_futures = True
+
+    def __init__(self) -> None:
+        self._items: deque[tuple[Actor, Envelope[Any]]] = deque()
+        self._cond = threading.Condition()
+        self._driver: int | None = None
+        self.delivered = 0
+
+    # -- runtime hooks -------------------------------------------------------
+    def create_inbox(self, actor: "Actor") -> Any:
+        return _Inbox(self, actor)
+
+    def start(self, actor: "Actor") -> None:
+        actor._actor_loop_setup()
+
+    def _put(self, actor: "Actor", envelope: Envelope[Any]) -> None:
+        with self._cond:
+            self._items.append((actor, envelope))
+            self._cond.notify_all()
+
+    def _empty_for(self, actor: "Actor") -> bool:
+        with self._cond:
+            return not any(a is actor for a, _ in self._items)
+
+    # -- what the test drives --------------------------------------------------
+    def pending(self) -> list[Delivery]:
+        with self._cond:
+            return [Delivery(type(a).__name__, e.message) for a, e in self._items]
+
+    def deliver(self, index: int = 0) -> Delivery:
+        """Deliver the pending message at `index` and run its handler."""
+        with self._cond:
+            actor, envelope = self._items[index]
+            del self._items[index]
+        self._process(actor, envelope)
+        self.delivered += 1
+        return Delivery(type(actor).__name__, envelope.message)
+
+    def wait_pending(self, timeout: float = ASK_TIMEOUT_S) -> bool:
+        """Wait until a message is pending (one from another thread); False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: bool(self._items), timeout)
+
+    def run(
+        self,
+        until: Callable[[], bool] | None = None,
+        timeout: float = ASK_TIMEOUT_S,
+        choose: Callable[[list[Delivery]], int] | None = None,
+    ) -> int:
+        """Deliver messages (FIFO, or by `choose`) until `until()` holds or, with
+        no `until`, until nothing is pending. Waits up to `timeout` for messages
+        from other threads while `until` is unmet. Returns how many it delivered.
+        """
+        import time
+
+        deadline = time.monotonic() + timeout
+        count = 0
+        while True:
+            if until is not None and until():
+                return count
+            with self._cond:
+                if not self._items:
+                    if until is None:
+                        return count
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or not self._cond.wait(remaining):
+                        if not self._items:
+                            raise TimeoutError("deterministic runner: condition not met")
+                    continue
+            index = 0 if choose is None else choose(self.pending())
+            self.deliver(index)
+            count += 1
+
+    def run_until(self, done: Callable[[], bool], timeout: float | None) -> None:
+        if self._driver is not None and threading.get_ident() != self._driver:
+            return
+        with contextlib.suppress(TimeoutError):
+            self.run(until=done, timeout=ASK_TIMEOUT_S if timeout is None else timeout)
+
+    # -- one message, as pykka's loop handles it -------------------------------
+    def _process(self, actor: "Actor", envelope: Envelope[Any]) -> None:
+        if actor.actor_stopped.is_set():
+            _answer_dead(actor, envelope)
+            return
+        try:
+            response = actor._handle_receive(envelope.message)
+            if envelope.reply_to is not None:
+                envelope.reply_to.set(response)
+        except Exception:
+            if envelope.reply_to is not None:
+                envelope.reply_to.set_exception()
+            else:
+                actor._handle_failure(*sys.exc_info())
+                with contextlib.suppress(Exception):
+                    actor.on_failure(*sys.exc_info())
+        if actor.actor_stopped.is_set():
+            with self._cond:
+                mine = [(a, e) for a, e in self._items if a is actor]
+                self._items = deque((a, e) for a, e in self._items if a is not actor)
+            for _, left in mine:
+                _answer_dead(actor, left)
+
+
+def _answer_dead(actor: "Actor", envelope: Envelope[Any]) -> None:
+    if envelope.reply_to is None:
+        return
+    if isinstance(envelope.message, _ActorStop):
+        envelope.reply_to.set(None)
+        return
+    error = ActorDeadError(f"{actor.actor_ref} stopped before handling the message")
+    envelope.reply_to.set_exception(exc_info=(ActorDeadError, error, None))
+
+
+_runtime: Runtime = ThreadingRuntime()
+_live: dict[str, ActorRef[Any]] = {}
+_live_lock = threading.Lock()
+
+
+def current_runtime() -> Runtime:
+    return _runtime
+
+
+@contextlib.contextmanager
+def use_runtime(runtime: Runtime) -> Iterator[Runtime]:
+    """Run actors started inside the block on `runtime`; the calling thread drives it."""
+    global _runtime
+    previous = _runtime
+    _runtime = runtime
+    if isinstance(runtime, DeterministicRunner):
+        runtime._driver = threading.get_ident()
+    try:
+        yield runtime
+    finally:
+        _runtime = previous
+
+
+class RuntimeFuture(ThreadingFuture[Any]):
+    """pykka's threading future, plus done callbacks; under the deterministic
+    runner, waiting on it from the driving thread delivers messages until set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[["RuntimeFuture"], None]] = []
+
+    def add_done_callback(self, callback: Callable[["RuntimeFuture"], None]) -> None:
+        """Call `callback(self)` once set (at once if it already is), on the setter's thread."""
+        with self._condition:
+            if self._result is None:
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
+    def set(self, value: Any | None = None) -> None:
+        super().set(value)
+        self._run_callbacks()
+
+    def set_exception(self, exc_info: Any = None) -> None:
+        super().set_exception(exc_info if exc_info is not None else sys.exc_info())
+        self._run_callbacks()
+
+    def _run_callbacks(self) -> None:
+        with self._condition:
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+    def get(self, *, timeout: float | None = None) -> Any:
+        runtime = _runtime
+        if runtime.drives_futures and self._result is None:
+            runtime.run_until(lambda: self._result is not None, timeout)
+        return super().get(timeout=timeout)
+
+
+class Actor(pykka.Actor):
+    """Base of every agenthost actor: typed dispatch and a pluggable runtime."""
+
+    _handlers: ClassVar[dict[type, Callable[..., Any]]] = {}
+    own_runtime: ClassVar[Runtime | None] = None
+    """A runtime this actor class always runs on (the store's own thread), or None."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        table: dict[type, Callable[..., Any]] = {}
+        for klass in reversed(cls.__mro__):
+            for value in vars(klass).values():
+                for message_type in getattr(value, "_handles", ()):
+                    table[message_type] = value
+        cls._handlers = table
+
+    def __init__(self) -> None:
+        self._runtime = type(self).own_runtime or _runtime
+        super().__init__()
+
+    def _create_actor_inbox(self) -> Any:  # type: ignore[override]
+        return self._runtime.create_inbox(self)
+
+    @staticmethod
+    def _create_future() -> pykka.Future[Any]:
+        return RuntimeFuture()
+
+    def _start_actor_loop(self) -> None:
+        with _live_lock:
+            _live[self.actor_urn] = self.actor_ref
+        self._runtime.start(self)
+
+    def _stop(self) -> None:
+        _forget(self)
+        super()._stop()
+
+    def _handle_failure(self, *exc_info: Any) -> None:
+        _forget(self)
+        super()._handle_failure(*exc_info)
+
+    def on_receive(self, message: Any) -> Any:
+        handler = self._handlers.get(type(message))
+        if handler is None:
+            log.warning("message_unhandled", actor=type(self).__name__, message=type(message).__name__)
+            return None
+        return handler(self, message)
+
+    @staticmethod
+    def send(ref: ActorRef[Any] | None, message: Any) -> bool:
+        """Tell `ref`, tolerating an actor that already stopped. Returns whether it was sent."""
+        if ref is None:
+            return False
+        try:
+            ref.tell(message)
+        except ActorDeadError:
+            return False
+        return True
+
+
+def _forget(actor: pykka.Actor) -> None:
+    with _live_lock:
+        _live.pop(actor.actor_urn, None)
+
+
+def live_actors() -> list[ActorRef[Any]]:
+    with _live_lock:
+        return list(_live.values())
+
+
+def stop_all(timeout: float = STOP_TIMEOUT_S) -> None:
+    """Stop every actor the runtime still runs (tests' autouse fixture)."""
+    futures = []
+    for ref in live_actors():
+        with contextlib.suppress(ActorDeadError):
+            futures.append(ref.stop(block=False))
+    for future in futures:
+        with contextlib.suppress(ActorDeadError, pykka.Timeout):
+            future.get(timeout=timeout)
+    with _live_lock:
+        _live.clear()
+
+
+def ask(ref: ActorRef[Any], message: Any, timeout: float = ASK_TIMEOUT_S) -> Any:
+    """Ask from outside the actors (the public surface): never from a handler.
+
+    Raises:
+        TimeoutError: no reply within `timeout`.
+        AgentHostError: what the actor answered with, if it failed.
+    """
+    from agenthost.messages.errors import AgentHostError, ErrorCode
+
+    try:
+        return ref.ask(message, block=False).get(timeout=timeout)
+    except pykka.Timeout as exc:
+        raise TimeoutError(f"no reply to {type(message).__name__} within {timeout} s") from exc
+    except ActorDeadError as exc:
+        raise AgentHostError(code=ErrorCode.HOST_STOPPED, message=str(exc)) from exc

@@ -1,0 +1,79 @@
+"""StoreActor: the single writer to the database, on its own thread.
+
+Writes are applied inside an open transaction; the actor commits whenever its
+mailbox drains (or after `MAX_BATCH` writes), then sends each write's ack.
+So an ack always means "committed", and a burst of writes costs one fsync.
+"""
+
+import sqlite3
+from typing import Any
+
+import structlog
+
+from agenthost.actors.protocol import Flush, ListSessionRows, LoadSession, Write
+from agenthost.actors.runtime import Actor, ThreadingRuntime, handles
+from agenthost.messages.state import SessionSummary
+from agenthost.store.records import SessionRecord
+from agenthost.store.sqlite import SqliteStore
+
+log = structlog.get_logger(__name__)
+
+MAX_BATCH = 2000
+
+
+class StoreActor(Actor):
+    """Owns one store. Runs on its own thread whatever the runtime (it does I/O)."""
+
+    own_runtime = ThreadingRuntime()
+
+    def __init__(self, store: SqliteStore) -> None:
+        super().__init__()
+        self._store = store
+        self._acks: list[tuple[Any, Any]] = []
+        self._uncommitted = 0
+        self.commits = 0
+
+    @handles(Write)
+    def _write(self, message: Write) -> None:
+        try:
+            self._store.apply(message.op)
+        except sqlite3.Error:
+            log.error("store_write_failed", op=type(message.op).__name__, exc_info=True)
+        if message.ack_to is not None:
+            self._acks.append((message.ack_to, message.ack))
+        self._uncommitted += 1
+        self._commit_if_drained()
+
+    @handles(LoadSession)
+    def _load(self, message: LoadSession) -> SessionRecord | None:
+        record = self._store.load_session(message.session_id)
+        self._commit_if_drained()
+        return record
+
+    @handles(ListSessionRows)
+    def _list(self, message: ListSessionRows) -> list[SessionSummary]:
+        return self._store.list_sessions()
+
+    @handles(Flush)
+    def _flush(self, message: Flush) -> bool:
+        self._commit()
+        return True
+
+    def _commit_if_drained(self) -> None:
+        if self._uncommitted >= MAX_BATCH or self.actor_inbox.empty():
+            self._commit()
+
+    def _commit(self) -> None:
+        self._store.commit()
+        self.commits += 1
+        self._uncommitted = 0
+        acks, self._acks = self._acks, []
+        for ref, ack in acks:
+            self.send(ref, ack)
+
+    def on_stop(self) -> None:
+        self._commit()
+        self._store.close()
+
+    def on_failure(self, *exc_info: Any) -> None:
+        self._store.close()

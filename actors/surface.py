@@ -1,0 +1,286 @@
+"""The public, synchronous surface: Host, Session, Chat, TurnHandle.
+
+Runs on the caller's thread, never on an actor's: every call that waits asks
+an actor with `timeout=` (default 10 s), raises the built-in TimeoutError on
+expiry and `AgentHostError` for expected failures.
+"""
+
+import contextlib
+import os
+import time
+from collections.abc import Generator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pykka
+import structlog
+
+from agenthost.actors.chat import Attach, ChatActor, Detach
+from agenthost.actors.clock import Clock, SystemClock
+from agenthost.actors.context import ActorGroup, Services
+from agenthost.actors.handles import Subscription, Ticket
+from agenthost.actors.host import HostActor, SessionInfo
+from agenthost.actors.protocol import AdoptSession, Flush, GetChat, ListSessionRows, LoadSession
+from agenthost.actors.runtime import ASK_TIMEOUT_S, current_runtime
+from agenthost.actors.session import ChatInfo
+from agenthost.actors.store import StoreActor
+from agenthost.actors.supervisor import RestartPolicy, SupervisorActor
+from agenthost.messages.commands import (
+    CancelTurn,
+    CreateSession,
+    GetChatState,
+    SendMessage,
+    TurnOutcome,
+)
+from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.state import ChatState, SessionSummary
+from agenthost.providers.base import Provider, ProviderLoop
+from agenthost.store.sqlite import SqliteStore
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_TIMEOUT = ASK_TIMEOUT_S
+
+
+def _ask(ref: pykka.ActorRef[Any], message: Any, timeout: float) -> Any:
+    """Ask an actor from the caller's thread; a deferred reply (a future) is awaited too."""
+    deadline = time.monotonic() + timeout
+    try:
+        reply = ref.ask(message, block=False).get(timeout=timeout)
+        if isinstance(reply, pykka.Future):
+            reply = reply.get(timeout=max(deadline - time.monotonic(), 0.0))
+    except pykka.Timeout as exc:
+        raise TimeoutError(f"no reply to {type(message).__name__} within {timeout} s") from exc
+    except pykka.ActorDeadError as exc:
+        raise AgentHostError(code=ErrorCode.HOST_STOPPED, message="the host has stopped") from exc
+    return reply
+
+
+def default_store_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return Path(base) / "agenthost" / "agenthost.db"
+
+
+class Host:
+    """An agent host: sessions, chats and turns over providers and a store."""
+
+    def __init__(
+        self,
+        services: Services,
+        store: SqliteStore,
+        loops: dict[str, ProviderLoop],
+    ) -> None:
+        self._services = services
+        self._store = store
+        self._loops = loops
+        self._stopped = False
+
+    @classmethod
+    def start(
+        cls,
+        store: SqliteStore | None = None,
+        providers: Mapping[str, Provider] | None = None,
+        clock: Clock | None = None,
+        *,
+        restart_policy: RestartPolicy | None = None,
+        subscriber_queue_size: int = 10_000,
+    ) -> "Host":
+        """Start a host.
+
+        Args:
+            store: the durable store (default: SQLite under the user's data folder).
+            providers: provider name -> provider (default: {"scripted": ScriptedProvider()}).
+            clock: the host clock (default: the system clock; tests pass a FakeClock).
+
+        Raises:
+            AgentHostError: STORE_ERROR when the store cannot be opened or is in use.
+        """
+        if providers is None:
+            from agenthost.providers.scripted import ScriptedProvider
+
+            providers = {"scripted": ScriptedProvider()}
+        store = store or SqliteStore(default_store_path())
+        store.open()
+        loops = {name: ProviderLoop(name) for name in providers}
+        services = Services(
+            clock=clock or SystemClock(),
+            store=StoreActor.start(store),
+            group=ActorGroup(),
+            providers=dict(providers),
+            loops=loops,
+            subscriber_queue_size=subscriber_queue_size,
+        )
+        services.supervisor = SupervisorActor.start(services, restart_policy)
+        services.host = HostActor.start(services)
+        log.info("host_started", store=str(store.path), providers=sorted(providers))
+        return cls(services, store, loops)
+
+    # -- sessions -------------------------------------------------------------------------
+    def create_session(self, provider: str = "scripted", *, timeout: float = DEFAULT_TIMEOUT) -> "Session":
+        info: SessionInfo = _ask(self._host_ref, CreateSession(provider=provider), timeout)
+        return Session(self, info)
+
+    def open_session(self, session_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> "Session":
+        """The session, restored from the store and resumed if it is not resident.
+
+        Raises:
+            AgentHostError: NOT_FOUND for an unknown id; the provider's error when
+                its session cannot be resumed (the stored session stays untouched).
+        """
+        deadline = time.monotonic() + timeout
+        record = _ask(self._services.store, LoadSession(session_id=session_id), timeout)
+        if record is None:
+            raise AgentHostError(code=ErrorCode.NOT_FOUND, message=f"no session {session_id}")
+        info = _ask(
+            self._host_ref, AdoptSession(record=record), max(deadline - time.monotonic(), 0.0)
+        )
+        return Session(self, info)
+
+    def list_sessions(self, *, timeout: float = DEFAULT_TIMEOUT) -> list[SessionSummary]:
+        return list(_ask(self._services.store, ListSessionRows(), timeout))
+
+    @property
+    def _host_ref(self) -> pykka.ActorRef[Any]:
+        if self._stopped or self._services.host is None:
+            raise AgentHostError(code=ErrorCode.HOST_STOPPED, message="the host has stopped")
+        return self._services.host
+
+    # -- stopping -------------------------------------------------------------------------------
+    def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Stop every actor of this host (newest first), flush the store, stop provider loops."""
+        if self._stopped:
+            return
+        self._stopped = True
+        deadline = time.monotonic() + timeout
+        for ref in reversed(self._services.group.snapshot()):
+            with contextlib.suppress(pykka.ActorDeadError):
+                ref.stop(block=False)
+        for ref in reversed(self._services.group.snapshot()):
+            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+                ref.stop(block=True, timeout=max(deadline - time.monotonic(), 0.1))
+        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout, TimeoutError):
+            _ask(self._services.store, Flush(), max(deadline - time.monotonic(), 0.1))
+        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+            self._services.store.stop(block=True, timeout=max(deadline - time.monotonic(), 0.1))
+        for loop in self._loops.values():
+            loop.stop()
+        log.info("host_stopped")
+
+    def __enter__(self) -> "Host":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def services(self) -> Services:
+        return self._services
+
+
+class Session:
+    """A handle on one session. Cheap; holds no state of its own."""
+
+    def __init__(self, host: Host, info: SessionInfo) -> None:
+        self._host = host
+        self._info = info
+        self.id = info.session_id
+
+    def chat(self, chat_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> "Chat":
+        """The default chat, or the chat with this id."""
+        info: ChatInfo = _ask(self._info.ref, GetChat(chat_id=chat_id), timeout)
+        return Chat(self, info)
+
+    def __repr__(self) -> str:
+        return f"Session({self.id})"
+
+
+class Chat:
+    """A handle on one chat."""
+
+    def __init__(self, session: Session, info: ChatInfo) -> None:
+        self.session = session
+        self.id = info.chat_id
+        self._ref = info.ref
+
+    def subscribe(self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None) -> Subscription:
+        """Events of this chat: first a ChatSnapshot, then live events."""
+        size = maxsize or self.session._host.services.subscriber_queue_size
+        subscription = Subscription(size, session_id=self.session.id, chat_id=self.id)
+        _ask(self._ref, Attach(subscription=subscription), timeout)
+        ref = self._ref
+
+        def detach(sub: Subscription) -> None:
+            with contextlib.suppress(pykka.ActorDeadError):
+                ref.tell(Detach(subscription=sub))
+
+        subscription._detach = detach
+        return subscription
+
+    def send(self, text: str, *, timeout: float = DEFAULT_TIMEOUT) -> "TurnHandle":
+        """Send a message: it starts a turn, or is queued while one runs."""
+        if not isinstance(text, str):
+            raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message="text must be a string")
+        ticket: Ticket = _ask(self._ref, SendMessage(text=text), timeout)
+        return TurnHandle(ticket)
+
+    def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+        """Cancel the active turn; False when none runs."""
+        return bool(_ask(self._ref, CancelTurn(), timeout))
+
+    def state(self, *, timeout: float = DEFAULT_TIMEOUT) -> ChatState:
+        return _ask(self._ref, GetChatState(), timeout)
+
+    def __repr__(self) -> str:
+        return f"Chat({self.id})"
+
+
+class TurnHandle:
+    """A send's handle: `.id` (None while queued), `.pending_id`, `.result(timeout)`."""
+
+    def __init__(self, ticket: Ticket) -> None:
+        self._ticket = ticket
+
+    @property
+    def id(self) -> str | None:
+        return self._ticket.turn_id
+
+    @property
+    def pending_id(self) -> str | None:
+        return self._ticket.pending_id
+
+    def result(self, timeout: float = DEFAULT_TIMEOUT) -> TurnOutcome:
+        """The outcome once the turn ended and was committed.
+
+        Raises:
+            TimeoutError: not ended within `timeout`.
+        """
+        try:
+            return self._ticket.outcome.get(timeout=timeout)
+        except pykka.Timeout as exc:
+            raise TimeoutError(f"turn not ended within {timeout} s") from exc
+
+    def done(self) -> bool:
+        return self._ticket.outcome._result is not None
+
+    def __await__(self) -> Generator[Any, None, TurnOutcome]:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[TurnOutcome] = loop.create_future()
+
+        def settle(f: Any) -> None:
+            def apply() -> None:
+                if future.done():
+                    return
+                try:
+                    future.set_result(f.get(timeout=0))
+                except BaseException as exc:  # noqa: BLE001 - handed to the awaiter
+                    future.set_exception(exc)
+
+            loop.call_soon_threadsafe(apply)
+
+        self._ticket.outcome.add_done_callback(settle)
+        return future.__await__()
+
+
+__all__ = ["Chat", "ChatActor", "Host", "Session", "TurnHandle", "current_runtime"]

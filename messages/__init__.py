@@ -1,0 +1,46 @@
+"""Typed messages, state values and the pure reducers over them.
+
+Belongs here: frozen, slotted, kw_only attrs values grouped by direction
+(commands, events, provider protocol), state values, error codes, the pure
+reducers and the wire conversion. Invariants:
+1. Nothing here imports the rest of agenthost, does I/O or holds a callable.
+2. Every value is immutable; change it with `attrs.evolve`.
+3. Reducers are pure: the same state and action give the same state.
+"""
+
+from agenthost.messages.commands import OutcomeState, SendMessageReply, TurnOutcome
+from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.reducers import reduce, reduce_chat
+from agenthost.messages.state import (
+    ActiveTurn,
+    ChatState,
+    ChatStatus,
+    PendingKind,
+    PendingMessage,
+    SessionSummary,
+    Turn,
+    TurnState,
+    UserMessage,
+)
+from agenthost.messages.wire import from_wire, to_wire
+
+__all__ = [
+    "ActiveTurn",
+    "AgentHostError",
+    "ChatState",
+    "ChatStatus",
+    "ErrorCode",
+    "OutcomeState",
+    "PendingKind",
+    "PendingMessage",
+    "SendMessageReply",
+    "SessionSummary",
+    "Turn",
+    "TurnOutcome",
+    "TurnState",
+    "UserMessage",
+    "from_wire",
+    "reduce",
+    "reduce_chat",
+    "to_wire",
+]

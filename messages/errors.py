@@ -1,0 +1,40 @@
+"""Error codes and the one error type of agenthost.
+
+An error is data: `AgentHostError` is a frozen value with a `code` from
+`ErrorCode` and a `message` a person can act on. It is also an exception, so
+the public surface raises the same value it stores on a failed turn.
+"""
+
+from enum import StrEnum
+
+import attrs
+
+
+class ErrorCode(StrEnum):
+    """Closed set of error codes; on the AHP wire they are a turn error's errorType."""
+
+    INTERNAL = "internal"
+    INVALID_ARGUMENT = "invalid_argument"
+    NOT_FOUND = "not_found"
+    PROVIDER_ERROR = "provider_error"
+    PROVIDER_CRASHED = "provider_crashed"
+    PROVIDER_UNAVAILABLE = "provider_unavailable"
+    EXECUTION_ABANDONED = "execution_abandoned"
+    HOST_STOPPED = "host_stopped"
+    STORE_ERROR = "store_error"
+
+
+@attrs.frozen(kw_only=True, auto_exc=False)
+class AgentHostError(Exception):
+    """An expected failure: a code and a message.
+
+    Frozen and comparable by value, so it can sit in state and events; raise
+    it where the surface fails.
+    """
+
+    code: ErrorCode
+    message: str
+    resumable: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.code.value}: {self.message}"

@@ -1,0 +1,153 @@
+"""Host -> client events, which are also the chat reducer's actions.
+
+Each class is one AHP chat action under a Python name (`wire_type` is its
+AHP type: TurnStarted is chat/turnStarted, AssistantDelta is chat/delta, ...).
+Host-only events use AHP's `x-` extension names. Every event names its
+session and chat; turn events name their turn.
+"""
+
+from enum import StrEnum
+from typing import ClassVar
+
+import attrs
+
+from agenthost.messages.errors import AgentHostError
+from agenthost.messages.state import (
+    ChatState,
+    PendingKind,
+    PendingMessage,
+    ResponsePart,
+    Usage,
+    UserMessage,
+)
+
+
+@attrs.frozen(kw_only=True)
+class ChatEvent:
+    wire_type: ClassVar[str] = ""
+    session_id: str = ""
+    chat_id: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ChatSnapshot(ChatEvent):
+    """First event of every subscription: the chat's state at that moment."""
+
+    wire_type: ClassVar[str] = "x-chat/snapshot"
+    state: ChatState
+
+
+@attrs.frozen(kw_only=True)
+class TurnStarted(ChatEvent):
+    wire_type: ClassVar[str] = "chat/turnStarted"
+    turn_id: str
+    message: UserMessage
+    queued_message_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ResponsePartAdded(ChatEvent):
+    wire_type: ClassVar[str] = "chat/responsePart"
+    turn_id: str
+    part: ResponsePart
+
+
+@attrs.frozen(kw_only=True)
+class AssistantDelta(ChatEvent):
+    wire_type: ClassVar[str] = "chat/delta"
+    turn_id: str
+    part_id: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class UsageReported(ChatEvent):
+    wire_type: ClassVar[str] = "chat/usage"
+    turn_id: str
+    usage: Usage
+
+
+@attrs.frozen(kw_only=True)
+class TurnCompleted(ChatEvent):
+    wire_type: ClassVar[str] = "chat/turnComplete"
+    turn_id: str
+
+
+@attrs.frozen(kw_only=True)
+class TurnCancelled(ChatEvent):
+    wire_type: ClassVar[str] = "chat/turnCancelled"
+    turn_id: str
+
+
+@attrs.frozen(kw_only=True)
+class TurnFailed(ChatEvent):
+    wire_type: ClassVar[str] = "chat/error"
+    turn_id: str
+    error: AgentHostError
+
+
+class RemovalReason(StrEnum):
+    CLIENT = "client"
+    CONSUMED = "consumed"
+    CANCELLED = "cancelled"
+    WITHDRAWN = "withdrawn"
+
+
+@attrs.frozen(kw_only=True)
+class PendingMessageAdded(ChatEvent):
+    wire_type: ClassVar[str] = "chat/pendingMessageSet"
+    pending: PendingMessage
+
+
+@attrs.frozen(kw_only=True)
+class PendingMessageRemoved(ChatEvent):
+    wire_type: ClassVar[str] = "chat/pendingMessageRemoved"
+    kind: PendingKind
+    pending_id: str
+    reason: RemovalReason = RemovalReason.CLIENT
+
+
+@attrs.frozen(kw_only=True)
+class Truncated(ChatEvent):
+    wire_type: ClassVar[str] = "chat/truncated"
+    turn_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Lagged(ChatEvent):
+    """Sent to a subscriber that fell too far behind, just before it is closed."""
+
+    wire_type: ClassVar[str] = "x-lagged"
+    dropped: int = 0
+
+
+TurnEnded = TurnCompleted | TurnCancelled | TurnFailed
+TERMINAL_EVENTS = (TurnCompleted, TurnCancelled, TurnFailed)
+
+ChatAction = (
+    TurnStarted
+    | ResponsePartAdded
+    | AssistantDelta
+    | UsageReported
+    | TurnCompleted
+    | TurnCancelled
+    | TurnFailed
+    | PendingMessageAdded
+    | PendingMessageRemoved
+    | Truncated
+)
+Event = ChatSnapshot | ChatAction | Lagged
+EVENT_TYPES: tuple[type[ChatEvent], ...] = (
+    ChatSnapshot,
+    TurnStarted,
+    ResponsePartAdded,
+    AssistantDelta,
+    UsageReported,
+    TurnCompleted,
+    TurnCancelled,
+    TurnFailed,
+    PendingMessageAdded,
+    PendingMessageRemoved,
+    Truncated,
+    Lagged,
+)

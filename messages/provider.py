@@ -1,0 +1,170 @@
+"""The provider protocol: what the host and a provider adapter say to each other.
+
+Host -> provider: ProviderSend, ProviderSteer, ProviderWithdraw, ProviderCancel,
+ProviderResume. Provider -> host: UserMessageEcho, ReplyDelta, ReplyMessage,
+ToolCallStarted, ToolCallCompleted, Idle, CallSettled, ConnectionFailed.
+Providers differ; each declares `Capabilities` and the host never infers them.
+"""
+
+from enum import StrEnum
+
+import attrs
+
+from agenthost.messages.errors import AgentHostError
+
+
+@attrs.frozen(kw_only=True)
+class Capabilities:
+    """What a provider does, declared (DESIGN.md, "Provider contract")."""
+
+    call_settles_with_turn: bool
+    can_withdraw_steering: bool
+    stateful_prompt: bool
+    accepts_steering: bool
+
+
+@attrs.frozen(kw_only=True)
+class HistoryMessage:
+    role: str  # "user" | "assistant"
+    text: str
+
+
+# -- host -> provider ---------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ProviderSend:
+    """Start a turn. `history` is sent only to providers without a stateful prompt."""
+
+    session_id: str
+    chat_id: str
+    turn_id: str
+    text: str
+    history: tuple[HistoryMessage, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ProviderSteer:
+    session_id: str
+    chat_id: str
+    turn_id: str
+    pending_id: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ProviderWithdraw:
+    session_id: str
+    chat_id: str
+    pending_id: str
+    provider_message_id: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ProviderCancel:
+    session_id: str
+    chat_id: str
+    turn_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ProviderResume:
+    session_id: str
+    chat_id: str
+
+
+# -- provider -> host ---------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class UserMessageEcho:
+    """The model consumed a user message (its own turn's, or steering)."""
+
+    turn_id: str
+    text: str
+    provider_message_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ReplyDelta:
+    turn_id: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ReplyMessage:
+    """An assistant message became stable. `finish_reason` None: the stream gave none."""
+
+    turn_id: str
+    text: str
+    finish_reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallStarted:
+    turn_id: str
+    tool_call_id: str
+    name: str
+    arguments: str = "{}"
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallCompleted:
+    turn_id: str
+    tool_call_id: str
+    result: str = ""
+    success: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class Idle:
+    """The backend finished its work for the turn: the turn's terminal signal."""
+
+    turn_id: str
+
+
+class Settlement(StrEnum):
+    RESOLVED = "resolved"
+    REJECTED = "rejected"
+    NOT_STARTED = "not_started"
+
+
+@attrs.frozen(kw_only=True)
+class CallSettled:
+    """The provider's send call returned (resolved) or failed (rejected / not started)."""
+
+    turn_id: str
+    settlement: Settlement
+    provider_message_id: str | None = None
+    error: AgentHostError | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionFailed:
+    """The provider connection died (a crashed or hung backend)."""
+
+    error: AgentHostError
+
+
+ProviderEvent = (
+    UserMessageEcho
+    | ReplyDelta
+    | ReplyMessage
+    | ToolCallStarted
+    | ToolCallCompleted
+    | Idle
+    | CallSettled
+    | ConnectionFailed
+)
+PROVIDER_EVENT_TYPES = (
+    UserMessageEcho,
+    ReplyDelta,
+    ReplyMessage,
+    ToolCallStarted,
+    ToolCallCompleted,
+    Idle,
+    CallSettled,
+    ConnectionFailed,
+)
+PROVIDER_COMMAND_TYPES = (ProviderSend, ProviderSteer, ProviderWithdraw, ProviderCancel, ProviderResume)

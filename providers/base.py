@@ -1,0 +1,144 @@
+"""The provider contract: plain asyncio code, no pykka.
+
+A `Provider` is a configured backend (the scripted model, an SDK's CLI, an
+HTTP endpoint). The host opens one `ProviderAdapter` per provider session
+(one per chat) and drives it on the `ProviderLoop` of its provider kind. An
+adapter reports what happens through `emit`, a thread-safe, non-blocking
+callback taking provider-protocol messages (messages/provider.py).
+
+Failures are typed: `ProviderCallError` (a send failed; `taken` says whether
+the provider took the turn), `ProviderCrashed` (the connection is dead),
+`ProviderResumeError` (resume failed; `no_history` is the allowlist verdict).
+"""
+
+import abc
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.provider import (
+    Capabilities,
+    ProviderCancel,
+    ProviderEvent,
+    ProviderResume,
+    ProviderSend,
+    ProviderSteer,
+    ProviderWithdraw,
+)
+
+Emit = Callable[[ProviderEvent], None]
+T = TypeVar("T")
+
+
+class ProviderCallError(Exception):
+    """A send failed. `taken`: the provider had already taken the turn."""
+
+    def __init__(self, error: AgentHostError, *, taken: bool) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.taken = taken
+
+
+class ProviderCrashed(Exception):
+    """The provider connection died; the supervisor restarts it."""
+
+    def __init__(self, message: str = "the provider connection crashed") -> None:
+        super().__init__(message)
+        self.error = AgentHostError(code=ErrorCode.PROVIDER_CRASHED, message=message)
+
+
+class ProviderResumeError(Exception):
+    """Resume failed. `no_history` is True only when the provider positively
+    reports that no history exists (DESIGN.md rule 4's allowlist)."""
+
+    def __init__(self, code: int, message: str, *, no_history: bool = False) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.no_history = no_history
+
+
+class ProviderAdapter(abc.ABC):
+    """One provider session. Every method runs on the provider kind's loop."""
+
+    capabilities: Capabilities
+
+    async def start(self) -> None:
+        """Open a new provider session (spawn a CLI, connect); no-op by default."""
+        return None
+
+    @abc.abstractmethod
+    async def send(self, message: ProviderSend) -> str | None:
+        """Hand the provider a turn; returns the provider's message id, if any.
+
+        Resolves early (copilot, codex) or with the turn (claude), per
+        `capabilities.call_settles_with_turn`.
+        """
+
+    async def steer(self, message: ProviderSteer) -> str | None:
+        raise ProviderCallError(
+            AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message="steering is not supported"),
+            taken=False,
+        )
+
+    async def withdraw(self, message: ProviderWithdraw) -> bool:
+        return False
+
+    @abc.abstractmethod
+    async def cancel(self, message: ProviderCancel) -> None: ...
+
+    async def resume(self, message: ProviderResume) -> None:
+        return None
+
+    async def dispose(self) -> None:
+        return None
+
+    def turn_diagnostic_snapshot(self, turn_id: str) -> dict[str, Any]:
+        return {}
+
+
+class Provider(abc.ABC):
+    """A configured backend that opens adapters, one per provider session."""
+
+    capabilities: Capabilities
+
+    @abc.abstractmethod
+    def open_session(self, session_id: str, chat_id: str, emit: Emit) -> ProviderAdapter: ...
+
+
+class ProviderLoop:
+    """One asyncio event loop on its own thread, shared by a provider kind's adapters."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._run, name=f"provider-loop-{name}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if not self.loop.is_running():
+            return
+
+        async def _cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            self.submit(_cancel_all()).result(timeout)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout)

@@ -1,0 +1,269 @@
+"""SQLite store: WAL mode, numbered migrations, one writer.
+
+`SqliteStore` is synchronous and not thread-safe on purpose: exactly one
+StoreActor owns it, applies operations inside an open transaction and calls
+`commit()` when its mailbox drains (group commit). Reads on the same
+connection see writes not yet committed.
+
+A turn that was running when the process died has no end state in its row;
+loading it closes it as an error (`execution_abandoned`), so no turn is ever
+restored as running.
+"""
+
+import fcntl
+import importlib.resources
+import os
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.state import (
+    MarkdownPart,
+    PendingKind,
+    PendingMessage,
+    SessionSummary,
+    Turn,
+    TurnState,
+    UserMessage,
+)
+from agenthost.store.records import (
+    ChatRecord,
+    DeletePending,
+    DeleteSession,
+    SavePending,
+    SaveAssistantText,
+    SaveSession,
+    SaveTurnEnded,
+    SaveTurnStarted,
+    SessionRecord,
+    StoreOp,
+)
+
+log = structlog.get_logger(__name__)
+
+ABANDONED_ON_RESTART = "The host stopped while this turn was running."
+
+
+def _migrations() -> list[tuple[int, str]]:
+    folder = importlib.resources.files("agenthost.store") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        match = re.match(r"(\d+)_.*\.sql$", entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.read_text()))
+    return sorted(found)
+
+
+class SqliteStore:
+    """The embedded default store. `path` is a file; its folder is created.
+
+    Args:
+        path: the database file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._db: sqlite3.Connection | None = None
+        self._lock_fd: int | None = None
+
+    # -- lifecycle (StoreActor's thread) ------------------------------------------
+    def open(self) -> None:
+        """Open, lock and migrate.
+
+        Raises:
+            AgentHostError: STORE_ERROR when another host holds this store.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        self._db = db
+        self._migrate()
+        db.execute("BEGIN")
+
+    def _lock(self) -> None:
+        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise AgentHostError(
+                code=ErrorCode.STORE_ERROR,
+                message=f"{self.path} is in use by another agenthost process",
+            ) from None
+        self._lock_fd = fd
+
+    def _migrate(self) -> None:
+        db = self._conn
+        db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        current = row[0] or 0
+        for version, script in _migrations():
+            if version <= current:
+                continue
+            db.executescript(f"BEGIN;\n{script}\nINSERT INTO schema_version VALUES ({version});\nCOMMIT;")
+            log.info("store_migrated", version=version)
+
+    def commit(self) -> None:
+        db = self._conn
+        db.execute("COMMIT")
+        db.execute("BEGIN")
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.execute("COMMIT")
+            self._db.close()
+            self._db = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise AgentHostError(code=ErrorCode.STORE_ERROR, message="the store is not open")
+        return self._db
+
+    # -- writes ---------------------------------------------------------------------
+    def apply(self, op: StoreOp) -> None:
+        db = self._conn
+        match op:
+            case SaveSession():
+                db.execute(
+                    "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?)",
+                    (op.session_id, op.provider, op.title, op.created_at, op.created_at),
+                )
+                db.executemany(
+                    "INSERT OR IGNORE INTO chats (id, session_id, position) VALUES (?, ?, ?)",
+                    [(chat_id, op.session_id, i) for i, chat_id in enumerate(op.chat_ids)],
+                )
+            case SaveTurnStarted():
+                db.execute(
+                    "INSERT INTO turns (id, chat_id, session_id, seq, user_text, started_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (op.turn_id, op.chat_id, op.session_id, op.seq, op.user_text, op.started_at),
+                )
+            case SaveAssistantText():
+                db.execute(
+                    "UPDATE turns SET assistant_text = ? WHERE id = ?", (op.text, op.turn_id)
+                )
+            case SaveTurnEnded():
+                error = op.error
+                db.execute(
+                    "UPDATE turns SET state = ?, assistant_text = ?, error_code = ?,"
+                    " error_message = ?, finish_reason = ?, ended_at = ? WHERE id = ?",
+                    (
+                        op.state.value,
+                        op.assistant_text,
+                        None if error is None else error.code.value,
+                        None if error is None else error.message,
+                        op.finish_reason,
+                        op.ended_at,
+                        op.turn_id,
+                    ),
+                )
+            case SavePending():
+                pending = op.pending
+                db.execute(
+                    "INSERT OR REPLACE INTO pending_messages VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        pending.id,
+                        op.chat_id,
+                        op.session_id,
+                        pending.kind.value,
+                        pending.text,
+                        op.position,
+                    ),
+                )
+            case DeletePending():
+                db.execute("DELETE FROM pending_messages WHERE id = ?", (op.pending_id,))
+            case DeleteSession():
+                for table in ("pending_messages", "turns"):
+                    db.execute(f"DELETE FROM {table} WHERE session_id = ?", (op.session_id,))
+                db.execute("DELETE FROM chats WHERE session_id = ?", (op.session_id,))
+                db.execute("DELETE FROM sessions WHERE id = ?", (op.session_id,))
+            case _:
+                raise TypeError(f"unknown store operation {type(op).__name__}")
+
+    # -- reads ----------------------------------------------------------------------
+    def list_sessions(self) -> list[SessionSummary]:
+        rows = self._conn.execute(
+            "SELECT s.id, s.title, s.provider, s.created_at,"
+            " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id)"
+            " FROM sessions s ORDER BY s.created_at, s.id"
+        ).fetchall()
+        return [
+            SessionSummary(id=r[0], title=r[1], provider=r[2], created_at=r[3], turn_count=r[4])
+            for r in rows
+        ]
+
+    def load_session(self, session_id: str) -> SessionRecord | None:
+        db = self._conn
+        row = db.execute(
+            "SELECT provider, title, created_at FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        chats = tuple(
+            self._load_chat(chat_id, title, draft)
+            for chat_id, title, draft in db.execute(
+                "SELECT id, title, draft FROM chats WHERE session_id = ? ORDER BY position",
+                (session_id,),
+            ).fetchall()
+        )
+        return SessionRecord(
+            session_id=session_id, provider=row[0], title=row[1], created_at=row[2], chats=chats
+        )
+
+    def _load_chat(self, chat_id: str, title: str, draft: str | None) -> ChatRecord:
+        db = self._conn
+        db.execute(
+            "UPDATE turns SET state = ?, error_code = ?, error_message = ? "
+            "WHERE chat_id = ? AND state IS NULL",
+            (
+                TurnState.ERROR.value,
+                ErrorCode.EXECUTION_ABANDONED.value,
+                ABANDONED_ON_RESTART,
+                chat_id,
+            ),
+        )
+        turns = tuple(
+            _turn_from_row(r)
+            for r in db.execute(
+                "SELECT id, user_text, assistant_text, state, error_code, error_message"
+                " FROM turns WHERE chat_id = ? ORDER BY seq, rowid",
+                (chat_id,),
+            ).fetchall()
+        )
+        pending = tuple(
+            PendingMessage(id=r[0], kind=PendingKind(r[1]), message=UserMessage(text=r[2]))
+            for r in db.execute(
+                "SELECT id, kind, text FROM pending_messages WHERE chat_id = ?"
+                " ORDER BY position, rowid",
+                (chat_id,),
+            ).fetchall()
+        )
+        return ChatRecord(chat_id=chat_id, title=title, draft=draft, turns=turns, pending=pending)
+
+
+def _turn_from_row(row: tuple[Any, ...]) -> Turn:
+    turn_id, user_text, assistant_text, state, error_code, error_message = row
+    error = (
+        None
+        if error_code is None
+        else AgentHostError(code=ErrorCode(error_code), message=error_message or "")
+    )
+    parts = (MarkdownPart(id=f"{turn_id}-md", content=assistant_text),) if assistant_text else ()
+    return Turn(
+        id=turn_id,
+        message=UserMessage(text=user_text),
+        response_parts=parts,
+        state=TurnState(state),
+        error=error,
+    )
