@@ -119,6 +119,8 @@ class ProviderConnectionActor(HostedActor):
     # -- results -----------------------------------------------------------------------------
     @handles(CallDone)
     def _done(self, message: CallDone) -> None:
+        if self._failed:
+            return  # a dead connection's results mean nothing; the supervisor has it
         exc = message.exception
         if isinstance(exc, ProviderCrashed):
             self._fail(exc.error)

@@ -33,6 +33,7 @@ from pykka.messages import _ActorStop
 log = structlog.get_logger(__name__)
 
 ASK_TIMEOUT_S = 10.0
+_RECHECK_S = 0.005
 STOP_TIMEOUT_S = 5.0
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -175,9 +176,11 @@ class DeterministicRunner:
                     if until is None:
                         return count
                     remaining = deadline - time.monotonic()
-                    if remaining <= 0 or not self._cond.wait(remaining):
-                        if not self._items:
-                            raise TimeoutError("deterministic runner: condition not met")
+                    if remaining <= 0:
+                        raise TimeoutError("deterministic runner: condition not met")
+                    # `until` may turn true on another thread (the store's, a
+                    # provider loop's) without a message: re-check it often.
+                    self._cond.wait(min(remaining, _RECHECK_S))
                     continue
             index = 0 if choose is None else choose(self.pending())
             self.deliver(index)

@@ -129,7 +129,7 @@ class ChatState:
     resource: str
     title: str = ""
     status: ChatStatus = ChatStatus.IDLE
-    modified_at: int = 0
+    modified_at: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     turns: tuple[Turn, ...] = ()
     active_turn: ActiveTurn | None = None
     steering_messages: tuple[PendingMessage, ...] = ()

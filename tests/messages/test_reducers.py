@@ -1,0 +1,133 @@
+import attrs
+import pytest
+
+from agenthost.messages import AgentHostError, ChatState, ChatStatus, ErrorCode, TurnState, reduce
+from agenthost.messages.events import (
+    AssistantDelta,
+    PendingMessageAdded,
+    PendingMessageRemoved,
+    ResponsePartAdded,
+    Truncated,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+)
+from agenthost.messages.reducers import reduce_chat
+from agenthost.messages.state import MarkdownPart, PendingKind, PendingMessage, UserMessage
+
+NOW = 9_999
+
+
+def started(turn_id: str = "t1", text: str = "hi", queued: str | None = None) -> TurnStarted:
+    return TurnStarted(turn_id=turn_id, message=UserMessage(text=text), queued_message_id=queued)
+
+
+def run(*actions: object, state: ChatState | None = None) -> ChatState:
+    state = state or ChatState(resource="ahp-chat:/c")
+    for action in actions:
+        state = reduce_chat(state, action, NOW)  # type: ignore[arg-type]
+    return state
+
+
+def test_turn_started_makes_the_turn_active_and_stamps_the_chat() -> None:
+    state = run(started())
+    assert state.active_turn_id == "t1"
+    assert state.status is ChatStatus.IN_PROGRESS
+    assert state.modified_at == NOW
+
+
+def test_deltas_append_to_their_markdown_part() -> None:
+    state = run(
+        started(),
+        ResponsePartAdded(turn_id="t1", part=MarkdownPart(id="p")),
+        AssistantDelta(turn_id="t1", part_id="p", text="Hello "),
+        AssistantDelta(turn_id="t1", part_id="p", text="world"),
+    )
+    assert state.active_turn is not None
+    assert state.active_turn.assistant_text == "Hello world"
+
+
+def test_completion_moves_the_active_turn_into_turns() -> None:
+    state = run(
+        started(),
+        ResponsePartAdded(turn_id="t1", part=MarkdownPart(id="p")),
+        AssistantDelta(turn_id="t1", part_id="p", text="done"),
+        TurnCompleted(turn_id="t1"),
+    )
+    assert state.active_turn is None
+    assert [(t.id, t.state, t.user_text, t.assistant_text) for t in state.turns] == [
+        ("t1", TurnState.COMPLETE, "hi", "done")
+    ]
+    assert state.status is ChatStatus.IDLE
+
+
+@pytest.mark.parametrize(
+    ("end", "turn_state", "status"),
+    [
+        (TurnCancelled(turn_id="t1"), TurnState.CANCELLED, ChatStatus.IDLE),
+        (
+            TurnFailed(turn_id="t1", error=AgentHostError(code=ErrorCode.PROVIDER_ERROR, message="x")),
+            TurnState.ERROR,
+            ChatStatus.ERROR,
+        ),
+    ],
+)
+def test_cancel_and_error_end_the_turn(end: object, turn_state: TurnState, status: ChatStatus) -> None:
+    state = run(started(), end)
+    assert state.turns[-1].state is turn_state
+    assert state.status is status
+
+
+def test_a_turn_ends_exactly_once() -> None:
+    state = run(started(), TurnCompleted(turn_id="t1"))
+    again = run(TurnCancelled(turn_id="t1"), TurnFailed(turn_id="t1", error=AgentHostError(
+        code=ErrorCode.INTERNAL, message="late")), state=state)
+    assert again == state
+
+
+def test_terminal_action_for_another_turn_is_a_no_op() -> None:
+    state = run(started())
+    assert run(TurnCompleted(turn_id="other"), state=state) == state
+
+
+def test_turn_started_is_idempotent_per_turn_id() -> None:
+    state = run(started())
+    assert run(started(), state=state) == state
+
+
+def test_turn_started_from_a_pending_message_removes_it() -> None:
+    queued = PendingMessage(id="q1", kind=PendingKind.QUEUED, message=UserMessage(text="a"))
+    other = PendingMessage(id="q2", kind=PendingKind.QUEUED, message=UserMessage(text="b"))
+    state = run(PendingMessageAdded(pending=queued), PendingMessageAdded(pending=other), started(queued="q1"))
+    assert [m.id for m in state.queued_messages] == ["q2"]
+
+
+def test_pending_set_upserts_and_removed_drops() -> None:
+    first = PendingMessage(id="q1", kind=PendingKind.QUEUED, message=UserMessage(text="a"))
+    edited = attrs.evolve(first, message=UserMessage(text="b"))
+    state = run(PendingMessageAdded(pending=first), PendingMessageAdded(pending=edited))
+    assert [m.text for m in state.pending] == ["b"]
+    state = run(PendingMessageRemoved(kind=PendingKind.QUEUED, pending_id="q1"), state=state)
+    assert state.pending == ()
+
+
+def test_pending_lists_steering_before_queued() -> None:
+    queued = PendingMessage(id="q", kind=PendingKind.QUEUED, message=UserMessage(text="q"))
+    steer = PendingMessage(id="s", kind=PendingKind.STEERING, message=UserMessage(text="s"))
+    state = run(PendingMessageAdded(pending=queued), PendingMessageAdded(pending=steer))
+    assert [m.id for m in state.pending] == ["s", "q"]
+
+
+def test_truncate_keeps_turns_up_to_and_including_and_drops_the_active_turn() -> None:
+    state = run(
+        started("a"), TurnCompleted(turn_id="a"), started("b"), TurnCompleted(turn_id="b"), started("c")
+    )
+    state = run(Truncated(turn_id="a"), state=state)
+    assert [t.id for t in state.turns] == ["a"]
+    assert state.active_turn is None
+
+
+def test_unknown_actions_are_no_ops() -> None:
+    state = run(started())
+    assert reduce(state, object(), NOW) == state  # type: ignore[arg-type]

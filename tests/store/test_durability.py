@@ -1,0 +1,152 @@
+"""What survives a restart, and what subscribers may see before it is durable."""
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
+from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
+from agenthost.messages.events import TurnCompleted
+from agenthost.providers.scripted import Gate, NoFinishReason, Reject, Say, ScriptedProvider
+from agenthost.store import SqliteStore
+from tests.fakes.stores import GatedCommitStore
+
+
+def start(db_path: Path, provider: ScriptedProvider | None = None, store: SqliteStore | None = None) -> Host:
+    return Host.start(
+        store=store or SqliteStore(db_path),
+        providers={"scripted": provider or ScriptedProvider()},
+        clock=FakeClock(),
+    )
+
+
+def stored_turn(db_path: Path, turn_id: str) -> tuple[str | None, str]:
+    """Read a turn row as another process would: committed data only."""
+    with sqlite3.connect(db_path) as db:
+        row = db.execute("SELECT state, assistant_text FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    return (None, "") if row is None else (row[0], row[1])
+
+
+def test_a_restarted_host_restores_every_session_and_turn(db_path: Path) -> None:
+    provider = ScriptedProvider().on("fail", Say("some"), Reject("no"))
+    host = start(db_path, provider)
+    expected = {}
+    for n in range(3):
+        session = host.create_session()
+        chat = session.chat()
+        for text in (f"s{n} one", f"s{n} two", "fail"):
+            chat.send(text).result(timeout=10)
+        expected[session.id] = [(t.user_text, t.assistant_text, t.state) for t in chat.state().turns]
+    host.stop()
+
+    host = start(db_path, provider)
+    try:
+        assert {s.id for s in host.list_sessions()} == set(expected)
+        for session_id, turns in expected.items():
+            state = host.open_session(session_id).chat().state()
+            assert [(t.user_text, t.assistant_text, t.state) for t in state.turns] == turns
+            assert turns[0][1] == turns[0][0].replace("s", "echo: s", 1)
+            assert turns[-1][2] is TurnState.ERROR
+        chat = host.open_session(next(iter(expected))).chat()
+        assert chat.send("after restart").result(timeout=10).state is OutcomeState.COMPLETE
+    finally:
+        host.stop()
+
+
+def test_the_final_assistant_text_is_stored_when_the_stream_has_no_finish_reason(db_path: Path) -> None:
+    provider = ScriptedProvider().on("q", Say("the "), Say("answer"), NoFinishReason())
+    host = start(db_path, provider)
+    session = host.create_session()
+    turn = session.chat().send("q")
+    assert turn.result(timeout=10).state is OutcomeState.COMPLETE
+    host.stop()
+    assert stored_turn(db_path, turn.id) == ("complete", "the answer")
+    host = start(db_path, provider)
+    try:
+        assert host.open_session(session.id).chat().state().turns[0].assistant_text == "the answer"
+    finally:
+        host.stop()
+
+
+def test_a_turn_end_reaches_subscribers_only_after_it_is_committed(db_path: Path) -> None:
+    store = GatedCommitStore(db_path)
+    with use_runtime(DeterministicRunner()) as runner:
+        host = start(db_path, store=store)
+        chat = host.create_session().chat()
+        sub = chat.subscribe()
+        turn = chat.send("hello")
+        runner.run(until=store.blocked.is_set)
+        seen = []
+        while (event := sub.next_nowait()) is not None:
+            seen.append(event)
+        assert not any(isinstance(e, TurnCompleted) for e in seen)
+        assert stored_turn(db_path, turn.id)[0] is None
+        assert not turn.done()
+        store.release()
+        assert turn.result(timeout=10).state is OutcomeState.COMPLETE
+        assert stored_turn(db_path, turn.id) == ("complete", "echo: hello")
+        while not isinstance(event := sub.next(10), TurnCompleted):
+            pass
+        host.stop()
+
+
+def test_queued_messages_are_durable(db_path: Path) -> None:
+    provider = ScriptedProvider().on("hold", Gate("never"))
+    host = start(db_path, provider)
+    session = host.create_session()
+    chat = session.chat()
+    chat.send("hold")
+    chat.send("later")
+    provider.wait_reached("never", timeout=10)
+    host.stop()
+
+    host = start(db_path, provider)
+    try:
+        state = host.open_session(session.id).chat().state()
+        assert [m.text for m in state.pending] == ["later"]
+    finally:
+        host.stop()
+
+
+def test_a_turn_running_when_the_host_stopped_is_restored_as_abandoned(db_path: Path) -> None:
+    provider = ScriptedProvider().on("hold", Say("partial"), Gate("never"))
+    host = start(db_path, provider)
+    session = host.create_session()
+    turn = session.chat().send("hold")
+    provider.wait_reached("never", timeout=10)
+    host.stop()
+
+    host = start(db_path, provider)
+    try:
+        state = host.open_session(session.id).chat().state()
+        assert state.active_turn is None
+        [restored] = state.turns
+        assert restored.id == turn.id
+        assert restored.state is TurnState.ERROR
+        assert restored.error is not None and restored.error.code is ErrorCode.EXECUTION_ABANDONED
+    finally:
+        host.stop()
+
+
+def test_a_second_host_on_the_same_store_fails_at_once(db_path: Path) -> None:
+    host = start(db_path)
+    try:
+        with pytest.raises(AgentHostError) as caught:
+            start(db_path)
+        assert caught.value.code is ErrorCode.STORE_ERROR
+        assert "in use" in caught.value.message
+    finally:
+        host.stop()
+
+
+def test_migrations_are_numbered_and_recorded(db_path: Path) -> None:
+    store = SqliteStore(db_path)
+    store.open()
+    store.close()
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] >= 1
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store = SqliteStore(db_path)
+    store.open()  # reopening applies nothing twice
+    store.close()
