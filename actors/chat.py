@@ -16,7 +16,6 @@ from typing import Any
 
 import attrs
 import structlog
-
 from agenthost.actors.context import Services
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.hosted import HostedActor

@@ -10,7 +10,6 @@ import uuid
 
 import attrs
 import structlog
-
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import AdoptSession, Ref, SessionReady, SessionSaved, Write
@@ -19,7 +18,7 @@ from agenthost.actors.session import SessionActor
 from agenthost.messages.commands import CreateSession
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import ChatState, PendingKind, chat_resource
-from agenthost.store.records import SaveSession, SessionRecord
+from agenthost.store.records import SaveSession
 
 log = structlog.get_logger(__name__)
 
@@ -160,4 +159,3 @@ class HostActor(HostedActor):
             for future in waiters:
                 future.set_exception(exc_info=(AgentHostError, stopped, None))
         self._waiters.clear()
-

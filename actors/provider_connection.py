@@ -13,7 +13,6 @@ from collections.abc import Coroutine
 from typing import Any
 
 import structlog
-
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
@@ -95,7 +94,9 @@ class ProviderConnectionActor(HostedActor):
             else:
                 exc = f.exception()
                 result = None if exc is not None else f.result()
-            self.send(self.actor_ref, CallDone(kind=kind, turn_id=turn_id, result=result, exception=exc))
+            self.send(
+                self.actor_ref, CallDone(kind=kind, turn_id=turn_id, result=result, exception=exc)
+            )
 
         future.add_done_callback(done)
 

@@ -70,9 +70,7 @@ class ThreadingRuntime:
         return queue.Queue()
 
     def start(self, actor: "Actor") -> None:
-        thread = threading.Thread(
-            target=actor._actor_loop, name=type(actor).__name__, daemon=True
-        )
+        thread = threading.Thread(target=actor._actor_loop, name=type(actor).__name__, daemon=True)
         thread.start()
 
     def run_until(self, done: Callable[[], bool], timeout: float | None) -> None:
@@ -255,7 +253,7 @@ class RuntimeFuture(ThreadingFuture[Any]):
 
     def __init__(self) -> None:
         super().__init__()
-        self._callbacks: list[Callable[["RuntimeFuture"], None]] = []
+        self._callbacks: list[Callable[[RuntimeFuture], None]] = []
 
     def add_done_callback(self, callback: Callable[["RuntimeFuture"], None]) -> None:
         """Call `callback(self)` once set (at once if it already is), on the setter's thread."""
@@ -306,6 +304,15 @@ class Actor(pykka.Actor):
         self._runtime = type(self).own_runtime or _runtime
         super().__init__()
 
+    @classmethod
+    def start(cls, *args: Any, **kwargs: Any) -> ActorRef[Any]:
+        """Start the actor. Unlike pykka's, it is kept in the runtime's own registry
+        (O(1) add and remove), not in pykka's ActorRegistry (a list scanned on
+        every lookup and removal, so stopping n actors there is quadratic)."""
+        obj = cls(*args, **kwargs)
+        obj._start_actor_loop()
+        return obj.actor_ref
+
     def _create_actor_inbox(self) -> Any:  # type: ignore[override]
         return self._runtime.create_inbox(self)
 
@@ -329,7 +336,9 @@ class Actor(pykka.Actor):
     def on_receive(self, message: Any) -> Any:
         handler = self._handlers.get(type(message))
         if handler is None:
-            log.warning("message_unhandled", actor=type(self).__name__, message=type(message).__name__)
+            log.warning(
+                "message_unhandled", actor=type(self).__name__, message=type(message).__name__
+            )
             return None
         return handler(self, message)
 

@@ -7,7 +7,6 @@ or that one failed to open, with the provider's error.
 
 import attrs
 import structlog
-
 from agenthost.actors.chat import ChatActor
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
@@ -69,7 +68,9 @@ class SessionActor(HostedActor):
             return
         if message.error is not None:
             self._waiting.clear()
-            self.send(self.services.host, SessionReady(session_id=self.session_id, error=message.error))
+            self.send(
+                self.services.host, SessionReady(session_id=self.session_id, error=message.error)
+            )
             return
         self._waiting.discard(message.chat_id)
         if not self._waiting:

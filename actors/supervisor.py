@@ -13,7 +13,6 @@ from collections import deque
 
 import attrs
 import structlog
-
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
@@ -132,7 +131,11 @@ class SupervisorActor(HostedActor):
         if delay <= 0:
             self._restart(restart)
         else:
-            self.services.clock.call_later(delay, lambda: self.send(self.actor_ref, restart))
+
+            def fire() -> None:
+                self.send(self.actor_ref, restart)
+
+            self.services.clock.call_later(delay, fire)
 
     @handles(RestartConnection)
     def _restart(self, message: RestartConnection) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 import pykka
 import structlog
-
 from agenthost.actors.chat import Attach, ChatActor, Detach
 from agenthost.actors.clock import Clock, SystemClock
 from agenthost.actors.context import ActorGroup, Services
@@ -116,7 +115,9 @@ class Host:
         return cls(services, store, loops)
 
     # -- sessions -------------------------------------------------------------------------
-    def create_session(self, provider: str = "scripted", *, timeout: float = DEFAULT_TIMEOUT) -> "Session":
+    def create_session(
+        self, provider: str = "scripted", *, timeout: float = DEFAULT_TIMEOUT
+    ) -> "Session":
         info: SessionInfo = _ask(self._host_ref, CreateSession(provider=provider), timeout)
         return Session(self, info)
 
@@ -202,7 +203,9 @@ class Chat:
         self.id = info.chat_id
         self._ref = info.ref
 
-    def subscribe(self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None) -> Subscription:
+    def subscribe(
+        self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None
+    ) -> Subscription:
         """Events of this chat: first a ChatSnapshot, then live events."""
         size = maxsize or self.session._host.services.subscriber_queue_size
         subscription = Subscription(size, session_id=self.session.id, chat_id=self.id)
@@ -274,7 +277,7 @@ class TurnHandle:
                     return
                 try:
                     future.set_result(f.get(timeout=0))
-                except BaseException as exc:  # noqa: BLE001 - handed to the awaiter
+                except BaseException as exc:
                     future.set_exception(exc)
 
             loop.call_soon_threadsafe(apply)

@@ -19,7 +19,6 @@ from typing import TypeVar
 
 import attrs
 import structlog
-
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
@@ -230,7 +229,9 @@ class TurnTrackerActor(HostedActor):
             turn.parts += 1
             turn.part_id = f"{turn.turn_id}-md{turn.parts}"
             actions.append(
-                self._stamp(ResponsePartAdded(turn_id=turn.turn_id, part=MarkdownPart(id=turn.part_id)))
+                self._stamp(
+                    ResponsePartAdded(turn_id=turn.turn_id, part=MarkdownPart(id=turn.part_id))
+                )
             )
         actions.append(
             self._stamp(AssistantDelta(turn_id=turn.turn_id, part_id=turn.part_id, text=text))
@@ -241,7 +242,9 @@ class TurnTrackerActor(HostedActor):
     def _stable(self, turn: _Turn) -> None:
         """Assistant text became stable (a message ended, or the stream did): persist it."""
         if turn.unflushed:
-            self.send(self.chat, AssistantStable(turn_id=turn.turn_id, text="".join(turn.unflushed)))
+            self.send(
+                self.chat, AssistantStable(turn_id=turn.turn_id, text="".join(turn.unflushed))
+            )
             turn.unflushed.clear()
         turn.part_id = None
 

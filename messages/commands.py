@@ -7,7 +7,6 @@ actor; replies are `<Command>Reply` values or `TurnOutcome`.
 from enum import StrEnum
 
 import attrs
-
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.state import PendingMessage
 

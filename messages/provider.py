@@ -9,7 +9,6 @@ Providers differ; each declares `Capabilities` and the host never infers them.
 from enum import StrEnum
 
 import attrs
-
 from agenthost.messages.errors import AgentHostError
 
 
@@ -167,4 +166,10 @@ PROVIDER_EVENT_TYPES = (
     CallSettled,
     ConnectionFailed,
 )
-PROVIDER_COMMAND_TYPES = (ProviderSend, ProviderSteer, ProviderWithdraw, ProviderCancel, ProviderResume)
+PROVIDER_COMMAND_TYPES = (
+    ProviderSend,
+    ProviderSteer,
+    ProviderWithdraw,
+    ProviderCancel,
+    ProviderResume,
+)

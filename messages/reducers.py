@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-
+from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import (
     AssistantDelta,
     ChatEvent,
@@ -28,13 +28,13 @@ from agenthost.messages.events import (
     TurnStarted,
     UsageReported,
 )
-from agenthost.messages.errors import AgentHostError
 from agenthost.messages.state import (
     ActiveTurn,
     ChatState,
     ChatStatus,
     MarkdownPart,
     PendingKind,
+    PendingMessage,
     Turn,
     TurnState,
 )
@@ -161,24 +161,35 @@ def _failed(state: ChatState, action: TurnFailed, now_ms: int) -> ChatState:
     return _end_turn(state, action.turn_id, TurnState.ERROR, now_ms, action.error)
 
 
+def _pending_of(state: ChatState, kind: PendingKind) -> tuple[PendingMessage, ...]:
+    return state.steering_messages if kind is PendingKind.STEERING else state.queued_messages
+
+
+def _with_pending(
+    state: ChatState, kind: PendingKind, messages: tuple[PendingMessage, ...]
+) -> ChatState:
+    if kind is PendingKind.STEERING:
+        return attrs.evolve(state, steering_messages=messages)
+    return attrs.evolve(state, queued_messages=messages)
+
+
 @_handles(PendingMessageAdded)
 def _pending_set(state: ChatState, action: PendingMessageAdded, now_ms: int) -> ChatState:
+    """Upsert: an existing id is replaced in place, a new one appended."""
     pending = action.pending
-    field = "steering_messages" if pending.kind is PendingKind.STEERING else "queued_messages"
-    current: tuple = getattr(state, field)
+    current = _pending_of(state, pending.kind)
     if any(m.id == pending.id for m in current):
-        updated = tuple(pending if m.id == pending.id else m for m in current)
-    else:
-        updated = (*current, pending)
-    return attrs.evolve(state, **{field: updated})
+        return _with_pending(
+            state, pending.kind, tuple(pending if m.id == pending.id else m for m in current)
+        )
+    return _with_pending(state, pending.kind, (*current, pending))
 
 
 @_handles(PendingMessageRemoved)
 def _pending_removed(state: ChatState, action: PendingMessageRemoved, now_ms: int) -> ChatState:
-    field = "steering_messages" if action.kind is PendingKind.STEERING else "queued_messages"
-    current: tuple = getattr(state, field)
+    current = _pending_of(state, action.kind)
     kept = tuple(m for m in current if m.id != action.pending_id)
-    return state if len(kept) == len(current) else attrs.evolve(state, **{field: kept})
+    return state if len(kept) == len(current) else _with_pending(state, action.kind, kept)
 
 
 @_handles(Truncated)

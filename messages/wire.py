@@ -18,10 +18,9 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
-
-from agenthost.messages import commands, events, provider, state
+from agenthost.messages import commands, events, provider
 from agenthost.messages.errors import AgentHostError
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 T = TypeVar("T")
 
@@ -36,7 +35,9 @@ def camel(name: str) -> str:
 
 
 def ms_to_iso(ms: int) -> str:
-    moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(milliseconds=ms)
+    moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(
+        milliseconds=ms
+    )
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -67,7 +68,9 @@ def _field_overrides(cls: type, structuring: bool) -> dict[str, Any]:
 
 
 def _make_unstructure(cls: type) -> Callable[[Any], dict[str, Any]]:
-    base = make_dict_unstructure_fn(cls, converter, **_field_overrides(cls, structuring=False))
+    base: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
+        cls, converter, **_field_overrides(cls, structuring=False)
+    )
     omit_none = [camel(f.name) for f in attrs.fields(cls) if f.default is None]
     tag = _tag(cls) if cls in _TAGGED else None
 
@@ -85,13 +88,13 @@ def _make_structure(cls: type) -> Callable[[Mapping[str, Any], Any], Any]:
     return make_dict_structure_fn(cls, converter, **_field_overrides(cls, structuring=True))
 
 
-_MODULES = (state, events, provider, commands)
-_TAGGED: dict[type, str] = {}
-for _module in _MODULES:
-    for _value in vars(_module).values():
-        if isinstance(_value, type) and attrs.has(_value) and _value.__module__ == _module.__name__:
-            if _module is not state:
-                _TAGGED[_value] = _tag(_value)
+_MESSAGE_MODULES = (events, provider, commands)  # state values carry no tag
+_TAGGED: dict[type, str] = {
+    value: _tag(value)
+    for module in _MESSAGE_MODULES
+    for value in vars(module).values()
+    if isinstance(value, type) and attrs.has(value) and value.__module__ == module.__name__
+}
 _BY_TAG: dict[str, type] = {tag: cls for cls, tag in _TAGGED.items()}
 
 converter.register_unstructure_hook_factory(attrs.has, _make_unstructure)
@@ -123,8 +126,8 @@ def from_wire(data: Any, cls: type[T] | None = None) -> T:
                 raise AgentHostError(
                     code=ErrorCode.INVALID_ARGUMENT, message=f"unknown message type {tag!r}"
                 )
-            cls = _BY_TAG[tag]  # type: ignore[assignment]
-        return converter.structure(data, cls)  # type: ignore[arg-type]
+            cls = _BY_TAG[tag]
+        return converter.structure(data, cls)
     except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as exc:
         raise AgentHostError(
             code=ErrorCode.INVALID_ARGUMENT,

@@ -14,6 +14,7 @@ the provider took the turn), `ProviderCrashed` (the connection is dead),
 import abc
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -114,9 +115,7 @@ class ProviderLoop:
 
     def __init__(self, name: str) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._run, name=f"provider-loop-{name}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name=f"provider-loop-{name}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
@@ -136,9 +135,7 @@ class ProviderLoop:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-        try:
+        with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
             self.submit(_cancel_all()).result(timeout)
-        except (concurrent.futures.TimeoutError, RuntimeError):
-            pass
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout)

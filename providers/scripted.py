@@ -7,7 +7,8 @@ scripted backend: the host opens one adapter per provider session, and its
 scripts, gates and records survive connection restarts. Thread-safe: tests
 call `on`, `open`, `wait_reached`, `fail_resume` from their own thread.
 
-An unscripted prompt is answered `echo: <prompt>` in a few deltas. Steps:
+An unscripted prompt is answered `echo: <prompt>` in `echo_deltas` deltas,
+`delta_s` seconds apart (the load generator's paced model). Steps:
 Say, Gate, Pause, Crash, DropCompletion, Reject, NoFinishReason, ToolCall.
 """
 
@@ -18,7 +19,6 @@ from collections import defaultdict
 from typing import Any, Literal
 
 import attrs
-
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
     Capabilities,
@@ -122,18 +122,21 @@ Step = Say | Gate | Pause | Crash | DropCompletion | NoFinishReason | Reject | T
 class ScriptedProvider(Provider):
     """The scripted backend. See the module docstring."""
 
-    def __init__(self, shape: Shape = "copilot", echo_deltas: int = 3) -> None:
+    def __init__(
+        self, shape: Shape = "copilot", echo_deltas: int = 3, delta_s: float = 0.0
+    ) -> None:
         if shape not in SHAPES:
             raise ValueError(f"unknown shape {shape!r}: expected one of {sorted(SHAPES)}")
         self.shape = shape
         self.capabilities = SHAPES[shape]
         self.echo_deltas = echo_deltas
+        self.delta_s = delta_s
         self._lock = threading.Condition()
         self._scripts: dict[str, tuple[Step, ...]] = {}
         self._opened: set[str] = set()
-        self._gate_waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = (
-            defaultdict(list)
-        )
+        self._gate_waiters: dict[
+            str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]
+        ] = defaultdict(list)
         self._reached: dict[str, int] = defaultdict(int)
         self._prompts: list[tuple[str, str]] = []
         self._resume_failures: list[tuple[int, str]] = []
@@ -215,7 +218,6 @@ class ScriptedProvider(Provider):
                 self._reached[name] -= 1
 
 
-
 def _resolve(future: "asyncio.Future[None]") -> None:
     if not future.done():
         future.set_result(None)
@@ -224,7 +226,9 @@ def _resolve(future: "asyncio.Future[None]") -> None:
 class ScriptedAdapter(ProviderAdapter):
     """One scripted provider session; runs on the provider loop."""
 
-    def __init__(self, backend: ScriptedProvider, session_id: str, chat_id: str, emit: Emit) -> None:
+    def __init__(
+        self, backend: ScriptedProvider, session_id: str, chat_id: str, emit: Emit
+    ) -> None:
         self.backend = backend
         self.capabilities = backend.capabilities
         self.session_id = session_id
@@ -237,21 +241,28 @@ class ScriptedAdapter(ProviderAdapter):
         message_id = self.backend._next_id()
         steps = self.backend._script_for(message.text)
         if steps is None:
-            steps = _echo_steps(message.text, self.backend.echo_deltas)
+            steps = _echo_steps(message.text, self.backend.echo_deltas, self.backend.delta_s)
         if any(isinstance(step, Reject) for step in steps):
             # The call itself fails: run the steps up to the rejection inline.
             await self._run(message, steps, message_id)
             return message_id
         task = asyncio.get_running_loop().create_task(self._guarded(message, steps, message_id))
         self._tasks[message.turn_id] = task
-        task.add_done_callback(lambda _t, turn_id=message.turn_id: self._tasks.pop(turn_id, None))
+        turn_id = message.turn_id
+
+        def forget(_task: "asyncio.Task[None]") -> None:
+            self._tasks.pop(turn_id, None)
+
+        task.add_done_callback(forget)
         if self.capabilities.call_settles_with_turn:
             await task
         else:
             task.add_done_callback(_swallow)
         return message_id
 
-    async def _guarded(self, message: ProviderSend, steps: tuple[Step, ...], message_id: str) -> None:
+    async def _guarded(
+        self, message: ProviderSend, steps: tuple[Step, ...], message_id: str
+    ) -> None:
         try:
             await self._run(message, steps, message_id)
         except ProviderCrashed as crash:
@@ -259,7 +270,9 @@ class ScriptedAdapter(ProviderAdapter):
 
     async def _run(self, message: ProviderSend, steps: tuple[Step, ...], message_id: str) -> None:
         turn_id = message.turn_id
-        self._emit(UserMessageEcho(turn_id=turn_id, text=message.text, provider_message_id=message_id))
+        self._emit(
+            UserMessageEcho(turn_id=turn_id, text=message.text, provider_message_id=message_id)
+        )
         said: list[str] = []
         finish: str | None = "stop"
         terminal = True
@@ -323,10 +336,20 @@ def _means_no_history(code: int, text: str) -> bool:
     )
 
 
-def _echo_steps(prompt: str, deltas: int) -> tuple[Step, ...]:
-    reply = f"echo: {prompt}"
+def echo_reply(prompt: str) -> str:
+    """What an unscripted prompt is answered with."""
+    return f"echo: {prompt}"
+
+
+def _echo_steps(prompt: str, deltas: int, delta_s: float) -> tuple[Step, ...]:
+    reply = echo_reply(prompt)
     size = max(1, -(-len(reply) // max(deltas, 1)))
-    return tuple(Say(reply[i : i + size]) for i in range(0, len(reply), size))
+    steps: list[Step] = []
+    for i in range(0, len(reply), size):
+        if delta_s > 0 and steps:
+            steps.append(Pause(delta_s))
+        steps.append(Say(reply[i : i + size]))
+    return tuple(steps)
 
 
 def _swallow(task: "asyncio.Task[None]") -> None:

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
     MarkdownPart,
@@ -34,8 +33,8 @@ from agenthost.store.records import (
     ChatRecord,
     DeletePending,
     DeleteSession,
-    SavePending,
     SaveAssistantText,
+    SavePending,
     SaveSession,
     SaveTurnEnded,
     SaveTurnStarted,
@@ -107,7 +106,9 @@ class SqliteStore:
         for version, script in _migrations():
             if version <= current:
                 continue
-            db.executescript(f"BEGIN;\n{script}\nINSERT INTO schema_version VALUES ({version});\nCOMMIT;")
+            db.executescript(
+                f"BEGIN;\n{script}\nINSERT INTO schema_version VALUES ({version});\nCOMMIT;"
+            )
             log.info("store_migrated", version=version)
 
     def commit(self) -> None:

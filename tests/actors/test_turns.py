@@ -4,7 +4,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-
 from agenthost.actors import FakeClock, Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import (
@@ -14,7 +13,6 @@ from agenthost.messages.events import (
     ResponsePartAdded,
     TurnCancelled,
     TurnCompleted,
-    TurnFailed,
     TurnStarted,
 )
 from agenthost.providers.scripted import (
@@ -27,6 +25,7 @@ from agenthost.providers.scripted import (
     ScriptedProvider,
 )
 from agenthost.store import SqliteStore
+
 from tests.fakes.events import events_until_turn_end
 
 SHAPES = ["copilot", "claude", "codex"]
@@ -76,7 +75,9 @@ def test_a_rejected_send_fails_the_turn_with_the_providers_own_error(shaped) -> 
     chat = host.create_session().chat()
     outcome = chat.send("bad").result(timeout=10)
     assert outcome.state is OutcomeState.ERROR
-    assert outcome.error == AgentHostError(code=ErrorCode.PROVIDER_ERROR, message="model overloaded")
+    assert outcome.error == AgentHostError(
+        code=ErrorCode.PROVIDER_ERROR, message="model overloaded"
+    )
     assert outcome.text == "partial"
 
 
@@ -166,9 +167,13 @@ def test_turns_reach_the_provider_one_prompt_each(shaped) -> None:
     assert provider.prompts_for(session.id) == ["one", "two", "three"]
 
 
-def test_dropped_completion_closes_a_turn_whose_call_settles_with_it(db_path: Path, clock: FakeClock) -> None:
+def test_dropped_completion_closes_a_turn_whose_call_settles_with_it(
+    db_path: Path, clock: FakeClock
+) -> None:
     provider = ScriptedProvider(shape="claude").on("drop", Say("kept"), DropCompletion())
-    with Host.start(store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock) as host:
+    with Host.start(
+        store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock
+    ) as host:
         outcome = host.create_session().chat().send("drop").result(timeout=10)
     assert outcome.state is OutcomeState.COMPLETE
     assert outcome.text == "kept"
@@ -179,7 +184,9 @@ def test_dropped_completion_leaves_an_early_returning_turn_active_until_cancel(
     shape: str, db_path: Path, clock: FakeClock
 ) -> None:
     provider = ScriptedProvider(shape=shape).on("drop", Say("x"), DropCompletion(), Say("y"))
-    with Host.start(store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock) as host:
+    with Host.start(
+        store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock
+    ) as host:
         chat = host.create_session().chat()
         sub = chat.subscribe()
         turn = chat.send("drop")

@@ -1,6 +1,5 @@
 import attrs
 import pytest
-
 from agenthost.messages import AgentHostError, ChatState, ChatStatus, ErrorCode, TurnState, reduce
 from agenthost.messages.events import (
     AssistantDelta,
@@ -67,13 +66,17 @@ def test_completion_moves_the_active_turn_into_turns() -> None:
     [
         (TurnCancelled(turn_id="t1"), TurnState.CANCELLED, ChatStatus.IDLE),
         (
-            TurnFailed(turn_id="t1", error=AgentHostError(code=ErrorCode.PROVIDER_ERROR, message="x")),
+            TurnFailed(
+                turn_id="t1", error=AgentHostError(code=ErrorCode.PROVIDER_ERROR, message="x")
+            ),
             TurnState.ERROR,
             ChatStatus.ERROR,
         ),
     ],
 )
-def test_cancel_and_error_end_the_turn(end: object, turn_state: TurnState, status: ChatStatus) -> None:
+def test_cancel_and_error_end_the_turn(
+    end: object, turn_state: TurnState, status: ChatStatus
+) -> None:
     state = run(started(), end)
     assert state.turns[-1].state is turn_state
     assert state.status is status
@@ -81,8 +84,11 @@ def test_cancel_and_error_end_the_turn(end: object, turn_state: TurnState, statu
 
 def test_a_turn_ends_exactly_once() -> None:
     state = run(started(), TurnCompleted(turn_id="t1"))
-    again = run(TurnCancelled(turn_id="t1"), TurnFailed(turn_id="t1", error=AgentHostError(
-        code=ErrorCode.INTERNAL, message="late")), state=state)
+    again = run(
+        TurnCancelled(turn_id="t1"),
+        TurnFailed(turn_id="t1", error=AgentHostError(code=ErrorCode.INTERNAL, message="late")),
+        state=state,
+    )
     assert again == state
 
 
@@ -99,7 +105,11 @@ def test_turn_started_is_idempotent_per_turn_id() -> None:
 def test_turn_started_from_a_pending_message_removes_it() -> None:
     queued = PendingMessage(id="q1", kind=PendingKind.QUEUED, message=UserMessage(text="a"))
     other = PendingMessage(id="q2", kind=PendingKind.QUEUED, message=UserMessage(text="b"))
-    state = run(PendingMessageAdded(pending=queued), PendingMessageAdded(pending=other), started(queued="q1"))
+    state = run(
+        PendingMessageAdded(pending=queued),
+        PendingMessageAdded(pending=other),
+        started(queued="q1"),
+    )
     assert [m.id for m in state.queued_messages] == ["q2"]
 
 
@@ -121,7 +131,11 @@ def test_pending_lists_steering_before_queued() -> None:
 
 def test_truncate_keeps_turns_up_to_and_including_and_drops_the_active_turn() -> None:
     state = run(
-        started("a"), TurnCompleted(turn_id="a"), started("b"), TurnCompleted(turn_id="b"), started("c")
+        started("a"),
+        TurnCompleted(turn_id="a"),
+        started("b"),
+        TurnCompleted(turn_id="b"),
+        started("c"),
     )
     state = run(Truncated(turn_id="a"), state=state)
     assert [t.id for t in state.turns] == ["a"]

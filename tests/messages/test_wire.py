@@ -2,17 +2,18 @@ import json
 
 import attrs
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from agenthost.messages import AgentHostError, ChatState, ErrorCode, from_wire, to_wire
 from agenthost.messages.state import SessionSummary, Turn
 from agenthost.messages.wire import iso_to_ms, message_types, ms_to_iso
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 text = st.text(max_size=20)
 st.register_type_strategy(
     AgentHostError,
-    st.builds(AgentHostError, code=st.sampled_from(ErrorCode), message=text, resumable=st.booleans()),
+    st.builds(
+        AgentHostError, code=st.sampled_from(ErrorCode), message=text, resumable=st.booleans()
+    ),
 )
 st.register_type_strategy(
     ChatState,
@@ -24,7 +25,9 @@ VALUE_TYPES = (*message_types(), ChatState, Turn, SessionSummary)
 @pytest.mark.parametrize("cls", VALUE_TYPES, ids=lambda c: c.__name__)
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
-def test_every_message_and_state_value_round_trips_through_json(cls: type, data: st.DataObject) -> None:
+def test_every_message_and_state_value_round_trips_through_json(
+    cls: type, data: st.DataObject
+) -> None:
     value = data.draw(st.from_type(cls))
     wire = json.loads(json.dumps(to_wire(value)))
     assert from_wire(wire, cls) == value

@@ -4,16 +4,18 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import TurnCompleted
 from agenthost.providers.scripted import Gate, NoFinishReason, Reject, Say, ScriptedProvider
 from agenthost.store import SqliteStore
+
 from tests.fakes.stores import GatedCommitStore
 
 
-def start(db_path: Path, provider: ScriptedProvider | None = None, store: SqliteStore | None = None) -> Host:
+def start(
+    db_path: Path, provider: ScriptedProvider | None = None, store: SqliteStore | None = None
+) -> Host:
     return Host.start(
         store=store or SqliteStore(db_path),
         providers={"scripted": provider or ScriptedProvider()},
@@ -24,7 +26,9 @@ def start(db_path: Path, provider: ScriptedProvider | None = None, store: Sqlite
 def stored_turn(db_path: Path, turn_id: str) -> tuple[str | None, str]:
     """Read a turn row as another process would: committed data only."""
     with sqlite3.connect(db_path) as db:
-        row = db.execute("SELECT state, assistant_text FROM turns WHERE id = ?", (turn_id,)).fetchone()
+        row = db.execute(
+            "SELECT state, assistant_text FROM turns WHERE id = ?", (turn_id,)
+        ).fetchone()
     return (None, "") if row is None else (row[0], row[1])
 
 
@@ -37,7 +41,9 @@ def test_a_restarted_host_restores_every_session_and_turn(db_path: Path) -> None
         chat = session.chat()
         for text in (f"s{n} one", f"s{n} two", "fail"):
             chat.send(text).result(timeout=10)
-        expected[session.id] = [(t.user_text, t.assistant_text, t.state) for t in chat.state().turns]
+        expected[session.id] = [
+            (t.user_text, t.assistant_text, t.state) for t in chat.state().turns
+        ]
     host.stop()
 
     host = start(db_path, provider)
@@ -54,7 +60,9 @@ def test_a_restarted_host_restores_every_session_and_turn(db_path: Path) -> None
         host.stop()
 
 
-def test_the_final_assistant_text_is_stored_when_the_stream_has_no_finish_reason(db_path: Path) -> None:
+def test_the_final_assistant_text_is_stored_when_the_stream_has_no_finish_reason(
+    db_path: Path,
+) -> None:
     provider = ScriptedProvider().on("q", Say("the "), Say("answer"), NoFinishReason())
     host = start(db_path, provider)
     session = host.create_session()

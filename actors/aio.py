@@ -1,0 +1,78 @@
+"""The asyncio side of the surface: await actor replies without blocking the loop.
+
+pykka futures are awaitable, but awaiting one blocks the event loop. Here a
+reply future's done callback hands the result to the loop with
+`call_soon_threadsafe`, so any number of chats can wait on one loop thread.
+"""
+
+import asyncio
+from typing import Any, cast
+
+import pykka
+from agenthost.actors.handles import Ticket
+from agenthost.actors.runtime import RuntimeFuture
+from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session
+from agenthost.messages.commands import CreateSession, SendMessage, TurnOutcome
+from agenthost.messages.errors import AgentHostError, ErrorCode
+
+
+def _ask(ref: "pykka.ActorRef[Any]", message: Any) -> RuntimeFuture:
+    """Every agenthost actor's ask future is a RuntimeFuture (Actor._create_future)."""
+    return cast(RuntimeFuture, ref.ask(message, block=False))
+
+
+async def wait(future: RuntimeFuture, timeout: float = DEFAULT_TIMEOUT) -> Any:
+    """Await a runtime future from asyncio; a deferred reply (a future) is awaited too.
+
+    Raises:
+        TimeoutError: not set within `timeout`.
+        AgentHostError: HOST_STOPPED if the actor died.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+
+    def transfer(f: RuntimeFuture) -> None:
+        def apply() -> None:
+            if done.done():
+                return
+            try:
+                done.set_result(f.get(timeout=0))
+            except pykka.ActorDeadError:
+                done.set_exception(
+                    AgentHostError(code=ErrorCode.HOST_STOPPED, message="the host has stopped")
+                )
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        loop.call_soon_threadsafe(apply)
+
+    future.add_done_callback(transfer)
+    result = await asyncio.wait_for(done, timeout)
+    if isinstance(result, RuntimeFuture):
+        return await wait(result, timeout)
+    return result
+
+
+async def create_session(
+    host: Host, provider: str = "scripted", *, timeout: float = DEFAULT_TIMEOUT
+) -> Session:
+    info = await wait(_ask(host._host_ref, CreateSession(provider=provider)), timeout)
+    return Session(host, info)
+
+
+async def send(chat: Chat, text: str, *, timeout: float = DEFAULT_TIMEOUT) -> Ticket:
+    """Send a message; returns its ticket (await `outcome(ticket)` for the end)."""
+    return await wait(_ask(chat._ref, SendMessage(text=text)), timeout)
+
+
+async def outcome(ticket: Ticket, *, timeout: float = DEFAULT_TIMEOUT) -> TurnOutcome:
+    return await wait(ticket.outcome, timeout)
+
+
+async def chat(
+    session: Session, chat_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
+) -> Chat:
+    from agenthost.actors.protocol import GetChat
+
+    info = await wait(_ask(session._info.ref, GetChat(chat_id=chat_id)), timeout)
+    return Chat(session, info)

@@ -1,0 +1,1 @@
+"""Repeatable benchmarks, printed as ratios against baselines measured in the same run."""

@@ -1,0 +1,107 @@
+"""The `agenthost` command line."""
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import attrs
+import structlog
+import typer
+from agenthost.server.load import LoadConfig, run_load
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="agenthost: host agent chat sessions."
+)
+
+
+def configure_logging(level: str) -> None:
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+
+
+@app.callback()
+def main_options(
+    log_level: str = typer.Option("warning", help="debug, info, warning or error"),
+) -> None:
+    configure_logging(log_level)
+
+
+@app.command()
+def load(
+    chats: int = typer.Option(10, min=1, help="concurrent chats"),
+    turns: int = typer.Option(5, min=1, help="turns per chat"),
+    deltas: int = typer.Option(10, min=1, help="streamed deltas per reply"),
+    delta_ms: float = typer.Option(0.0, min=0, help="milliseconds between deltas"),
+    think_ms: float = typer.Option(0.0, min=0, help="milliseconds a user thinks between turns"),
+    shape: str = typer.Option("copilot", help="scripted provider shape: copilot, claude or codex"),
+    store: Path | None = typer.Option(
+        None, help="folder for the SQLite store (default: a temporary one)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
+) -> None:
+    """Drive N concurrent chats of T turns through an in-process host.
+
+    Runs on the embedded default: SQLite and the scripted provider.
+    """
+    if shape not in ("copilot", "claude", "codex"):
+        raise typer.BadParameter(f"unknown shape {shape!r}: use copilot, claude or codex")
+    config = LoadConfig(
+        chats=chats,
+        turns=turns,
+        deltas=deltas,
+        delta_ms=delta_ms,
+        think_ms=think_ms,
+        shape=shape,
+        store_dir=store,
+    )
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("turns"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=as_json or not console.is_terminal,
+    ) as progress:
+        task = progress.add_task("turns", total=chats * turns)
+        report = run_load(config, progress=lambda: progress.advance(task))
+    if as_json:
+        print(json.dumps({**attrs.asdict(report), "ok": report.ok}, indent=2))
+    else:
+        table = Table(title=f"agenthost load: {chats} chats x {turns} turns ({shape})")
+        table.add_column("measure")
+        table.add_column("value", justify="right")
+        table.add_row("turns completed", f"{report.turns_completed} / {report.turns_requested}")
+        table.add_row("turns/s", f"{report.turns_per_s:,.0f}")
+        table.add_row(
+            "turn latency p50 / p95 / p99",
+            " / ".join(
+                f"{v:.1f}"
+                for v in (report.latency_ms_p50, report.latency_ms_p95, report.latency_ms_p99)
+            )
+            + " ms",
+        )
+        table.add_row(
+            "host overhead p50 / p99",
+            (f"{report.host_overhead_ms_p50:.1f} / {report.host_overhead_ms_p99:.1f} ms"),
+        )
+        table.add_row("peak RSS", f"{report.peak_rss_mb:,.0f} MB")
+        table.add_row("wall time", f"{report.seconds:.2f} s")
+        table.add_row("invariants", "ok" if report.ok else "[red]" + "; ".join(report.violations))
+        Console().print(table)
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
