@@ -9,6 +9,7 @@ import asyncio
 from typing import Any, cast
 
 import pykka
+
 from agenthost.actors.handles import Ticket
 from agenthost.actors.runtime import RuntimeFuture
 from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session

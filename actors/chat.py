@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 import structlog
+
 from agenthost.actors.context import Services
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.hosted import HostedActor

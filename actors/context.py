@@ -9,9 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+from pykka import ActorRef
+
 from agenthost.actors.clock import Clock
 from agenthost.providers.base import Provider, ProviderLoop
-from pykka import ActorRef
 
 
 class ActorGroup:

@@ -10,6 +10,7 @@ import uuid
 
 import attrs
 import structlog
+
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import AdoptSession, Ref, SessionReady, SessionSaved, Write

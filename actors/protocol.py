@@ -7,12 +7,13 @@ actor refs (addresses), which are immutable handles.
 from typing import Any
 
 import attrs
+from pykka import ActorRef
+
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import ChatEvent
 from agenthost.messages.provider import Capabilities, ProviderEvent
 from agenthost.messages.state import Turn
 from agenthost.store.records import SessionRecord, StoreOp
-from pykka import ActorRef
 
 Ref = ActorRef[Any]
 

@@ -7,6 +7,7 @@ or that one failed to open, with the provider's error.
 
 import attrs
 import structlog
+
 from agenthost.actors.chat import ChatActor
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor

@@ -9,6 +9,7 @@ import sqlite3
 from typing import Any
 
 import structlog
+
 from agenthost.actors.protocol import Flush, ListSessionRows, LoadSession, Write
 from agenthost.actors.runtime import Actor, ThreadingRuntime, handles
 from agenthost.messages.state import SessionSummary

@@ -13,6 +13,7 @@ from collections import deque
 
 import attrs
 import structlog
+
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (

@@ -14,6 +14,7 @@ from typing import Any
 
 import pykka
 import structlog
+
 from agenthost.actors.chat import Attach, ChatActor, Detach
 from agenthost.actors.clock import Clock, SystemClock
 from agenthost.actors.context import ActorGroup, Services
@@ -229,6 +230,15 @@ class Chat:
     def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
         """Cancel the active turn; False when none runs."""
         return bool(_ask(self._ref, CancelTurn(), timeout))
+
+    def cancel_nowait(self) -> None:
+        """Ask to cancel the active turn without waiting for the answer."""
+        try:
+            self._ref.tell(CancelTurn())
+        except pykka.ActorDeadError as exc:
+            raise AgentHostError(
+                code=ErrorCode.HOST_STOPPED, message="the host has stopped"
+            ) from exc
 
     def state(self, *, timeout: float = DEFAULT_TIMEOUT) -> ChatState:
         return _ask(self._ref, GetChatState(), timeout)

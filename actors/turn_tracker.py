@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import attrs
 import structlog
+
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
@@ -27,6 +28,7 @@ from agenthost.actors.protocol import (
     BeginTurn,
     CancelActiveTurn,
     ChatReady,
+    CloseConnection,
     ConnectionLost,
     ConnectionOpenFailed,
     ConnectionReady,
@@ -113,6 +115,12 @@ class TurnTrackerActor(HostedActor):
                 owner=self.actor_ref,
                 resume=self.resume,
             ),
+        )
+
+    def on_stop(self) -> None:
+        self.send(
+            self.services.supervisor,
+            CloseConnection(session_id=self.session_id, chat_id=self.chat_id),
         )
 
     # -- the connection ---------------------------------------------------------------

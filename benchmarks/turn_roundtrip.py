@@ -13,6 +13,7 @@ from pathlib import Path
 
 import attrs
 import pykka
+
 from agenthost.actors import Host
 from agenthost.providers import ScriptedProvider
 from agenthost.store import SqliteStore

@@ -7,6 +7,7 @@ actor; replies are `<Command>Reply` values or `TurnOutcome`.
 from enum import StrEnum
 
 import attrs
+
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.state import PendingMessage
 

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import ClassVar
 
 import attrs
+
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.state import (
     ChatState,

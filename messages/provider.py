@@ -9,6 +9,7 @@ Providers differ; each declares `Capabilities` and the host never infers them.
 from enum import StrEnum
 
 import attrs
+
 from agenthost.messages.errors import AgentHostError
 
 

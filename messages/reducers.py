@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import (
     AssistantDelta,

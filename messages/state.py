@@ -10,6 +10,7 @@ public surface promises (`Turn.user_text`, `Turn.assistant_text`,
 from enum import IntFlag, StrEnum
 
 import attrs
+
 from agenthost.messages.errors import AgentHostError
 
 

@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
 from agenthost.messages import commands, events, provider
 from agenthost.messages.errors import AgentHostError
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 T = TypeVar("T")
 

@@ -19,6 +19,7 @@ from collections import defaultdict
 from typing import Any, Literal
 
 import attrs
+
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
     Capabilities,

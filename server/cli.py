@@ -8,10 +8,11 @@ from pathlib import Path
 import attrs
 import structlog
 import typer
-from agenthost.server.load import LoadConfig, run_load
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from agenthost.server.load import LoadConfig, run_load
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="agenthost: host agent chat sessions."

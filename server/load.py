@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
 from agenthost.actors import aio
 from agenthost.actors.surface import Chat, Host
 from agenthost.messages.commands import OutcomeState

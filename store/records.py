@@ -5,6 +5,7 @@ keeps rows (sessions, chats, turns, pending messages), not an action log.
 """
 
 import attrs
+
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.state import PendingMessage, Turn, TurnState
 

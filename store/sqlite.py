@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
     MarkdownPart,

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 import structlog
+
 from agenthost.actors import FakeClock, Host, runtime
 from agenthost.providers import ScriptedProvider
 from agenthost.store import SqliteStore

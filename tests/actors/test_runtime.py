@@ -1,5 +1,6 @@
 import pykka
 import pytest
+
 from agenthost.actors import DeterministicRunner, FakeClock, use_runtime
 from agenthost.actors.runtime import Actor, handles, live_actors, stop_all
 

@@ -4,6 +4,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+
 from agenthost.actors import FakeClock, Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import (
@@ -25,7 +26,6 @@ from agenthost.providers.scripted import (
     ScriptedProvider,
 )
 from agenthost.store import SqliteStore
-
 from tests.fakes.events import events_until_turn_end
 
 SHAPES = ["copilot", "claude", "codex"]

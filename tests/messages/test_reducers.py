@@ -1,5 +1,6 @@
 import attrs
 import pytest
+
 from agenthost.messages import AgentHostError, ChatState, ChatStatus, ErrorCode, TurnState, reduce
 from agenthost.messages.events import (
     AssistantDelta,

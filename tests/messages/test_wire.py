@@ -2,11 +2,12 @@ import json
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agenthost.messages import AgentHostError, ChatState, ErrorCode, from_wire, to_wire
 from agenthost.messages.state import SessionSummary, Turn
 from agenthost.messages.wire import iso_to_ms, message_types, ms_to_iso
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 text = st.text(max_size=20)
 st.register_type_strategy(

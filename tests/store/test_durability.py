@@ -4,12 +4,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import TurnCompleted
 from agenthost.providers.scripted import Gate, NoFinishReason, Reject, Say, ScriptedProvider
 from agenthost.store import SqliteStore
-
 from tests.fakes.stores import GatedCommitStore
 
 

@@ -1,0 +1,59 @@
+"""Opening a stored session resumes its provider session; errors leave it intact."""
+
+from pathlib import Path
+
+import pytest
+
+from agenthost.actors import FakeClock, Host
+from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
+from agenthost.providers.scripted import ScriptedProvider
+from agenthost.store import SqliteStore
+
+
+def start(db_path: Path, provider: ScriptedProvider) -> Host:
+    return Host.start(
+        store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
+    )
+
+
+def stored_session(db_path: Path, provider: ScriptedProvider) -> str:
+    host = start(db_path, provider)
+    session = host.create_session()
+    session.chat().send("remember me").result(timeout=10)
+    host.stop()
+    return session.id
+
+
+def test_a_resume_error_propagates_and_leaves_the_stored_session_intact(db_path: Path) -> None:
+    provider = ScriptedProvider()
+    session_id = stored_session(db_path, provider)
+    provider.fail_resume(code=-32603, message="network fetch failed", times=1)
+    with start(db_path, provider) as host:
+        with pytest.raises(AgentHostError) as caught:
+            host.open_session(session_id)
+        assert caught.value.code is ErrorCode.PROVIDER_ERROR
+        assert "network fetch failed" in caught.value.message
+        chat = host.open_session(session_id).chat()  # the failure was transient
+        assert [t.user_text for t in chat.state().turns] == ["remember me"]
+        assert chat.send("again").result(timeout=10).state is OutcomeState.COMPLETE
+
+
+def test_a_provider_that_reports_no_history_falls_back_to_a_fresh_provider_session(
+    db_path: Path,
+) -> None:
+    provider = ScriptedProvider()
+    session_id = stored_session(db_path, provider)
+    provider.fail_resume(code=-32603, message="Session not found: x", times=1)
+    with start(db_path, provider) as host:
+        chat = host.open_session(session_id).chat()
+        assert [t.user_text for t in chat.state().turns] == ["remember me"]
+        assert chat.send("next").result(timeout=10).text == "echo: next"
+
+
+def test_opening_a_resident_session_returns_the_same_session(host: Host) -> None:
+    session = host.create_session()
+    chat = session.chat()
+    chat.send("x").result(timeout=10)
+    again = host.open_session(session.id).chat()
+    assert again.id == chat.id
+    assert len(again.state().turns) == 1

@@ -1,0 +1,47 @@
+"""Provider connections restart on failure, a bounded number of times."""
+
+from pathlib import Path
+
+from agenthost.actors import DeterministicRunner, FakeClock, Host, RestartPolicy, use_runtime
+from agenthost.messages import ErrorCode, OutcomeState
+from agenthost.providers.scripted import Crash, Say, ScriptedProvider
+from agenthost.store import SqliteStore
+
+
+def test_a_connection_restarts_until_the_intensity_limit_then_the_provider_is_unavailable(
+    db_path: Path,
+) -> None:
+    clock = FakeClock()
+    provider = ScriptedProvider().on("boom", Say("x"), Crash())
+    policy = RestartPolicy(intensity=2, period=60, backoff_min=1.0, backoff_max=4.0)
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path),
+            providers={"scripted": provider},
+            clock=clock,
+            restart_policy=policy,
+        )
+        session = host.create_session()
+        chat = session.chat()
+
+        first = chat.send("boom").result(timeout=10)
+        assert first.error is not None and first.error.code is ErrorCode.EXECUTION_ABANDONED
+        assert (
+            chat.send("fine").result(timeout=10).state is OutcomeState.COMPLETE
+        )  # restarted at once
+
+        second = chat.send("boom").result(timeout=10)
+        assert second.error is not None and second.error.code is ErrorCode.EXECUTION_ABANDONED
+        waiting = chat.send("boom")  # no connection until the backoff elapses
+        runner.run()
+        assert not waiting.done()
+        clock.advance(4.0)
+        third = waiting.result(timeout=10)  # its producer died: abandoned, as the others
+        assert third.error is not None and third.error.code is ErrorCode.EXECUTION_ABANDONED
+
+        refused = chat.send("anything").result(timeout=10)  # past the limit: fails at once
+        assert refused.error is not None and refused.error.code is ErrorCode.PROVIDER_UNAVAILABLE
+        assert "failed 3 times within 60 s" in refused.error.message
+        assert [s.id for s in host.list_sessions()] == [session.id]
+        assert len(chat.state().turns) == 5
+        host.stop()
