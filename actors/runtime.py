@@ -115,6 +115,7 @@ class DeterministicRunner:
         self._items: deque[tuple[Actor, Envelope[Any]]] = deque()
         self._cond = threading.Condition()
         self._driver: int | None = None
+        self._actors: list[Actor] = []
         self.delivered = 0
 
     # -- runtime hooks -------------------------------------------------------
@@ -122,7 +123,20 @@ class DeterministicRunner:
         return _Inbox(self, actor)
 
     def start(self, actor: "Actor") -> None:
+        self._actors.append(actor)
         actor._actor_loop_setup()
+
+    def stop_remaining(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Stop every actor this runner still runs, delivering what that takes."""
+        for actor in reversed(self._actors):
+            if not actor.actor_stopped.is_set():
+                with contextlib.suppress(ActorDeadError):
+                    actor.actor_ref.tell(_ActorStop())
+        with contextlib.suppress(TimeoutError):
+            self.run(
+                until=lambda: all(a.actor_stopped.is_set() for a in self._actors), timeout=timeout
+            )
+        self._actors.clear()
 
     def _put(self, actor: "Actor", envelope: Envelope[Any]) -> None:
         with self._cond:
@@ -244,6 +258,8 @@ def use_runtime(runtime: Runtime) -> Iterator[Runtime]:
     try:
         yield runtime
     finally:
+        if isinstance(runtime, DeterministicRunner):
+            runtime.stop_remaining()
         _runtime = previous
 
 
@@ -279,7 +295,7 @@ class RuntimeFuture(ThreadingFuture[Any]):
 
     def get(self, *, timeout: float | None = None) -> Any:
         runtime = _runtime
-        if runtime.drives_futures and self._result is None:
+        if runtime.drives_futures and self._result is None and self._get_hook is None:
             runtime.run_until(lambda: self._result is not None, timeout)
         return super().get(timeout=timeout)
 
