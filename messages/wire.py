@@ -94,7 +94,10 @@ _TAGGED: dict[type, str] = {
     value: _tag(value)
     for module in _MESSAGE_MODULES
     for value in vars(module).values()
-    if isinstance(value, type) and attrs.has(value) and value.__module__ == module.__name__
+    if isinstance(value, type)
+    and attrs.has(value)
+    and value.__module__ == module.__name__
+    and value is not events.ChatEvent  # the base, never sent
 }
 _BY_TAG: dict[str, type] = {tag: cls for cls, tag in _TAGGED.items()}
 

@@ -139,3 +139,5 @@ class ProviderLoop:
             self.submit(_cancel_all()).result(timeout)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self.loop.close()
