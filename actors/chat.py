@@ -1,8 +1,9 @@
 """ChatActor: one chat's state, changed only through the pure reducer.
 
-It owns the chat state (turns, active turn, pending messages), the chat's
-subscribers and the replies to sends. Provider work goes through its
-TurnTrackerActor; the queue's drain decision through its QueueDrainActor.
+It owns the chat state (turns, active turn, steering and queued messages),
+the chat's subscribers and the replies to sends and removals. Provider work
+goes through its TurnTrackerActor; steering and drain policy through its
+QueueDrainActor.
 
 Publication order is the reduction order, and a turn's end reaches
 subscribers (and resolves its send) only after the store committed it: an
@@ -28,19 +29,33 @@ from agenthost.actors.protocol import (
     ChatReady,
     Committed,
     EndTurn,
+    ForgetSteering,
     ProposeDrain,
+    RecordSteering,
     Ref,
+    RemovalOutcome,
+    RemoveSteering,
+    RequeueSteering,
+    StartHeldSteering,
     StartQueued,
+    StartSteeringTurn,
+    Steer,
+    SteeringRemovalSettled,
+    UseTracker,
     Write,
 )
 from agenthost.actors.queue_drain import QueueDrainActor
-from agenthost.actors.runtime import handles
+from agenthost.actors.runtime import RuntimeFuture, handles
 from agenthost.actors.turn_tracker import TurnTrackerActor
 from agenthost.messages.commands import (
     CancelTurn,
+    EditPendingMessage,
     GetChatState,
     OutcomeState,
+    RemovePendingMessage,
+    ReorderQueue,
     SendMessage,
+    SteerMessage,
     TurnOutcome,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
@@ -48,21 +63,38 @@ from agenthost.messages.events import (
     ChatEvent,
     ChatSnapshot,
     PendingMessageAdded,
+    PendingMessageRemoved,
+    QueuedMessagesReordered,
+    RemovalReason,
+    SteeringNotWithdrawn,
+    SteeringRecorded,
+    SteeringWithdrawn,
+    TurnCancelled,
     TurnFailed,
     TurnStarted,
 )
 from agenthost.messages.reducers import reduce_chat
-from agenthost.messages.state import ChatState, PendingKind, PendingMessage, UserMessage
+from agenthost.messages.state import (
+    ChatState,
+    MessageOrigin,
+    OriginKind,
+    PendingKind,
+    PendingMessage,
+    UserMessage,
+)
 from agenthost.store.records import (
     DeletePending,
     SaveAssistantText,
     SavePending,
+    SaveSteeringRecorded,
     SaveTurnEnded,
     SaveTurnStarted,
     StoreOp,
 )
 
 log = structlog.get_logger(__name__)
+
+STEERING_BUSY = "Cannot change a steering message while it is being processed"
 
 
 @attrs.frozen
@@ -77,8 +109,21 @@ class Detach:
     subscription: Subscription
 
 
+@attrs.frozen
+class SteerReply:
+    pending: PendingMessage
+    ticket: Ticket | None = None
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
+
+
+def _not_pending(pending_id: str) -> AgentHostError:
+    return AgentHostError(
+        code=ErrorCode.NOT_FOUND,
+        message=f"message {pending_id} is not pending (it ran, or was removed)",
+    )
 
 
 class ChatActor(HostedActor):
@@ -107,6 +152,7 @@ class ChatActor(HostedActor):
         self._write_seq = 0
         self._committed = 0
         self._tickets: dict[str, Ticket] = {}
+        self._removals: dict[str, list[RuntimeFuture]] = {}
         self._stable: dict[str, list[str]] = {}
         self._turn_seq = len(state.turns)
         self._tracker: Ref | None = None
@@ -114,18 +160,24 @@ class ChatActor(HostedActor):
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
     def on_start(self) -> None:
+        self._drain = QueueDrainActor.start(self.services, chat=self.actor_ref)
         self._tracker = TurnTrackerActor.start(
             self.services,
             session_id=self.session_id,
             chat_id=self.chat_id,
             provider=self.provider,
             chat=self.actor_ref,
+            drain=self._drain,
             resume=self.resume,
         )
-        self._drain = QueueDrainActor.start(self.services, chat=self.actor_ref)
+        self.send(self._drain, UseTracker(tracker=self._tracker))
+        # Restored steering was meant for a turn that is gone: it runs as the next turn.
+        for pending in self._state.steering_messages:
+            self.send(self._drain, Steer(pending_id=pending.id, text=pending.text, hold=True))
+        self._propose_drain(self._last_turn_state())
 
     def on_stop(self) -> None:
-        for child in (self._drain, self._tracker):
+        for child in (self._tracker, self._drain):
             if child is not None and child.is_alive():
                 child.stop(block=False)
         stopped = AgentHostError(
@@ -136,6 +188,9 @@ class ChatActor(HostedActor):
         for _, _, _, ticket in self._outbox:
             if ticket is not None:
                 ticket.fail(stopped)
+        for futures in self._removals.values():
+            for future in futures:
+                future.set_exception(exc_info=(AgentHostError, stopped, None))
         for subscription in self._subscribers:
             subscription.close()
 
@@ -180,58 +235,110 @@ class ChatActor(HostedActor):
         self._committed = max(self._committed, message.seq)
         self._publish_ready()
 
-    # -- client commands ---------------------------------------------------------------------
-    @handles(SendMessage)
-    def _send(self, message: SendMessage) -> Ticket:
-        if self._state.active_turn is None:
-            ticket = Ticket()
-            self._start_turn(message.text, ticket, None)
-            return ticket
-        pending = PendingMessage(
-            id=new_id(), kind=PendingKind.QUEUED, message=UserMessage(text=message.text)
+    def _stamp(self, event: Any) -> Any:
+        return attrs.evolve(event, session_id=self.session_id, chat_id=self.chat_id)
+
+    def _pending(self, pending_id: str) -> PendingMessage | None:
+        return next((m for m in self._state.pending if m.id == pending_id), None)
+
+    def _remove_pending(self, pending: PendingMessage, reason: RemovalReason) -> None:
+        self._apply(
+            self._stamp(
+                PendingMessageRemoved(kind=pending.kind, pending_id=pending.id, reason=reason)
+            )
         )
-        ticket = Ticket(pending_id=pending.id)
-        self._tickets[pending.id] = ticket
+        self._write(DeletePending(pending_id=pending.id))
+
+    def _save_queue_positions(self) -> None:
+        for position, pending in enumerate(self._state.queued_messages):
+            self._write(
+                SavePending(
+                    session_id=self.session_id,
+                    chat_id=self.chat_id,
+                    pending=pending,
+                    position=position,
+                )
+            )
+
+    def _add_pending(self, kind: PendingKind, text: str) -> PendingMessage:
+        pending = PendingMessage(id=new_id(), kind=kind, message=UserMessage(text=text))
         self._apply(self._stamp(PendingMessageAdded(pending=pending)))
+        position = len(
+            self._state.steering_messages
+            if kind is PendingKind.STEERING
+            else self._state.queued_messages
+        )
         self._write(
             SavePending(
                 session_id=self.session_id,
                 chat_id=self.chat_id,
                 pending=pending,
-                position=len(self._state.queued_messages),
+                position=position - 1,
             )
         )
+        return pending
+
+    # -- client commands ---------------------------------------------------------------------
+    @handles(SendMessage)
+    def _send(self, message: SendMessage) -> Ticket:
+        if self._state.active_turn is None:
+            ticket = Ticket()
+            self._start_turn(UserMessage(text=message.text), ticket=ticket)
+            return ticket
+        pending = self._add_pending(PendingKind.QUEUED, message.text)
+        ticket = Ticket(pending_id=pending.id)
+        self._tickets[pending.id] = ticket
         return ticket
 
-    def _start_turn(self, text: str, ticket: Ticket | None, queued_id: str | None) -> str:
-        turn_id = new_id()
-        history = self._state.turns
-        self._apply(
-            self._stamp(
-                TurnStarted(
-                    turn_id=turn_id, message=UserMessage(text=text), queued_message_id=queued_id
-                )
+    @handles(SteerMessage)
+    def _steer(self, message: SteerMessage) -> SteerReply:
+        if self._state.active_turn is None:  # while idle, steering is simply a send
+            pending_id = new_id()
+            ticket = Ticket(pending_id=pending_id)
+            pending = PendingMessage(
+                id=pending_id, kind=PendingKind.STEERING, message=UserMessage(text=message.text)
             )
-        )
-        if ticket is not None:
-            ticket.started(turn_id)
-            self._tickets[turn_id] = ticket
-        if queued_id is not None:
-            self._write(DeletePending(pending_id=queued_id))
-        self._write(
-            SaveTurnStarted(
-                session_id=self.session_id,
-                chat_id=self.chat_id,
-                turn_id=turn_id,
-                seq=self._turn_seq,
-                user_text=text,
-                started_at=self.services.clock.wall_ms(),
-            )
-        )
-        self._turn_seq += 1
-        self._stable[turn_id] = []
-        self.send(self._tracker, BeginTurn(turn_id=turn_id, text=text, history=history))
-        return turn_id
+            self._start_turn(UserMessage(text=message.text), ticket=ticket, from_pending=pending_id)
+            return SteerReply(pending=pending, ticket=ticket)
+        pending = self._add_pending(PendingKind.STEERING, message.text)
+        self.send(self._drain, Steer(pending_id=pending.id, text=pending.text))
+        return SteerReply(pending=pending)
+
+    @handles(RemovePendingMessage)
+    def _remove(self, message: RemovePendingMessage) -> RuntimeFuture | bool:
+        pending = self._pending(message.pending_id)
+        if pending is None:
+            raise _not_pending(message.pending_id)
+        if pending.kind is PendingKind.QUEUED:
+            self._remove_pending(pending, RemovalReason.CLIENT)
+            ticket = self._tickets.pop(pending.id, None)
+            if ticket is not None:
+                ticket.resolve(TurnOutcome(state=OutcomeState.REMOVED))
+            return True
+        future = RuntimeFuture()
+        first = pending.id not in self._removals
+        self._removals.setdefault(pending.id, []).append(future)
+        if first:
+            self.send(self._drain, RemoveSteering(pending_id=pending.id))
+        return future
+
+    @handles(EditPendingMessage)
+    def _edit(self, message: EditPendingMessage) -> PendingMessage:
+        pending = self._pending(message.pending_id)
+        if pending is None:
+            raise _not_pending(message.pending_id)
+        if pending.kind is PendingKind.STEERING:
+            raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
+        edited = attrs.evolve(pending, message=attrs.evolve(pending.message, text=message.text))
+        self._apply(self._stamp(PendingMessageAdded(pending=edited)))
+        self._save_queue_positions()
+        return edited
+
+    @handles(ReorderQueue)
+    def _reorder(self, message: ReorderQueue) -> tuple[PendingMessage, ...]:
+        self._apply(self._stamp(QueuedMessagesReordered(order=message.pending_ids)))
+        self._save_queue_positions()
+        return self._state.queued_messages
 
     @handles(CancelTurn)
     def _cancel(self, message: CancelTurn) -> bool:
@@ -256,7 +363,79 @@ class ChatActor(HostedActor):
     def _detach(self, message: Detach) -> None:
         self._subscribers = [s for s in self._subscribers if s is not message.subscription]
 
-    # -- from the turn tracker -----------------------------------------------------------------
+    # -- turns -------------------------------------------------------------------------------
+    def _start_turn(
+        self,
+        message: UserMessage,
+        *,
+        ticket: Ticket | None = None,
+        from_pending: str | None = None,
+        turn_id: str | None = None,
+    ) -> str:
+        """Start a turn; with `turn_id` given the provider already started it (steering)."""
+        provider_started = turn_id is not None
+        turn_id = turn_id or new_id()
+        history = self._state.turns
+        if from_pending is not None and self._pending(from_pending) is not None:
+            self._write(DeletePending(pending_id=from_pending))
+        self._apply(
+            self._stamp(
+                TurnStarted(turn_id=turn_id, message=message, queued_message_id=from_pending)
+            )
+        )
+        if ticket is not None:
+            ticket.started(turn_id)
+            self._tickets[turn_id] = ticket
+        self._write(
+            SaveTurnStarted(
+                session_id=self.session_id,
+                chat_id=self.chat_id,
+                turn_id=turn_id,
+                seq=self._turn_seq,
+                user_text=message.text,
+                started_at=self.services.clock.wall_ms(),
+            )
+        )
+        self._turn_seq += 1
+        self._stable[turn_id] = []
+        if not provider_started:
+            self.send(self._tracker, BeginTurn(turn_id=turn_id, text=message.text, history=history))
+        return turn_id
+
+    def _propose_drain(self, last_turn_state: str | None) -> None:
+        if self._state.active_turn is None and (self._state.pending):
+            self.send(
+                self._drain,
+                ProposeDrain(
+                    last_turn_state=last_turn_state,
+                    queued_ids=tuple(m.id for m in self._state.queued_messages),
+                    active=False,
+                ),
+            )
+
+    @handles(StartQueued)
+    def _start_queued(self, message: StartQueued) -> None:
+        pending = self._pending(message.pending_id)
+        if self._state.active_turn is not None or pending is None:
+            return
+        if pending.kind is not PendingKind.QUEUED:
+            return
+        self._start_turn(
+            pending.message, ticket=self._tickets.pop(pending.id, None), from_pending=pending.id
+        )
+
+    @handles(StartHeldSteering)
+    def _start_held(self, message: StartHeldSteering) -> None:
+        pending = self._pending(message.pending_id)
+        if pending is None:
+            return
+        if self._state.active_turn is not None:  # a direct send got there first: hold it again
+            self.send(self._drain, Steer(pending_id=pending.id, text=pending.text))
+            return
+        steering = UserMessage(text=pending.text, origin=MessageOrigin(kind=OriginKind.STEERING))
+        self._start_turn(steering, from_pending=pending.id)
+
+    # -- from the turn tracker and the queue drain -----------------------------------------------
     @handles(ChatReady)
     def _chat_ready(self, message: ChatReady) -> None:
         self.send(self.session, message)
@@ -304,24 +483,107 @@ class ChatActor(HostedActor):
             assistant_chars=len(stable),
         )
         self._publish_ready()
-        if self._state.queued_messages:
-            self.send(
-                self._drain,
-                ProposeDrain(
-                    last_turn_state=turn.state.value,
-                    queued_ids=tuple(m.id for m in self._state.queued_messages),
-                    active=False,
-                ),
+        if isinstance(action, TurnCancelled):
+            self._cancel_steering()
+        self._propose_drain(turn.state.value)
+
+    def _cancel_steering(self) -> None:
+        """A cancel ends the steering meant for the turn: the host's own removal."""
+        steering = self._state.steering_messages
+        for pending in steering:
+            self._remove_pending(pending, RemovalReason.CANCELLED)
+            self._answer_removal(pending.id, True)
+        if steering:
+            self.send(self._drain, ForgetSteering(pending_ids=tuple(m.id for m in steering)))
+
+    @handles(RecordSteering)
+    def _record_steering(self, message: RecordSteering) -> None:
+        pending = self._pending(message.pending_id) or PendingMessage(
+            id=message.pending_id, kind=PendingKind.STEERING, message=UserMessage(text=message.text)
+        )
+        active = self._state.active_turn
+        if active is None or active.id != message.turn_id:
+            self._log.warning("steering_record_ignored", pending_id=message.pending_id)
+            return
+        recorded = attrs.evolve(
+            pending,
+            message=UserMessage(text=message.text, origin=MessageOrigin(kind=OriginKind.STEERING)),
+        )
+        self._apply(self._stamp(SteeringRecorded(turn_id=message.turn_id, pending=recorded)))
+        self._write(DeletePending(pending_id=message.pending_id))
+        self._write(
+            SaveSteeringRecorded(
+                turn_id=message.turn_id,
+                pending_id=message.pending_id,
+                text=message.text,
+                position=len(self._state.active_turn.steering) - 1
+                if self._state.active_turn
+                else 0,
             )
+        )
+        self._answer_removal(message.pending_id, False)
 
-    @handles(StartQueued)
-    def _start_queued(self, message: StartQueued) -> None:
-        if self._state.active_turn is not None:
-            return
-        pending = next((m for m in self._state.queued_messages if m.id == message.pending_id), None)
-        if pending is None:
-            return
-        self._start_turn(pending.text, self._tickets.pop(pending.id, None), pending.id)
+    @handles(StartSteeringTurn)
+    def _start_steering_turn(self, message: StartSteeringTurn) -> None:
+        pending = self._pending(message.pending_id)
+        if pending is not None:
+            self._remove_pending(pending, RemovalReason.CONSUMED)
+        steering = UserMessage(text=message.text, origin=MessageOrigin(kind=OriginKind.STEERING))
+        self._start_turn(steering, from_pending=message.pending_id, turn_id=message.turn_id)
+        self._answer_removal(message.pending_id, False)
 
-    def _stamp(self, event: Any) -> Any:
-        return attrs.evolve(event, session_id=self.session_id, chat_id=self.chat_id)
+    @handles(SteeringRemovalSettled)
+    def _removal_settled(self, message: SteeringRemovalSettled) -> None:
+        pending = self._pending(message.pending_id)
+        outcome = message.outcome
+        if outcome is RemovalOutcome.REJECTED:
+            error = AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
+            for future in self._removals.pop(message.pending_id, []):
+                future.set_exception(exc_info=(AgentHostError, error, None))
+            return
+        if outcome in (RemovalOutcome.WITHDRAWN, RemovalOutcome.DROPPED):
+            if pending is not None:
+                reason = (
+                    RemovalReason.WITHDRAWN
+                    if outcome is RemovalOutcome.WITHDRAWN
+                    else RemovalReason.CLIENT
+                )
+                self._remove_pending(pending, reason)
+            if outcome is RemovalOutcome.WITHDRAWN:
+                self._apply(self._stamp(SteeringWithdrawn(pending_id=message.pending_id)))
+            self._answer_removal(message.pending_id, True)
+            self._propose_drain(self._last_turn_state())
+            return
+        if outcome is RemovalOutcome.NOT_WITHDRAWN:
+            self._log.info("steering_not_withdrawn", pending_id=message.pending_id)
+            self._apply(self._stamp(SteeringNotWithdrawn(pending_id=message.pending_id)))
+        self._answer_removal(message.pending_id, False)
+
+    def _answer_removal(self, pending_id: str, removed: bool) -> None:
+        for future in self._removals.pop(pending_id, []):
+            future.set(removed)
+
+    @handles(RequeueSteering)
+    def _requeue(self, message: RequeueSteering) -> None:
+        pending = self._pending(message.pending_id)
+        if pending is None or pending.kind is not PendingKind.STEERING:
+            return
+        self._apply(
+            self._stamp(
+                PendingMessageRemoved(
+                    kind=PendingKind.STEERING,
+                    pending_id=pending.id,
+                    reason=RemovalReason.REQUEUED,
+                )
+            )
+        )
+        queued = attrs.evolve(pending, kind=PendingKind.QUEUED)
+        self._apply(self._stamp(PendingMessageAdded(pending=queued)))
+        self._apply(self._stamp(QueuedMessagesReordered(order=(queued.id,))))
+        self._save_queue_positions()
+        self._answer_removal(pending.id, False)
+        self._propose_drain(self._last_turn_state())
+
+    def _last_turn_state(self) -> str | None:
+        turns = self._state.turns
+        return turns[-1].state.value if turns else None

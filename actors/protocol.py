@@ -4,6 +4,7 @@ Frozen values like everything in messages/; the only non-value fields are
 actor refs (addresses), which are immutable handles.
 """
 
+import enum
 from typing import Any
 
 import attrs
@@ -204,3 +205,108 @@ class ProposeDrain:
 @attrs.frozen
 class StartQueued:
     pending_id: str
+
+
+@attrs.frozen
+class StartHeldSteering:
+    """Held steering (a provider without mid-turn input) runs as the next turn."""
+
+    pending_id: str
+
+
+@attrs.frozen
+class UseTracker:
+    tracker: Ref
+
+
+@attrs.frozen
+class ProviderCapabilities:
+    capabilities: Capabilities
+
+
+@attrs.frozen
+class Steer:
+    """chat -> queue drain: a client's steering message, to hand to the provider.
+    `hold`: keep it to run as the next turn (restored after a restart)."""
+
+    pending_id: str
+    text: str
+    hold: bool = False
+
+
+@attrs.frozen
+class RemoveSteering:
+    """chat -> queue drain: a client removes a steering message."""
+
+    pending_id: str
+
+
+@attrs.frozen
+class ForgetSteering:
+    """chat -> queue drain: the host removed these itself (a cancel): no withdraw."""
+
+    pending_ids: tuple[str, ...]
+
+
+@attrs.frozen
+class SendSteering:
+    """queue drain -> tracker: hand this steering message to the provider."""
+
+    pending_id: str
+    text: str
+
+
+@attrs.frozen
+class WithdrawSteering:
+    """queue drain -> tracker: take it back if still possible."""
+
+    pending_id: str
+    may_withdraw: bool
+
+
+class RemovalOutcome(enum.StrEnum):
+    DROPPED = "dropped"  # never reached the provider: simply removed
+    WITHDRAWN = "withdrawn"  # the provider gave it back (removed: true)
+    NOT_WITHDRAWN = "not_withdrawn"  # the model had it (removed: false)
+    REJECTED = "rejected"  # the provider cannot withdraw
+    GONE = "gone"  # no longer pending (consumed meanwhile)
+
+
+@attrs.frozen
+class SteeringRemovalSettled:
+    """tracker -> queue drain -> chat: how a client's removal of steering ended."""
+
+    pending_id: str
+    outcome: RemovalOutcome
+
+
+@attrs.frozen
+class SteeringConsumed:
+    """tracker -> queue drain: the model consumed it; forget it."""
+
+    pending_id: str
+
+
+@attrs.frozen
+class RequeueSteering:
+    """tracker -> queue drain -> chat: the provider could not take it; queue it instead."""
+
+    pending_id: str
+
+
+@attrs.frozen
+class RecordSteering:
+    """tracker -> chat: the provider folded it into the running turn."""
+
+    turn_id: str
+    pending_id: str
+    text: str
+
+
+@attrs.frozen
+class StartSteeringTurn:
+    """tracker -> chat: the provider started a new turn for this steering message."""
+
+    turn_id: str
+    pending_id: str
+    text: str

@@ -36,6 +36,8 @@ from agenthost.messages.provider import (
     ProviderSteer,
     ProviderWithdraw,
     Settlement,
+    SteerAnswered,
+    WithdrawAnswered,
 )
 from agenthost.providers.base import ProviderCallError, ProviderCrashed, ProviderResumeError
 
@@ -112,7 +114,7 @@ class ProviderConnectionActor(HostedActor):
 
     @handles(ProviderSteer)
     def _steer(self, message: ProviderSteer) -> None:
-        self._submit("steer", message.turn_id, self._adapter.steer(message))
+        self._submit("steer", message.pending_id, self._adapter.steer(message))
 
     @handles(ProviderWithdraw)
     def _withdraw(self, message: ProviderWithdraw) -> None:
@@ -131,6 +133,13 @@ class ProviderConnectionActor(HostedActor):
             self._opened(exc)
         elif message.kind == "send":
             self._settled(message.turn_id, message.result, exc)
+        elif message.kind == "steer":
+            self._to_owner(_steer_answer(message.turn_id, message.result, exc))
+        elif message.kind == "withdraw":
+            if exc is not None:
+                self._log.warning("withdraw_failed", pending_id=message.turn_id, exc_info=exc)
+            removed = exc is None and bool(message.result)
+            self._to_owner(WithdrawAnswered(pending_id=message.turn_id, removed=removed))
         elif exc is not None and not isinstance(exc, asyncio.CancelledError):
             self._log.warning("provider_call_failed", call=message.kind, exc_info=exc)
 
@@ -173,7 +182,10 @@ class ProviderConnectionActor(HostedActor):
                 settlement=Settlement.REJECTED,
                 error=_as_error(exc, "the provider call failed"),
             )
-        self.send(self.owner, FromProvider(generation=self.generation, event=settled))
+        self._to_owner(settled)
+
+    def _to_owner(self, event: ProviderEvent) -> None:
+        self.send(self.owner, FromProvider(generation=self.generation, event=event))
 
     @handles(ConnectionFailed)
     def _connection_failed(self, message: ConnectionFailed) -> None:
@@ -198,6 +210,16 @@ class ProviderConnectionActor(HostedActor):
     def on_stop(self) -> None:
         future = self._loop.submit(self._adapter.dispose())
         future.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+
+def _steer_answer(pending_id: str, result: Any, exc: BaseException | None) -> SteerAnswered:
+    if exc is None:
+        return SteerAnswered(pending_id=pending_id, provider_message_id=result)
+    return SteerAnswered(
+        pending_id=pending_id,
+        error=_as_error(exc, "the provider refused the steering message"),
+        no_active_turn=isinstance(exc, ProviderCallError) and exc.no_active_turn,
+    )
 
 
 def _as_error(exc: BaseException, context: str) -> AgentHostError:

@@ -152,10 +152,30 @@ class DeterministicRunner:
         with self._cond:
             return [Delivery(type(a).__name__, e.message) for a, e in self._items]
 
+    def deliverable(self) -> list[int]:
+        """Indexes that may go next: the oldest pending message of each actor
+        (a mailbox is FIFO; only the order between actors is free)."""
+        with self._cond:
+            seen: set[int] = set()
+            heads = []
+            for index, (actor, _) in enumerate(self._items):
+                if id(actor) not in seen:
+                    seen.add(id(actor))
+                    heads.append(index)
+            return heads
+
     def deliver(self, index: int = 0) -> Delivery:
-        """Deliver the pending message at `index` and run its handler."""
+        """Deliver the pending message at `index` and run its handler.
+
+        Raises:
+            ValueError: an older message of the same actor is still pending.
+        """
         with self._cond:
             actor, envelope = self._items[index]
+            if any(a is actor for a, _ in list(self._items)[:index]):
+                raise ValueError(
+                    f"{type(actor).__name__} has older pending messages: mailboxes are FIFO"
+                )
             del self._items[index]
         self._process(actor, envelope)
         self.delivered += 1
@@ -170,11 +190,14 @@ class DeterministicRunner:
         self,
         until: Callable[[], bool] | None = None,
         timeout: float = ASK_TIMEOUT_S,
-        choose: Callable[[list[Delivery]], int] | None = None,
+        choose: Callable[[list[Delivery], list[int]], int | None] | None = None,
     ) -> int:
-        """Deliver messages (FIFO, or by `choose`) until `until()` holds or, with
-        no `until`, until nothing is pending. Waits up to `timeout` for messages
+        """Deliver messages until `until()` holds or, with no `until`, until
+        nothing (deliverable) is pending. Waits up to `timeout` for messages
         from other threads while `until` is unmet. Returns how many it delivered.
+
+        `choose(pending, deliverable)` picks the next index among `deliverable`
+        (default: the oldest), or None to deliver nothing now and wait.
         """
         import time
 
@@ -194,7 +217,16 @@ class DeterministicRunner:
                     # provider loop's) without a message: re-check it often.
                     self._cond.wait(min(remaining, _RECHECK_S))
                     continue
-            index = 0 if choose is None else choose(self.pending())
+            index = 0 if choose is None else choose(self.pending(), self.deliverable())
+            if index is None:
+                if until is None:
+                    return count
+                with self._cond:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError("deterministic runner: condition not met")
+                    self._cond.wait(min(remaining, _RECHECK_S))
+                continue
             self.deliver(index)
             count += 1
 

@@ -8,14 +8,14 @@ expiry and `AgentHostError` for expected failures.
 import contextlib
 import os
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pykka
 import structlog
 
-from agenthost.actors.chat import Attach, ChatActor, Detach
+from agenthost.actors.chat import Attach, ChatActor, Detach, SteerReply
 from agenthost.actors.clock import Clock, SystemClock
 from agenthost.actors.context import ActorGroup, Services
 from agenthost.actors.handles import Subscription, Ticket
@@ -28,12 +28,16 @@ from agenthost.actors.supervisor import RestartPolicy, SupervisorActor
 from agenthost.messages.commands import (
     CancelTurn,
     CreateSession,
+    EditPendingMessage,
     GetChatState,
+    RemovePendingMessage,
+    ReorderQueue,
     SendMessage,
+    SteerMessage,
     TurnOutcome,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
-from agenthost.messages.state import ChatState, SessionSummary
+from agenthost.messages.state import ChatState, PendingMessage, SessionSummary
 from agenthost.providers.base import Provider, ProviderLoop
 from agenthost.store.sqlite import SqliteStore
 
@@ -222,10 +226,48 @@ class Chat:
 
     def send(self, text: str, *, timeout: float = DEFAULT_TIMEOUT) -> "TurnHandle":
         """Send a message: it starts a turn, or is queued while one runs."""
-        if not isinstance(text, str):
-            raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message="text must be a string")
+        _check_text(text)
         ticket: Ticket = _ask(self._ref, SendMessage(text=text), timeout)
         return TurnHandle(ticket)
+
+    def steer(self, text: str, *, timeout: float = DEFAULT_TIMEOUT) -> PendingMessage:
+        """Steer the running turn: the provider gets the message at once.
+
+        While no turn runs it is simply a send. Returns the pending entry.
+        """
+        _check_text(text)
+        reply: SteerReply = _ask(self._ref, SteerMessage(text=text), timeout)
+        return reply.pending
+
+    def remove_pending(self, pending_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+        """Remove a queued or steering message; returns once the removal is settled.
+
+        Returns True when it was removed (a queued message, steering not yet
+        sent, or steering the provider withdrew), False when the model already
+        had it: it then stays pending until the model's echo consumes it.
+
+        Raises:
+            AgentHostError: NOT_FOUND when it is no longer pending;
+                INVALID_ARGUMENT when the provider cannot withdraw steering it holds.
+        """
+        return bool(_ask(self._ref, RemovePendingMessage(pending_id=pending_id), timeout))
+
+    def edit_pending(
+        self, pending_id: str, text: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> PendingMessage:
+        """Change a queued message's text. Steering cannot be edited.
+
+        Raises:
+            AgentHostError: NOT_FOUND, or INVALID_ARGUMENT for a steering message.
+        """
+        _check_text(text)
+        return _ask(self._ref, EditPendingMessage(pending_id=pending_id, text=text), timeout)
+
+    def reorder_queue(
+        self, pending_ids: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> tuple[PendingMessage, ...]:
+        """Listed ids first, in that order; the rest keep theirs; unknown ids are ignored."""
+        return _ask(self._ref, ReorderQueue(pending_ids=tuple(pending_ids)), timeout)
 
     def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
         """Cancel the active turn; False when none runs."""
@@ -245,6 +287,11 @@ class Chat:
 
     def __repr__(self) -> str:
         return f"Chat({self.id})"
+
+
+def _check_text(text: object) -> None:
+    if not isinstance(text, str):
+        raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message="text must be a string")
 
 
 class TurnHandle:

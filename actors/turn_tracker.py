@@ -1,11 +1,12 @@
-"""TurnTrackerActor: the active turn's stage, one per chat.
+"""TurnTrackerActor: the active turn's stage and the provider stream, one per chat.
 
-It owns the chat's provider connection (through the supervisor), turns
-provider events into chat actions, and ends turns. Every host-side end goes
-through `_end`, which checks that the turn is still active and not already
-ended, flushes the assistant text that never became stable, and drops the
-per-turn record (DESIGN.md rules 2 and 3):
+It is the single consumer of its provider connection's event stream, so it
+owns everything that stream is matched against: the active turn and the
+steering messages handed to the provider (their ids and exact prompts).
 
+Turn ends. Every host-side end goes through `_end`, which checks that the
+turn is still active, flushes the assistant text that never became stable,
+and drops the per-turn record (DESIGN.md rules 2 and 3):
 - idle (the provider's terminal signal) -> complete;
 - the send call settles while the turn is still active: for a provider whose
   call settles with its turn the completion was lost -> complete if resolved;
@@ -13,8 +14,17 @@ per-turn record (DESIGN.md rules 2 and 3):
   took -> execution_abandoned. No wall clock ever ends a turn;
 - the connection dies -> execution_abandoned; the provider is unavailable ->
   provider_unavailable; the user cancels -> cancelled.
+
+Steering (DESIGN.md rule 1). An echo is matched to a steering message by
+provider message id first, by exact text only when the echo or the entry has
+no id yet (then an entry not being withdrawn, oldest first). A consumed
+message starts its own turn where the provider says so (copilot) and is
+recorded inside the running turn otherwise (claude, codex). A withdraw is a
+request: the entry leaves only on `removed: true`; a message not yet sent is
+simply dropped. Removals the host makes itself (cancel) never withdraw.
 """
 
+import uuid
 from typing import TypeVar
 
 import attrs
@@ -35,8 +45,17 @@ from agenthost.actors.protocol import (
     EndTurn,
     FromProvider,
     OpenConnection,
+    ProviderCapabilities,
     ProviderUnavailable,
+    RecordSteering,
     Ref,
+    RemovalOutcome,
+    RequeueSteering,
+    SendSteering,
+    StartSteeringTurn,
+    SteeringConsumed,
+    SteeringRemovalSettled,
+    WithdrawSteering,
 )
 from agenthost.actors.runtime import handles
 from agenthost.messages.errors import AgentHostError, ErrorCode
@@ -55,9 +74,14 @@ from agenthost.messages.provider import (
     Idle,
     ProviderCancel,
     ProviderSend,
+    ProviderSteer,
+    ProviderWithdraw,
     ReplyDelta,
     ReplyMessage,
     Settlement,
+    SteerAnswered,
+    UserMessageEcho,
+    WithdrawAnswered,
 )
 from agenthost.messages.state import MarkdownPart, Turn
 
@@ -68,16 +92,30 @@ E = TypeVar("E", bound=ChatEvent)
 
 @attrs.define
 class _Turn:
-    """Per-turn record; dropped when the turn ends."""
+    """Per-turn record; dropped when the turn ends. `key` is the provider's run."""
 
     turn_id: str
+    key: str
     text: str
-    history: tuple[Turn, ...]
+    history: tuple[Turn, ...] = ()
     sent: bool = False
+    own_echo_seen: bool = False
     unflushed: list[str] = attrs.field(factory=list)
     part_id: str | None = None
     parts: int = 0
     finish_reason: str | None = None
+
+
+@attrs.define
+class _Steering:
+    """A steering message handed to this tracker, until consumed, withdrawn or requeued."""
+
+    pending_id: str
+    text: str
+    provider_message_id: str | None = None
+    sent: bool = False
+    withdrawing: bool = False
+    withdraw_wanted: bool = False
 
 
 class TurnTrackerActor(HostedActor):
@@ -89,6 +127,7 @@ class TurnTrackerActor(HostedActor):
         chat_id: str,
         provider: str,
         chat: Ref,
+        drain: Ref,
         resume: bool,
     ) -> None:
         super().__init__(services)
@@ -96,6 +135,7 @@ class TurnTrackerActor(HostedActor):
         self.chat_id = chat_id
         self.provider = provider
         self.chat = chat
+        self.drain = drain
         self.resume = resume
         self._conn: Ref | None = None
         self._generation = -1
@@ -103,6 +143,8 @@ class TurnTrackerActor(HostedActor):
         self._unavailable: AgentHostError | None = None
         self._announced = False
         self._turn: _Turn | None = None
+        self._last_key = ""
+        self._steering: dict[str, _Steering] = {}
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
     def on_start(self) -> None:
@@ -130,9 +172,11 @@ class TurnTrackerActor(HostedActor):
         self._generation = message.generation
         self._capabilities = message.capabilities
         self._unavailable = None
+        self.send(self.drain, ProviderCapabilities(capabilities=message.capabilities))
         self._announce(None)
         if self._turn is not None and not self._turn.sent:
             self._send_turn(self._turn)
+        self._send_held_steering()
 
     @handles(ConnectionOpenFailed)
     def _open_failed(self, message: ConnectionOpenFailed) -> None:
@@ -156,6 +200,7 @@ class TurnTrackerActor(HostedActor):
                     ),
                 )
             )
+        self._requeue_all_steering()
 
     @handles(ProviderUnavailable)
     def _provider_unavailable(self, message: ProviderUnavailable) -> None:
@@ -163,6 +208,7 @@ class TurnTrackerActor(HostedActor):
         self._unavailable = message.error
         if self._turn is not None:
             self._end(self._failed(self._turn.turn_id, message.error))
+        self._requeue_all_steering()
 
     def _announce(self, error: AgentHostError | None) -> None:
         if not self._announced:
@@ -172,7 +218,9 @@ class TurnTrackerActor(HostedActor):
     # -- turns --------------------------------------------------------------------------
     @handles(BeginTurn)
     def _begin(self, message: BeginTurn) -> None:
-        turn = _Turn(turn_id=message.turn_id, text=message.text, history=message.history)
+        turn = _Turn(
+            turn_id=message.turn_id, key=message.turn_id, text=message.text, history=message.history
+        )
         self._turn = turn
         if self._unavailable is not None:
             self._end(self._failed(turn.turn_id, self._unavailable))
@@ -185,12 +233,13 @@ class TurnTrackerActor(HostedActor):
         if not self._capabilities.stateful_prompt:
             history = _history(turn.history)
         turn.sent = True
+        self._last_key = turn.key
         self.send(
             self._conn,
             ProviderSend(
                 session_id=self.session_id,
                 chat_id=self.chat_id,
-                turn_id=turn.turn_id,
+                turn_id=turn.key,
                 text=turn.text,
                 history=history,
             ),
@@ -204,10 +253,9 @@ class TurnTrackerActor(HostedActor):
         if turn.sent:
             self.send(
                 self._conn,
-                ProviderCancel(
-                    session_id=self.session_id, chat_id=self.chat_id, turn_id=turn.turn_id
-                ),
+                ProviderCancel(session_id=self.session_id, chat_id=self.chat_id, turn_id=turn.key),
             )
+        self._steering.clear()  # the host's own removal: the chat drops them, no withdraw
         self._end(self._stamp(TurnCancelled(turn_id=turn.turn_id)))
 
     @handles(FromProvider)
@@ -215,8 +263,18 @@ class TurnTrackerActor(HostedActor):
         if message.generation != self._generation:
             return
         event = message.event
+        match event:
+            case UserMessageEcho():
+                self._echo(event)
+                return
+            case SteerAnswered():
+                self._steer_answered(event)
+                return
+            case WithdrawAnswered():
+                self._withdraw_answered(event)
+                return
         turn = self._turn
-        if turn is None or getattr(event, "turn_id", None) != turn.turn_id:
+        if turn is None or getattr(event, "turn_id", None) != turn.key:
             return
         match event:
             case ReplyDelta():
@@ -236,11 +294,8 @@ class TurnTrackerActor(HostedActor):
         if turn.part_id is None:
             turn.parts += 1
             turn.part_id = f"{turn.turn_id}-md{turn.parts}"
-            actions.append(
-                self._stamp(
-                    ResponsePartAdded(turn_id=turn.turn_id, part=MarkdownPart(id=turn.part_id))
-                )
-            )
+            part = MarkdownPart(id=turn.part_id)
+            actions.append(self._stamp(ResponsePartAdded(turn_id=turn.turn_id, part=part)))
         actions.append(
             self._stamp(AssistantDelta(turn_id=turn.turn_id, part_id=turn.part_id, text=text))
         )
@@ -286,6 +341,162 @@ class TurnTrackerActor(HostedActor):
         self._stable(turn)  # the stream's end flushes what is left (rule 3)
         self._turn = None
         self.send(self.chat, EndTurn(action=action, finish_reason=turn.finish_reason))
+
+    # -- steering ---------------------------------------------------------------------------
+    @handles(SendSteering)
+    def _send_steering(self, message: SendSteering) -> None:
+        self._steering[message.pending_id] = _Steering(message.pending_id, message.text)
+        self._send_held_steering()
+
+    def _send_held_steering(self) -> None:
+        """Hand over steering not yet sent, once there is a connection and the
+        turn (if any) was sent: steering never overtakes its turn."""
+        if self._conn is None or (self._turn is not None and not self._turn.sent):
+            return
+        key = self._turn.key if self._turn is not None else self._last_key
+        for entry in self._steering.values():
+            if entry.sent:
+                continue
+            entry.sent = True
+            self.send(
+                self._conn,
+                ProviderSteer(
+                    session_id=self.session_id,
+                    chat_id=self.chat_id,
+                    turn_id=key,
+                    pending_id=entry.pending_id,
+                    text=entry.text,
+                ),
+            )
+
+    @handles(WithdrawSteering)
+    def _withdraw(self, message: WithdrawSteering) -> None:
+        entry = self._steering.get(message.pending_id)
+        if entry is None:
+            self._settle(message.pending_id, RemovalOutcome.GONE)
+        elif not entry.sent:
+            del self._steering[entry.pending_id]  # still being prepared: never sent
+            self._settle(entry.pending_id, RemovalOutcome.DROPPED)
+        elif not message.may_withdraw:
+            self._settle(entry.pending_id, RemovalOutcome.REJECTED)
+        elif entry.provider_message_id is None:
+            entry.withdraw_wanted = True  # withdraw once the provider tells us its id
+        else:
+            self._send_withdraw(entry)
+
+    def _send_withdraw(self, entry: _Steering) -> None:
+        assert entry.provider_message_id is not None
+        entry.withdrawing = True
+        entry.withdraw_wanted = False
+        self.send(
+            self._conn,
+            ProviderWithdraw(
+                session_id=self.session_id,
+                chat_id=self.chat_id,
+                pending_id=entry.pending_id,
+                provider_message_id=entry.provider_message_id,
+                text=entry.text,
+            ),
+        )
+
+    def _settle(self, pending_id: str, outcome: RemovalOutcome) -> None:
+        self.send(self.drain, SteeringRemovalSettled(pending_id=pending_id, outcome=outcome))
+
+    def _steer_answered(self, event: SteerAnswered) -> None:
+        entry = self._steering.get(event.pending_id)
+        if entry is None:
+            return
+        if event.error is not None:
+            self._log.info(
+                "steering_requeued",
+                pending_id=entry.pending_id,
+                reason=event.error.message,
+                no_active_turn=event.no_active_turn,
+            )
+            del self._steering[entry.pending_id]
+            if entry.withdraw_wanted:
+                self._settle(entry.pending_id, RemovalOutcome.DROPPED)
+            else:
+                self.send(self.drain, RequeueSteering(pending_id=entry.pending_id))
+            return
+        entry.provider_message_id = event.provider_message_id
+        if entry.withdraw_wanted:
+            if entry.provider_message_id is None:
+                self._settle(entry.pending_id, RemovalOutcome.REJECTED)
+            else:
+                self._send_withdraw(entry)
+
+    def _withdraw_answered(self, event: WithdrawAnswered) -> None:
+        entry = self._steering.get(event.pending_id)
+        if entry is None:
+            if event.removed:
+                self._log.error("withdraw_after_consumption", pending_id=event.pending_id)
+            self._settle(event.pending_id, RemovalOutcome.NOT_WITHDRAWN)
+            return
+        entry.withdrawing = False
+        if event.removed:
+            del self._steering[entry.pending_id]
+            self._settle(entry.pending_id, RemovalOutcome.WITHDRAWN)
+        else:
+            self._settle(entry.pending_id, RemovalOutcome.NOT_WITHDRAWN)
+
+    def _echo(self, echo: UserMessageEcho) -> None:
+        turn = self._turn
+        if (
+            turn is not None
+            and echo.turn_id == turn.key
+            and not turn.own_echo_seen
+            and not echo.starts_turn
+            and echo.text == turn.text
+        ):
+            turn.own_echo_seen = True  # the turn's own message
+            return
+        entry = self._match(echo)
+        if entry is None:
+            return
+        del self._steering[entry.pending_id]
+        self.send(self.drain, SteeringConsumed(pending_id=entry.pending_id))
+        if turn is not None and (echo.turn_id != turn.key or not echo.starts_turn):
+            # folded into the running turn (claude, codex; or a run we did not start)
+            self.send(
+                self.chat,
+                RecordSteering(turn_id=turn.turn_id, pending_id=entry.pending_id, text=entry.text),
+            )
+            return
+        if turn is not None:
+            self._end(self._stamp(TurnCompleted(turn_id=turn.turn_id)))
+        turn_id = uuid.uuid4().hex
+        self._turn = _Turn(
+            turn_id=turn_id, key=echo.turn_id, text=entry.text, sent=True, own_echo_seen=True
+        )
+        self._last_key = echo.turn_id
+        self.send(
+            self.chat,
+            StartSteeringTurn(turn_id=turn_id, pending_id=entry.pending_id, text=entry.text),
+        )
+
+    def _match(self, echo: UserMessageEcho) -> _Steering | None:
+        """By provider message id first; by exact text only where an id is missing."""
+        entries = list(self._steering.values())
+        if echo.provider_message_id is not None:
+            for entry in entries:
+                if entry.provider_message_id == echo.provider_message_id:
+                    return entry
+            candidates = [e for e in entries if e.provider_message_id is None]
+        else:
+            candidates = entries
+        same_text = [e for e in candidates if e.sent and e.text == echo.text]
+        same_text.sort(key=lambda e: e.withdrawing)  # stable: oldest first, withdrawing last
+        return same_text[0] if same_text else None
+
+    def _requeue_all_steering(self) -> None:
+        """The provider that held these is gone: nothing is lost, they become queued."""
+        for entry in list(self._steering.values()):
+            if entry.withdraw_wanted or entry.withdrawing:
+                self._settle(entry.pending_id, RemovalOutcome.DROPPED)
+            else:
+                self.send(self.drain, RequeueSteering(pending_id=entry.pending_id))
+        self._steering.clear()
 
 
 def _history(turns: tuple[Turn, ...]) -> tuple[HistoryMessage, ...]:

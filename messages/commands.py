@@ -38,6 +38,27 @@ class SendMessage:
 
 
 @attrs.frozen(kw_only=True)
+class SteerMessage:
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class RemovePendingMessage:
+    pending_id: str
+
+
+@attrs.frozen(kw_only=True)
+class EditPendingMessage:
+    pending_id: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ReorderQueue:
+    pending_ids: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
 class CancelTurn:
     pass
 
@@ -80,6 +101,10 @@ COMMAND_TYPES = (
     ListSessions,
     DisposeSession,
     SendMessage,
+    SteerMessage,
+    RemovePendingMessage,
+    EditPendingMessage,
+    ReorderQueue,
     CancelTurn,
     GetChatState,
 )

@@ -91,6 +91,7 @@ class RemovalReason(StrEnum):
     CONSUMED = "consumed"
     CANCELLED = "cancelled"
     WITHDRAWN = "withdrawn"
+    REQUEUED = "requeued"  # steering the provider could not take became a queued message
 
 
 @attrs.frozen(kw_only=True)
@@ -105,6 +106,39 @@ class PendingMessageRemoved(ChatEvent):
     kind: PendingKind
     pending_id: str
     reason: RemovalReason = RemovalReason.CLIENT
+
+
+@attrs.frozen(kw_only=True)
+class QueuedMessagesReordered(ChatEvent):
+    """The queue's new order (every queued id, in order)."""
+
+    wire_type: ClassVar[str] = "chat/queuedMessagesReordered"
+    order: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class SteeringRecorded(ChatEvent):
+    """The provider folded a steering message into the running turn (claude, codex)."""
+
+    wire_type: ClassVar[str] = "x-chat/steeringRecorded"
+    turn_id: str
+    pending: PendingMessage
+
+
+@attrs.frozen(kw_only=True)
+class SteeringWithdrawn(ChatEvent):
+    """The provider gave back a steering message: the model never saw it."""
+
+    wire_type: ClassVar[str] = "x-chat/steeringWithdrawn"
+    pending_id: str
+
+
+@attrs.frozen(kw_only=True)
+class SteeringNotWithdrawn(ChatEvent):
+    """The model already had the steering message: it stays until its echo consumes it."""
+
+    wire_type: ClassVar[str] = "x-chat/steeringNotWithdrawn"
+    pending_id: str
 
 
 @attrs.frozen(kw_only=True)
@@ -134,6 +168,10 @@ ChatAction = (
     | TurnFailed
     | PendingMessageAdded
     | PendingMessageRemoved
+    | QueuedMessagesReordered
+    | SteeringRecorded
+    | SteeringWithdrawn
+    | SteeringNotWithdrawn
     | Truncated
 )
 Event = ChatSnapshot | ChatAction | Lagged
@@ -148,6 +186,10 @@ EVENT_TYPES: tuple[type[ChatEvent], ...] = (
     TurnFailed,
     PendingMessageAdded,
     PendingMessageRemoved,
+    QueuedMessagesReordered,
+    SteeringRecorded,
+    SteeringWithdrawn,
+    SteeringNotWithdrawn,
     Truncated,
     Lagged,
 )

@@ -79,11 +79,36 @@ class ProviderResume:
 
 @attrs.frozen(kw_only=True)
 class UserMessageEcho:
-    """The model consumed a user message (its own turn's, or steering)."""
+    """The model consumed a user message (its own turn's, or steering).
+
+    `turn_id` is the provider's run: the turn id of the send that started it,
+    or the pending id of the steering message it started with. `starts_turn`
+    says the provider starts a new turn for this message (copilot) instead of
+    folding it into the running one (claude, codex).
+    """
 
     turn_id: str
     text: str
     provider_message_id: str | None = None
+    starts_turn: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SteerAnswered:
+    """The provider took a steering message (with its id), or refused it."""
+
+    pending_id: str
+    provider_message_id: str | None = None
+    error: AgentHostError | None = None
+    no_active_turn: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class WithdrawAnswered:
+    """The provider's answer to a withdraw: `removed` False means the model had it."""
+
+    pending_id: str
+    removed: bool
 
 
 @attrs.frozen(kw_only=True)
@@ -149,6 +174,8 @@ class ConnectionFailed:
 
 ProviderEvent = (
     UserMessageEcho
+    | SteerAnswered
+    | WithdrawAnswered
     | ReplyDelta
     | ReplyMessage
     | ToolCallStarted
@@ -159,6 +186,8 @@ ProviderEvent = (
 )
 PROVIDER_EVENT_TYPES = (
     UserMessageEcho,
+    SteerAnswered,
+    WithdrawAnswered,
     ReplyDelta,
     ReplyMessage,
     ToolCallStarted,

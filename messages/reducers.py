@@ -21,7 +21,9 @@ from agenthost.messages.events import (
     ChatEvent,
     PendingMessageAdded,
     PendingMessageRemoved,
+    QueuedMessagesReordered,
     ResponsePartAdded,
+    SteeringRecorded,
     Truncated,
     TurnCancelled,
     TurnCompleted,
@@ -135,6 +137,7 @@ def _end_turn(
         message=active.message,
         response_parts=active.response_parts,
         usage=active.usage,
+        steering=active.steering,
         state=turn_state,
         error=error,
     )
@@ -191,6 +194,37 @@ def _pending_removed(state: ChatState, action: PendingMessageRemoved, now_ms: in
     current = _pending_of(state, action.kind)
     kept = tuple(m for m in current if m.id != action.pending_id)
     return state if len(kept) == len(current) else _with_pending(state, action.kind, kept)
+
+
+@_handles(QueuedMessagesReordered)
+def _reordered(state: ChatState, action: QueuedMessagesReordered, now_ms: int) -> ChatState:
+    """Listed ids first, in the listed order; the rest keep theirs. Unknown and
+    repeated ids are ignored."""
+    by_id = {m.id: m for m in state.queued_messages}
+    first: list[PendingMessage] = []
+    for pending_id in action.order:
+        message = by_id.pop(pending_id, None)
+        if message is not None:
+            first.append(message)
+    rest = [m for m in state.queued_messages if m.id in by_id]
+    return attrs.evolve(state, queued_messages=(*first, *rest))
+
+
+@_handles(SteeringRecorded)
+def _steering_recorded(state: ChatState, action: SteeringRecorded, now_ms: int) -> ChatState:
+    """A steering message the provider folded into the running turn leaves pending
+    and is recorded in that turn, once."""
+    active = state.active_turn
+    if active is None or active.id != action.turn_id:
+        return state
+    if any(m.id == action.pending.id for m in active.steering):
+        return state
+    steering = tuple(m for m in state.steering_messages if m.id != action.pending.id)
+    return attrs.evolve(
+        state,
+        steering_messages=steering,
+        active_turn=attrs.evolve(active, steering=(*active.steering, action.pending)),
+    )
 
 
 @_handles(Truncated)

@@ -78,11 +78,28 @@ def _markdown_text(parts: tuple[ResponsePart, ...]) -> str:
 
 
 @attrs.frozen(kw_only=True)
+class PendingMessage:
+    """A steering or queued message waiting in a chat."""
+
+    id: str
+    kind: PendingKind
+    message: UserMessage
+
+    @property
+    def text(self) -> str:
+        return self.message.text
+
+
+@attrs.frozen(kw_only=True)
 class ActiveTurn:
+    """The running turn. `steering` holds steering messages the provider folded
+    into this turn (claude, codex); it is an extension field on the AHP turn."""
+
     id: str
     message: UserMessage
     response_parts: tuple[ResponsePart, ...] = ()
     usage: Usage | None = None
+    steering: tuple[PendingMessage, ...] = ()
 
     @property
     def assistant_text(self) -> str:
@@ -97,6 +114,7 @@ class Turn:
     message: UserMessage
     response_parts: tuple[ResponsePart, ...] = ()
     usage: Usage | None = None
+    steering: tuple[PendingMessage, ...] = ()
     state: TurnState
     error: AgentHostError | None = None
 
@@ -107,19 +125,6 @@ class Turn:
     @property
     def assistant_text(self) -> str:
         return _markdown_text(self.response_parts)
-
-
-@attrs.frozen(kw_only=True)
-class PendingMessage:
-    """A steering or queued message waiting in a chat."""
-
-    id: str
-    kind: PendingKind
-    message: UserMessage
-
-    @property
-    def text(self) -> str:
-        return self.message.text
 
 
 @attrs.frozen(kw_only=True)

@@ -35,12 +35,14 @@ T = TypeVar("T")
 
 
 class ProviderCallError(Exception):
-    """A send failed. `taken`: the provider had already taken the turn."""
+    """A call failed. `taken`: the provider had already taken the turn.
+    `no_active_turn`: a steer found no running turn to join."""
 
-    def __init__(self, error: AgentHostError, *, taken: bool) -> None:
+    def __init__(self, error: AgentHostError, *, taken: bool, no_active_turn: bool = False) -> None:
         super().__init__(str(error))
         self.error = error
         self.taken = taken
+        self.no_active_turn = no_active_turn
 
 
 class ProviderCrashed(Exception):

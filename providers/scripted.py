@@ -28,6 +28,8 @@ from agenthost.messages.provider import (
     ProviderCancel,
     ProviderResume,
     ProviderSend,
+    ProviderSteer,
+    ProviderWithdraw,
     ReplyDelta,
     ReplyMessage,
     ToolCallCompleted,
@@ -140,6 +142,9 @@ class ScriptedProvider(Provider):
         ] = defaultdict(list)
         self._reached: dict[str, int] = defaultdict(int)
         self._prompts: list[tuple[str, str]] = []
+        self._inputs: list[str] = []
+        self._echoes_held = False
+        self._echo_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._resume_failures: list[tuple[int, str]] = []
         self._ids = itertools.count(1)
 
@@ -168,6 +173,44 @@ class ScriptedProvider(Provider):
             if not self._lock.wait_for(lambda: self._reached[gate] > 0, timeout):
                 raise TimeoutError(f"no turn reached gate {gate!r} within {timeout} s")
 
+    def hold_echoes(self) -> None:
+        """Park every run that read steering before it echoes it, until released."""
+        with self._lock:
+            self._echoes_held = True
+
+    def release_echoes(self) -> None:
+        with self._lock:
+            self._echoes_held = False
+            waiters, self._echo_waiters = self._echo_waiters, []
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_resolve, future)
+
+    def wait_echo_held(self, timeout: float = 10.0) -> None:
+        """Return once a run is parked with read steering it has not echoed.
+
+        Raises:
+            TimeoutError: none within `timeout`.
+        """
+        with self._lock:
+            if not self._lock.wait_for(lambda: bool(self._echo_waiters), timeout):
+                raise TimeoutError(f"no run held an echo within {timeout} s")
+
+    @property
+    def model_inputs(self) -> list[str]:
+        """Every user text the model read, in order: sends and steering it consumed."""
+        with self._lock:
+            return list(self._inputs)
+
+    def parked_at(self, gate: str) -> bool:
+        """Whether a turn waits at `gate` now (non-blocking; for deterministic tests)."""
+        with self._lock:
+            return self._reached[gate] > 0
+
+    def echo_held(self) -> bool:
+        """Whether a run waits to echo steering it read (non-blocking)."""
+        with self._lock:
+            return bool(self._echo_waiters)
+
     def fail_resume(self, code: int = -32603, message: str = "", times: int = 1) -> None:
         """Make the next `times` resumes fail with this error."""
         with self._lock:
@@ -194,6 +237,20 @@ class ScriptedProvider(Provider):
     def _record_prompt(self, session_id: str, text: str) -> None:
         with self._lock:
             self._prompts.append((session_id, text))
+
+    def _record_input(self, text: str) -> None:
+        with self._lock:
+            self._inputs.append(text)
+
+    async def _wait_echo_release(self) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if not self._echoes_held:
+                return
+            future: asyncio.Future[None] = loop.create_future()
+            self._echo_waiters.append((loop, future))
+            self._lock.notify_all()
+        await future
 
     def _next_id(self) -> str:
         with self._lock:
@@ -224,8 +281,37 @@ def _resolve(future: "asyncio.Future[None]") -> None:
         future.set_result(None)
 
 
+@attrs.define
+class _Steer:
+    pending_id: str
+    message_id: str
+    text: str
+    read: bool = False
+
+
+@attrs.define
+class _Run:
+    """One provider-side run: started by a send, or by a steering message."""
+
+    key: str
+    steering: list[_Steer] = attrs.field(factory=list)
+    task: "asyncio.Task[None] | None" = None
+
+    @property
+    def alive(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+
 class ScriptedAdapter(ProviderAdapter):
-    """One scripted provider session; runs on the provider loop."""
+    """One scripted provider session; runs on the provider loop.
+
+    Steering: `steer` queues the message in the running run; the model reads
+    queued steering at its next step boundary (after a Say, when a Gate
+    opens) and then echoes it (unless echoes are held, which parks the run).
+    Copilot starts a new turn for it; claude and codex fold it into the
+    running turn. Steering still unread when a run ends starts the next run.
+    Withdraw succeeds only while the message is unread (copilot).
+    """
 
     def __init__(
         self, backend: ScriptedProvider, session_id: str, chat_id: str, emit: Emit
@@ -235,55 +321,70 @@ class ScriptedAdapter(ProviderAdapter):
         self.session_id = session_id
         self.chat_id = chat_id
         self._emit = emit
-        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._current: _Run | None = None
 
     async def send(self, message: ProviderSend) -> str | None:
         self.backend._record_prompt(message.session_id, message.text)
         message_id = self.backend._next_id()
-        steps = self.backend._script_for(message.text)
-        if steps is None:
-            steps = _echo_steps(message.text, self.backend.echo_deltas, self.backend.delta_s)
+        steps = self._steps_for(message.text)
+        run = _Run(key=message.turn_id)
+        self._current = run
         if any(isinstance(step, Reject) for step in steps):
             # The call itself fails: run the steps up to the rejection inline.
-            await self._run(message, steps, message_id)
+            await self._run(run, message.text, steps, message_id, starts_turn=False)
             return message_id
-        task = asyncio.get_running_loop().create_task(self._guarded(message, steps, message_id))
-        self._tasks[message.turn_id] = task
-        turn_id = message.turn_id
-
-        def forget(_task: "asyncio.Task[None]") -> None:
-            self._tasks.pop(turn_id, None)
-
-        task.add_done_callback(forget)
+        self._launch(run, message.text, steps, message_id, starts_turn=False)
         if self.capabilities.call_settles_with_turn:
-            await task
-        else:
-            task.add_done_callback(_swallow)
+            assert run.task is not None
+            await asyncio.shield(run.task)
         return message_id
 
+    def _steps_for(self, text: str) -> tuple[Step, ...]:
+        steps = self.backend._script_for(text)
+        if steps is None:
+            steps = _echo_steps(text, self.backend.echo_deltas, self.backend.delta_s)
+        return steps
+
+    def _launch(
+        self, run: _Run, text: str, steps: tuple[Step, ...], message_id: str, starts_turn: bool
+    ) -> None:
+        run.task = asyncio.get_running_loop().create_task(
+            self._guarded(run, text, steps, message_id, starts_turn)
+        )
+        run.task.add_done_callback(_swallow)
+
     async def _guarded(
-        self, message: ProviderSend, steps: tuple[Step, ...], message_id: str
+        self, run: _Run, text: str, steps: tuple[Step, ...], message_id: str, starts_turn: bool
     ) -> None:
         try:
-            await self._run(message, steps, message_id)
+            await self._run(run, text, steps, message_id, starts_turn)
         except ProviderCrashed as crash:
             self._emit(ConnectionFailed(error=crash.error))
+            return
+        self._next_run(run)
 
-    async def _run(self, message: ProviderSend, steps: tuple[Step, ...], message_id: str) -> None:
-        turn_id = message.turn_id
+    async def _run(
+        self, run: _Run, text: str, steps: tuple[Step, ...], message_id: str, starts_turn: bool
+    ) -> None:
+        key = run.key
+        self.backend._record_input(text)
         self._emit(
-            UserMessageEcho(turn_id=turn_id, text=message.text, provider_message_id=message_id)
+            UserMessageEcho(
+                turn_id=key, text=text, provider_message_id=message_id, starts_turn=starts_turn
+            )
         )
         said: list[str] = []
         finish: str | None = "stop"
         terminal = True
         for step in steps:
             match step:
-                case Say(text):
-                    said.append(text)
-                    self._emit(ReplyDelta(turn_id=turn_id, text=text))
+                case Say(chunk):
+                    said.append(chunk)
+                    self._emit(ReplyDelta(turn_id=key, text=chunk))
+                    await self._boundary(run, said)
                 case Gate(name):
                     await self.backend._wait_gate(name)
+                    await self._boundary(run, said)
                 case Pause(seconds):
                     await asyncio.sleep(seconds)
                 case Crash():
@@ -292,28 +393,94 @@ class ScriptedAdapter(ProviderAdapter):
                     terminal = False
                 case NoFinishReason():
                     finish = None
-                case Reject(text):
+                case Reject(reason):
                     raise ProviderCallError(
-                        AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=text), taken=True
+                        AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=reason), taken=True
                     )
                 case ToolCall(name, arguments):
                     call_id = self.backend._next_id()
                     self._emit(
                         ToolCallStarted(
-                            turn_id=turn_id, tool_call_id=call_id, name=name, arguments=arguments
+                            turn_id=key, tool_call_id=call_id, name=name, arguments=arguments
                         )
                     )
-                    self._emit(ToolCallCompleted(turn_id=turn_id, tool_call_id=call_id))
+                    self._emit(ToolCallCompleted(turn_id=key, tool_call_id=call_id))
+                    await self._boundary(run, said)
         if not terminal:
             return
         if finish is not None:
-            self._emit(ReplyMessage(turn_id=turn_id, text="".join(said), finish_reason=finish))
-        self._emit(Idle(turn_id=turn_id))
+            self._emit(ReplyMessage(turn_id=key, text="".join(said), finish_reason=finish))
+        self._emit(Idle(turn_id=key))
+
+    async def _boundary(self, run: _Run, said: list[str]) -> None:
+        """The model reads the steering queued so far, then echoes it."""
+        unread = [steer for steer in run.steering if not steer.read]
+        if not unread:
+            return
+        for steer in unread:
+            steer.read = True
+            self.backend._record_input(steer.text)
+        await self.backend._wait_echo_release()
+        starts_turn = self.backend.shape == "copilot"
+        for steer in unread:
+            run.steering.remove(steer)
+            self._emit(
+                UserMessageEcho(
+                    turn_id=run.key,
+                    text=steer.text,
+                    provider_message_id=steer.message_id,
+                    starts_turn=starts_turn,
+                )
+            )
+            if starts_turn:
+                said.clear()  # later deltas belong to the steering message's turn
+
+    def _next_run(self, finished: _Run) -> None:
+        """Steering still unread when a run ends runs next, as its own turn."""
+        if self._current is finished:
+            self._current = None
+        if not finished.steering:
+            return
+        first, *rest = finished.steering
+        run = _Run(key=first.pending_id, steering=rest)
+        self._current = run
+        self._launch(run, first.text, self._steps_for(first.text), first.message_id, True)
+
+    async def steer(self, message: ProviderSteer) -> str | None:
+        message_id = self.backend._next_id()
+        run = self._current
+        if run is not None and run.alive:
+            run.steering.append(_Steer(message.pending_id, message_id, message.text))
+            return message_id
+        if self.backend.shape == "codex":
+            raise ProviderCallError(
+                AgentHostError(code=ErrorCode.PROVIDER_ERROR, message="no active turn to steer"),
+                taken=False,
+                no_active_turn=True,
+            )
+        run = _Run(key=message.pending_id)
+        self._current = run
+        self._launch(run, message.text, self._steps_for(message.text), message_id, True)
+        return message_id
+
+    async def withdraw(self, message: ProviderWithdraw) -> bool:
+        run = self._current
+        if run is None:
+            return False
+        for steer in run.steering:
+            if steer.message_id == message.provider_message_id and steer.text == message.text:
+                if steer.read:
+                    return False
+                run.steering.remove(steer)
+                return True
+        return False
 
     async def cancel(self, message: ProviderCancel) -> None:
-        task = self._tasks.pop(message.turn_id, None)
-        if task is not None:
-            task.cancel()
+        run = self._current
+        if run is not None and run.key == message.turn_id and run.task is not None:
+            run.steering.clear()
+            self._current = None
+            run.task.cancel()
 
     async def resume(self, message: ProviderResume) -> None:
         failure = self.backend._take_resume_failure()
@@ -322,12 +489,16 @@ class ScriptedAdapter(ProviderAdapter):
             raise ProviderResumeError(code, text, no_history=_means_no_history(code, text))
 
     async def dispose(self) -> None:
-        for task in list(self._tasks.values()):
-            task.cancel()
+        run, self._current = self._current, None
+        if run is not None and run.task is not None:
+            run.task.cancel()
 
     def turn_diagnostic_snapshot(self, turn_id: str) -> dict[str, Any]:
-        task = self._tasks.get(turn_id)
-        return {"running": task is not None and not task.done()}
+        run = self._current
+        return {
+            "running": run is not None and run.key == turn_id and run.alive,
+            "unread_steering": 0 if run is None else sum(not s.read for s in run.steering),
+        }
 
 
 def _means_no_history(code: int, text: str) -> bool:

@@ -48,6 +48,16 @@ class SaveTurnEnded:
 
 
 @attrs.frozen(kw_only=True)
+class SaveSteeringRecorded:
+    """A steering message the provider folded into a turn."""
+
+    turn_id: str
+    pending_id: str
+    text: str
+    position: int
+
+
+@attrs.frozen(kw_only=True)
 class SavePending:
     session_id: str
     chat_id: str
@@ -70,6 +80,7 @@ StoreOp = (
     | SaveTurnStarted
     | SaveAssistantText
     | SaveTurnEnded
+    | SaveSteeringRecorded
     | SavePending
     | DeletePending
     | DeleteSession

@@ -23,6 +23,8 @@ import structlog
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
     MarkdownPart,
+    MessageOrigin,
+    OriginKind,
     PendingKind,
     PendingMessage,
     SessionSummary,
@@ -37,6 +39,7 @@ from agenthost.store.records import (
     SaveAssistantText,
     SavePending,
     SaveSession,
+    SaveSteeringRecorded,
     SaveTurnEnded,
     SaveTurnStarted,
     SessionRecord,
@@ -170,6 +173,11 @@ class SqliteStore:
                         op.turn_id,
                     ),
                 )
+            case SaveSteeringRecorded():
+                db.execute(
+                    "INSERT OR REPLACE INTO turn_steering VALUES (?, ?, ?, ?)",
+                    (op.turn_id, op.position, op.pending_id, op.text),
+                )
             case SavePending():
                 pending = op.pending
                 db.execute(
@@ -186,6 +194,11 @@ class SqliteStore:
             case DeletePending():
                 db.execute("DELETE FROM pending_messages WHERE id = ?", (op.pending_id,))
             case DeleteSession():
+                db.execute(
+                    "DELETE FROM turn_steering WHERE turn_id IN"
+                    " (SELECT id FROM turns WHERE session_id = ?)",
+                    (op.session_id,),
+                )
                 for table in ("pending_messages", "turns"):
                     db.execute(f"DELETE FROM {table} WHERE session_id = ?", (op.session_id,))
                 db.execute("DELETE FROM chats WHERE session_id = ?", (op.session_id,))
@@ -235,8 +248,21 @@ class SqliteStore:
                 chat_id,
             ),
         )
+        steering: dict[str, list[PendingMessage]] = {}
+        for turn_id, pending_id, text in db.execute(
+            "SELECT s.turn_id, s.pending_id, s.text FROM turn_steering s"
+            " JOIN turns t ON t.id = s.turn_id WHERE t.chat_id = ? ORDER BY s.turn_id, s.position",
+            (chat_id,),
+        ).fetchall():
+            steering.setdefault(turn_id, []).append(
+                PendingMessage(
+                    id=pending_id,
+                    kind=PendingKind.STEERING,
+                    message=UserMessage(text=text, origin=MessageOrigin(kind=OriginKind.STEERING)),
+                )
+            )
         turns = tuple(
-            _turn_from_row(r)
+            _turn_from_row(r, tuple(steering.get(r[0], ())))
             for r in db.execute(
                 "SELECT id, user_text, assistant_text, state, error_code, error_message"
                 " FROM turns WHERE chat_id = ? ORDER BY seq, rowid",
@@ -254,7 +280,7 @@ class SqliteStore:
         return ChatRecord(chat_id=chat_id, title=title, draft=draft, turns=turns, pending=pending)
 
 
-def _turn_from_row(row: tuple[Any, ...]) -> Turn:
+def _turn_from_row(row: tuple[Any, ...], steering: tuple[PendingMessage, ...]) -> Turn:
     turn_id, user_text, assistant_text, state, error_code, error_message = row
     error = (
         None
@@ -266,6 +292,7 @@ def _turn_from_row(row: tuple[Any, ...]) -> Turn:
         id=turn_id,
         message=UserMessage(text=user_text),
         response_parts=parts,
+        steering=steering,
         state=TurnState(state),
         error=error,
     )

@@ -1,17 +1,21 @@
-"""Races driven explicitly on the deterministic runner: the test picks the order."""
+"""Races driven explicitly on the deterministic runner: the test picks the order.
+
+Mailboxes stay FIFO (the runner refuses anything else); a race is decided by
+which message enters an actor's mailbox first, and the test chooses that.
+"""
 
 from pathlib import Path
 
 import pytest
 
 from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
-from agenthost.actors.protocol import CancelActiveTurn, FromProvider
+from agenthost.actors.protocol import FromProvider
 from agenthost.actors.runtime import Delivery
 from agenthost.messages import OutcomeState, TurnState
 from agenthost.messages.commands import CancelTurn
 from agenthost.messages.events import TERMINAL_EVENTS
 from agenthost.messages.provider import Idle
-from agenthost.providers.scripted import ScriptedProvider
+from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 
 
@@ -19,36 +23,40 @@ def is_idle(delivery: Delivery) -> bool:
     return isinstance(delivery.message, FromProvider) and isinstance(delivery.message.event, Idle)
 
 
-def index_of(runner: DeterministicRunner, kind: type) -> int:
+def all_but_idle(pending: list[Delivery], deliverable: list[int]) -> int | None:
+    return next((i for i in deliverable if not is_idle(pending[i])), None)
+
+
+def deliver_first(runner: DeterministicRunner, kind: type) -> None:
     pending = runner.pending()
-    return next(i for i, d in enumerate(pending) if isinstance(d.message, kind))
-
-
-def all_but_idle(pending: list[Delivery]) -> int:
-    return next(i for i, d in enumerate(pending) if not is_idle(d))
+    runner.deliver(next(i for i in runner.deliverable() if isinstance(pending[i].message, kind)))
 
 
 @pytest.mark.parametrize("winner", ["idle", "cancel"])
 def test_a_cancel_racing_the_providers_idle_ends_the_turn_exactly_once(
     winner: str, db_path: Path
 ) -> None:
+    provider = ScriptedProvider().on("race", Say("x"), Gate("g"))
     with use_runtime(DeterministicRunner()) as runner:
         host = Host.start(
-            store=SqliteStore(db_path),
-            providers={"scripted": ScriptedProvider()},
-            clock=FakeClock(),
+            store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
         )
         chat = host.create_session().chat()
         sub = chat.subscribe()
         turn = chat.send("race")
-        runner.run(until=lambda: any(is_idle(d) for d in runner.pending()), choose=all_but_idle)
+        runner.run(until=lambda: provider.parked_at("g"))
+        runner.run()
 
-        chat.cancel_nowait()
-        if winner == "idle":
-            runner.deliver(next(i for i, d in enumerate(runner.pending()) if is_idle(d)))
-        else:
-            runner.deliver(index_of(runner, CancelTurn))
-            runner.deliver(index_of(runner, CancelActiveTurn))
+        if winner == "idle":  # the provider finishes before the cancel reaches the tracker
+            provider.open("g")
+            runner.run(until=lambda: any(is_idle(d) for d in runner.pending()), choose=all_but_idle)
+            runner.run(choose=all_but_idle)
+            chat.cancel_nowait()
+            deliver_first(runner, CancelTurn)  # the tracker's cancel queues behind the idle
+        else:  # the cancel reaches the tracker before the provider's idle
+            chat.cancel_nowait()
+            deliver_first(runner, CancelTurn)
+            provider.open("g")
         outcome = turn.result(timeout=10)
         runner.run()
 

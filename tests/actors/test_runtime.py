@@ -34,10 +34,20 @@ def test_the_test_chooses_which_pending_message_is_delivered_next() -> None:
         b.tell(Record("2"))
         a.tell(Record("3"))
         assert [d.message.text for d in runner.pending()] == ["1", "2", "3"]
-        runner.deliver(2)
+        assert runner.deliverable() == [0, 1]  # each actor's oldest message
         runner.deliver(1)
         runner.deliver(0)
-    assert log == ["a:3", "b:2", "a:1"]
+        runner.deliver(0)
+    assert log == ["b:2", "a:1", "a:3"]
+
+
+def test_a_mailbox_stays_fifo_on_the_deterministic_runner() -> None:
+    with use_runtime(DeterministicRunner()) as runner:
+        a = Recorder.start([], "a")
+        a.tell(Record("1"))
+        a.tell(Record("2"))
+        with pytest.raises(ValueError, match="FIFO"):
+            runner.deliver(1)
 
 
 def test_waiting_on_a_future_delivers_until_it_is_set() -> None:
