@@ -555,7 +555,7 @@ class ChatActor(HostedActor):
             self._propose_drain(self._last_turn_state())
             return
         if outcome is RemovalOutcome.NOT_WITHDRAWN:
-            self._log.info("steering_not_withdrawn", pending_id=message.pending_id)
+            self._log.warning("steering_not_withdrawn", pending_id=message.pending_id)
             self._apply(self._stamp(SteeringNotWithdrawn(pending_id=message.pending_id)))
         self._answer_removal(message.pending_id, False)
 

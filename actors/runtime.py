@@ -117,6 +117,7 @@ class DeterministicRunner:
         self._driver: int | None = None
         self._actors: list[Actor] = []
         self.delivered = 0
+        self.history: list[Delivery] = []
 
     # -- runtime hooks -------------------------------------------------------
     def create_inbox(self, actor: "Actor") -> Any:
@@ -179,7 +180,9 @@ class DeterministicRunner:
             del self._items[index]
         self._process(actor, envelope)
         self.delivered += 1
-        return Delivery(type(actor).__name__, envelope.message)
+        delivery = Delivery(type(actor).__name__, envelope.message)
+        self.history.append(delivery)
+        return delivery
 
     def wait_pending(self, timeout: float = ASK_TIMEOUT_S) -> bool:
         """Wait until a message is pending (one from another thread); False on timeout."""

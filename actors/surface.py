@@ -252,6 +252,10 @@ class Chat:
         """
         return bool(_ask(self._ref, RemovePendingMessage(pending_id=pending_id), timeout))
 
+    def remove_pending_nowait(self, pending_id: str) -> "Removal":
+        """Ask to remove a pending message; `.result(timeout)` waits for the settlement."""
+        return Removal(self._ref.ask(RemovePendingMessage(pending_id=pending_id), block=False))
+
     def edit_pending(
         self, pending_id: str, text: str, *, timeout: float = DEFAULT_TIMEOUT
     ) -> PendingMessage:
@@ -287,6 +291,23 @@ class Chat:
 
     def __repr__(self) -> str:
         return f"Chat({self.id})"
+
+
+class Removal:
+    """A removal in flight; `result()` is what `Chat.remove_pending` returns."""
+
+    def __init__(self, future: pykka.Future[Any]) -> None:
+        self._future = future
+
+    def result(self, timeout: float = DEFAULT_TIMEOUT) -> bool:
+        deadline = time.monotonic() + timeout
+        try:
+            reply = self._future.get(timeout=timeout)
+            if isinstance(reply, pykka.Future):
+                reply = reply.get(timeout=max(deadline - time.monotonic(), 0.0))
+        except pykka.Timeout as exc:
+            raise TimeoutError(f"removal not settled within {timeout} s") from exc
+        return bool(reply)
 
 
 def _check_text(text: object) -> None:

@@ -7,7 +7,8 @@ scripted backend: the host opens one adapter per provider session, and its
 scripts, gates and records survive connection restarts. Thread-safe: tests
 call `on`, `open`, `wait_reached`, `fail_resume` from their own thread.
 
-An unscripted prompt is answered `echo: <prompt>` in `echo_deltas` deltas,
+With `echo_ids=False` steering echoes carry no message id (the host then
+matches them by text). An unscripted prompt is answered `echo: <prompt>` in `echo_deltas` deltas,
 `delta_s` seconds apart (the load generator's paced model). Steps:
 Say, Gate, Pause, Crash, DropCompletion, Reject, NoFinishReason, ToolCall.
 """
@@ -126,7 +127,11 @@ class ScriptedProvider(Provider):
     """The scripted backend. See the module docstring."""
 
     def __init__(
-        self, shape: Shape = "copilot", echo_deltas: int = 3, delta_s: float = 0.0
+        self,
+        shape: Shape = "copilot",
+        echo_deltas: int = 3,
+        delta_s: float = 0.0,
+        echo_ids: bool = True,
     ) -> None:
         if shape not in SHAPES:
             raise ValueError(f"unknown shape {shape!r}: expected one of {sorted(SHAPES)}")
@@ -134,6 +139,7 @@ class ScriptedProvider(Provider):
         self.capabilities = SHAPES[shape]
         self.echo_deltas = echo_deltas
         self.delta_s = delta_s
+        self.echo_ids = echo_ids
         self._lock = threading.Condition()
         self._scripts: dict[str, tuple[Step, ...]] = {}
         self._opened: set[str] = set()
@@ -143,6 +149,7 @@ class ScriptedProvider(Provider):
         self._reached: dict[str, int] = defaultdict(int)
         self._prompts: list[tuple[str, str]] = []
         self._inputs: list[str] = []
+        self._steered = 0
         self._echoes_held = False
         self._echo_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._resume_failures: list[tuple[int, str]] = []
@@ -201,6 +208,16 @@ class ScriptedProvider(Provider):
         with self._lock:
             return list(self._inputs)
 
+    def wait_steered(self, count: int = 1, timeout: float = 10.0) -> None:
+        """Return once the backend has been handed `count` steering messages in all.
+
+        Raises:
+            TimeoutError: fewer arrived within `timeout`.
+        """
+        with self._lock:
+            if not self._lock.wait_for(lambda: self._steered >= count, timeout):
+                raise TimeoutError(f"{self._steered} of {count} steering messages within {timeout} s")
+
     def parked_at(self, gate: str) -> bool:
         """Whether a turn waits at `gate` now (non-blocking; for deterministic tests)."""
         with self._lock:
@@ -237,6 +254,11 @@ class ScriptedProvider(Provider):
     def _record_prompt(self, session_id: str, text: str) -> None:
         with self._lock:
             self._prompts.append((session_id, text))
+
+    def _record_steered(self) -> None:
+        with self._lock:
+            self._steered += 1
+            self._lock.notify_all()
 
     def _record_input(self, text: str) -> None:
         with self._lock:
@@ -428,7 +450,7 @@ class ScriptedAdapter(ProviderAdapter):
                 UserMessageEcho(
                     turn_id=run.key,
                     text=steer.text,
-                    provider_message_id=steer.message_id,
+                    provider_message_id=steer.message_id if self.backend.echo_ids else None,
                     starts_turn=starts_turn,
                 )
             )
@@ -447,6 +469,7 @@ class ScriptedAdapter(ProviderAdapter):
         self._launch(run, first.text, self._steps_for(first.text), first.message_id, True)
 
     async def steer(self, message: ProviderSteer) -> str | None:
+        self.backend._record_steered()
         message_id = self.backend._next_id()
         run = self._current
         if run is not None and run.alive:

@@ -14,3 +14,19 @@ def events_until_turn_end(
         seen.append(event)
         if isinstance(event, TERMINAL_EVENTS) and event.turn_id == turn_id:
             return seen
+
+
+def drain_events(sub: Subscription, turns: int, timeout: float = 10.0) -> list[ChatEvent]:
+    """Every event until the chat, as the events show it, holds `turns` finished
+    turns, runs none and has no steering pending."""
+    from agenthost.messages.events import ChatSnapshot
+    from agenthost.messages.reducers import reduce_chat
+
+    seen: list[ChatEvent] = []
+    state = None
+    while True:
+        event = sub.next(timeout)
+        seen.append(event)
+        state = event.state if isinstance(event, ChatSnapshot) else reduce_chat(state, event)
+        if len(state.turns) >= turns and state.active_turn is None and not state.steering_messages:
+            return seen
