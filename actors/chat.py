@@ -29,7 +29,6 @@ from agenthost.actors.protocol import (
     ChatReady,
     Committed,
     EndTurn,
-    ForgetSteering,
     ProposeDrain,
     RecordSteering,
     Ref,
@@ -40,6 +39,7 @@ from agenthost.actors.protocol import (
     StartQueued,
     StartSteeringTurn,
     Steer,
+    SteeringCancelled,
     SteeringRemovalSettled,
     UseTracker,
     Write,
@@ -69,7 +69,6 @@ from agenthost.messages.events import (
     SteeringNotWithdrawn,
     SteeringRecorded,
     SteeringWithdrawn,
-    TurnCancelled,
     TurnFailed,
     TurnStarted,
 )
@@ -80,6 +79,7 @@ from agenthost.messages.state import (
     OriginKind,
     PendingKind,
     PendingMessage,
+    TurnState,
     UserMessage,
 )
 from agenthost.store.records import (
@@ -153,6 +153,8 @@ class ChatActor(HostedActor):
         self._committed = 0
         self._tickets: dict[str, Ticket] = {}
         self._removals: dict[str, list[RuntimeFuture]] = {}
+        # Queued when a turn ended without success: they wait for a successful turn.
+        self._held: set[str] = {m.id for m in state.queued_messages}
         self._stable: dict[str, list[str]] = {}
         self._turn_seq = len(state.turns)
         self._tracker: Ref | None = None
@@ -174,7 +176,7 @@ class ChatActor(HostedActor):
         # Restored steering was meant for a turn that is gone: it runs as the next turn.
         for pending in self._state.steering_messages:
             self.send(self._drain, Steer(pending_id=pending.id, text=pending.text, hold=True))
-        self._propose_drain(self._last_turn_state())
+        self._propose_drain()
 
     def on_stop(self) -> None:
         for child in (self._tracker, self._drain):
@@ -278,10 +280,14 @@ class ChatActor(HostedActor):
         )
         return pending
 
+    def _busy(self) -> bool:
+        """A turn runs, or steering waits that the provider may start a turn for."""
+        return self._state.active_turn is not None or bool(self._state.steering_messages)
+
     # -- client commands ---------------------------------------------------------------------
     @handles(SendMessage)
     def _send(self, message: SendMessage) -> Ticket:
-        if self._state.active_turn is None:
+        if not self._busy():
             ticket = Ticket()
             self._start_turn(UserMessage(text=message.text), ticket=ticket)
             return ticket
@@ -292,7 +298,7 @@ class ChatActor(HostedActor):
 
     @handles(SteerMessage)
     def _steer(self, message: SteerMessage) -> SteerReply:
-        if self._state.active_turn is None:  # while idle, steering is simply a send
+        if not self._busy():  # while idle, steering is simply a send
             pending_id = new_id()
             ticket = Ticket(pending_id=pending_id)
             pending = PendingMessage(
@@ -402,23 +408,26 @@ class ChatActor(HostedActor):
             self.send(self._tracker, BeginTurn(turn_id=turn_id, text=message.text, history=history))
         return turn_id
 
-    def _propose_drain(self, last_turn_state: str | None) -> None:
-        if self._state.active_turn is None and (self._state.pending):
+    def _propose_drain(self) -> None:
+        if self._state.active_turn is None and self._state.pending:
+            queued = self._state.queued_messages
             self.send(
                 self._drain,
                 ProposeDrain(
-                    last_turn_state=last_turn_state,
-                    queued_ids=tuple(m.id for m in self._state.queued_messages),
-                    active=False,
+                    queued_ids=tuple(m.id for m in queued),
+                    head_held=bool(queued) and queued[0].id in self._held,
                 ),
             )
 
     @handles(StartQueued)
     def _start_queued(self, message: StartQueued) -> None:
-        pending = self._pending(message.pending_id)
-        if self._state.active_turn is not None or pending is None:
+        queued = self._state.queued_messages
+        if self._busy() or not queued:
             return
-        if pending.kind is not PendingKind.QUEUED:
+        pending = queued[0]
+        if pending.id != message.pending_id:
+            # The proposal is stale (the queue changed since): propose the head again.
+            self._propose_drain()
             return
         self._start_turn(
             pending.message, ticket=self._tickets.pop(pending.id, None), from_pending=pending.id
@@ -483,18 +492,21 @@ class ChatActor(HostedActor):
             assistant_chars=len(stable),
         )
         self._publish_ready()
-        if isinstance(action, TurnCancelled):
-            self._cancel_steering()
-        self._propose_drain(turn.state.value)
+        if turn.state is TurnState.COMPLETE:
+            self._held.clear()
+        else:
+            self._held.update(m.id for m in self._state.queued_messages)
+        self._propose_drain()
 
-    def _cancel_steering(self) -> None:
-        """A cancel ends the steering meant for the turn: the host's own removal."""
-        steering = self._state.steering_messages
-        for pending in steering:
-            self._remove_pending(pending, RemovalReason.CANCELLED)
-            self._answer_removal(pending.id, True)
-        if steering:
-            self.send(self._drain, ForgetSteering(pending_ids=tuple(m.id for m in steering)))
+    @handles(SteeringCancelled)
+    def _steering_cancelled(self, message: SteeringCancelled) -> None:
+        """A cancel ended the turn these were for: the host's own removal."""
+        for pending_id in message.pending_ids:
+            pending = self._pending(pending_id)
+            if pending is not None:
+                self._remove_pending(pending, RemovalReason.CANCELLED)
+            self._answer_removal(pending_id, True)
+        self._propose_drain()
 
     @handles(RecordSteering)
     def _record_steering(self, message: RecordSteering) -> None:
@@ -552,7 +564,7 @@ class ChatActor(HostedActor):
             if outcome is RemovalOutcome.WITHDRAWN:
                 self._apply(self._stamp(SteeringWithdrawn(pending_id=message.pending_id)))
             self._answer_removal(message.pending_id, True)
-            self._propose_drain(self._last_turn_state())
+            self._propose_drain()
             return
         if outcome is RemovalOutcome.NOT_WITHDRAWN:
             self._log.warning("steering_not_withdrawn", pending_id=message.pending_id)
@@ -582,8 +594,4 @@ class ChatActor(HostedActor):
         self._apply(self._stamp(QueuedMessagesReordered(order=(queued.id,))))
         self._save_queue_positions()
         self._answer_removal(pending.id, False)
-        self._propose_drain(self._last_turn_state())
-
-    def _last_turn_state(self) -> str | None:
-        turns = self._state.turns
-        return turns[-1].state.value if turns else None
+        self._propose_drain()

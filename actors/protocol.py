@@ -195,11 +195,14 @@ class CallDone:
 # -- queue drain --------------------------------------------------------------------
 @attrs.frozen
 class ProposeDrain:
-    """The chat's view after a turn ended: may the head of the queue start?"""
+    """The chat's view when it may be idle: may the head of the queue start?
 
-    last_turn_state: str | None
+    `head_held`: the head was queued when a turn ended without success (a
+    cancel, an error), so it waits for the next successful turn.
+    """
+
     queued_ids: tuple[str, ...]
-    active: bool
+    head_held: bool
 
 
 @attrs.frozen
@@ -242,8 +245,9 @@ class RemoveSteering:
 
 
 @attrs.frozen
-class ForgetSteering:
-    """chat -> queue drain: the host removed these itself (a cancel): no withdraw."""
+class SteeringCancelled:
+    """tracker -> queue drain -> chat: a cancel ended the turn these were for.
+    The host's own removal: never a withdraw."""
 
     pending_ids: tuple[str, ...]
 

@@ -8,15 +8,15 @@ The chat's reducer owns the pending lists; this actor owns the policy:
   where the provider can, reject at once where it cannot; a held or
   not-yet-sent message is simply dropped (DESIGN.md rule 1). The host's own
   removals (consumed, cancel) never withdraw;
-- the head of the queue starts only after a turn that ended successfully,
-  and never while steering is pending (that runs first).
+- the head of the queue starts when the chat is idle, never while steering
+  is pending (that runs first); a message queued when a turn ended without
+  success (a cancel, an error) waits for the next successful turn.
 The chat re-checks every proposal against its state before acting on it.
 """
 
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
-    ForgetSteering,
     ProposeDrain,
     ProviderCapabilities,
     Ref,
@@ -27,6 +27,7 @@ from agenthost.actors.protocol import (
     StartHeldSteering,
     StartQueued,
     Steer,
+    SteeringCancelled,
     SteeringConsumed,
     SteeringRemovalSettled,
     UseTracker,
@@ -34,7 +35,6 @@ from agenthost.actors.protocol import (
 )
 from agenthost.actors.runtime import handles
 from agenthost.messages.provider import Capabilities
-from agenthost.messages.state import TurnState
 
 
 class QueueDrainActor(HostedActor):
@@ -96,23 +96,20 @@ class QueueDrainActor(HostedActor):
         self._handed.discard(message.pending_id)
         self.send(self.chat, message)
 
-    @handles(ForgetSteering)
-    def _forget(self, message: ForgetSteering) -> None:
+    @handles(SteeringCancelled)
+    def _cancelled(self, message: SteeringCancelled) -> None:
         for pending_id in message.pending_ids:
             self._handed.discard(pending_id)
-            if pending_id in self._held:
-                self._held.remove(pending_id)
+        self.send(self.chat, message)
 
     # -- the queue ---------------------------------------------------------------------------
     @handles(ProposeDrain)
     def _propose(self, message: ProposeDrain) -> None:
-        if message.active:
-            return
         if self._held:
             self.send(self.chat, StartHeldSteering(pending_id=self._held.pop(0)))
             return
         if self._handed or not message.queued_ids:
             return  # steering the provider holds runs first
-        if message.last_turn_state != TurnState.COMPLETE.value:
-            return  # a cancel or an error holds the queue
+        if message.head_held:
+            return  # a cancel or an error holds what was queued then
         self.send(self.chat, StartQueued(pending_id=message.queued_ids[0]))

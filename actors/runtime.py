@@ -111,7 +111,12 @@ class DeterministicRunner:
 
     drives_futures = True
 
-    def __init__(self) -> None:
+    def __init__(self, own_threads: bool = False) -> None:
+        """Args:
+        own_threads: let actors that own a thread (the store) keep it; by default
+            they run here too, so every delivery is the test's choice.
+        """
+        self.own_threads = own_threads
         self._items: deque[tuple[Actor, Envelope[Any]]] = deque()
         self._cond = threading.Condition()
         self._driver: int | None = None
@@ -352,7 +357,12 @@ class Actor(pykka.Actor):
         cls._handlers = table
 
     def __init__(self) -> None:
-        self._runtime = type(self).own_runtime or _runtime
+        runtime = _runtime
+        if type(self).own_runtime is not None and not (
+            isinstance(runtime, DeterministicRunner) and not runtime.own_threads
+        ):
+            runtime = type(self).own_runtime
+        self._runtime = runtime
         super().__init__()
 
     @classmethod

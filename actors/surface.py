@@ -105,7 +105,7 @@ class Host:
             providers = {"scripted": ScriptedProvider()}
         store = store or SqliteStore(default_store_path())
         store.open()
-        loops = {name: ProviderLoop(name) for name in providers}
+        loops = {name: provider.make_loop(name) for name, provider in providers.items()}
         services = Services(
             clock=clock or SystemClock(),
             store=StoreActor.start(store),

@@ -53,6 +53,7 @@ from agenthost.actors.protocol import (
     RequeueSteering,
     SendSteering,
     StartSteeringTurn,
+    SteeringCancelled,
     SteeringConsumed,
     SteeringRemovalSettled,
     WithdrawSteering,
@@ -145,6 +146,7 @@ class TurnTrackerActor(HostedActor):
         self._turn: _Turn | None = None
         self._last_key = ""
         self._steering: dict[str, _Steering] = {}
+        self._cancelled_last = False  # the last turn ended by a cancel
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
     def on_start(self) -> None:
@@ -218,6 +220,17 @@ class TurnTrackerActor(HostedActor):
     # -- turns --------------------------------------------------------------------------
     @handles(BeginTurn)
     def _begin(self, message: BeginTurn) -> None:
+        if self._turn is not None:  # the chat never starts a turn while one runs
+            self._log.error("turn_overlapped", turn_id=self._turn.turn_id, new=message.turn_id)
+            self._end(
+                self._failed(
+                    self._turn.turn_id,
+                    AgentHostError(
+                        code=ErrorCode.EXECUTION_ABANDONED,
+                        message="Another turn started before this one ended.",
+                    ),
+                )
+            )
         turn = _Turn(
             turn_id=message.turn_id, key=message.turn_id, text=message.text, history=message.history
         )
@@ -255,8 +268,8 @@ class TurnTrackerActor(HostedActor):
                 self._conn,
                 ProviderCancel(session_id=self.session_id, chat_id=self.chat_id, turn_id=turn.key),
             )
-        self._steering.clear()  # the host's own removal: the chat drops them, no withdraw
         self._end(self._stamp(TurnCancelled(turn_id=turn.turn_id)))
+        self._cancel_steering(tuple(self._steering))
 
     @handles(FromProvider)
     def _from_provider(self, message: FromProvider) -> None:
@@ -340,13 +353,27 @@ class TurnTrackerActor(HostedActor):
             return
         self._stable(turn)  # the stream's end flushes what is left (rule 3)
         self._turn = None
+        self._cancelled_last = isinstance(action, TurnCancelled)
         self.send(self.chat, EndTurn(action=action, finish_reason=turn.finish_reason))
 
     # -- steering ---------------------------------------------------------------------------
     @handles(SendSteering)
     def _send_steering(self, message: SendSteering) -> None:
+        if self._turn is None and self._cancelled_last:
+            # It was sent during the turn the user cancelled; it arrived after the cancel.
+            self._cancel_steering((message.pending_id,))
+            return
         self._steering[message.pending_id] = _Steering(message.pending_id, message.text)
         self._send_held_steering()
+
+    def _cancel_steering(self, pending_ids: tuple[str, ...]) -> None:
+        """The host's own removal: the provider dropped them with the run; no withdraw."""
+        for pending_id in pending_ids:
+            entry = self._steering.pop(pending_id, None)
+            if entry is not None and (entry.withdraw_wanted or entry.withdrawing):
+                self._settle(pending_id, RemovalOutcome.DROPPED)
+        if pending_ids:
+            self.send(self.drain, SteeringCancelled(pending_ids=pending_ids))
 
     def _send_held_steering(self) -> None:
         """Hand over steering not yet sent, once there is a connection and the

@@ -111,6 +111,10 @@ class Provider(abc.ABC):
     @abc.abstractmethod
     def open_session(self, session_id: str, chat_id: str, emit: Emit) -> ProviderAdapter: ...
 
+    def make_loop(self, name: str) -> "ProviderLoop":
+        """The event loop this provider kind's adapters run on (one thread per kind)."""
+        return ProviderLoop(name)
+
 
 class ProviderLoop:
     """One asyncio event loop on its own thread, shared by a provider kind's adapters."""

@@ -216,7 +216,9 @@ class ScriptedProvider(Provider):
         """
         with self._lock:
             if not self._lock.wait_for(lambda: self._steered >= count, timeout):
-                raise TimeoutError(f"{self._steered} of {count} steering messages within {timeout} s")
+                raise TimeoutError(
+                    f"{self._steered} of {count} steering messages within {timeout} s"
+                )
 
     def parked_at(self, gate: str) -> bool:
         """Whether a turn waits at `gate` now (non-blocking; for deterministic tests)."""

@@ -79,7 +79,7 @@ def test_the_final_assistant_text_is_stored_when_the_stream_has_no_finish_reason
 
 def test_a_turn_end_reaches_subscribers_only_after_it_is_committed(db_path: Path) -> None:
     store = GatedCommitStore(db_path)
-    with use_runtime(DeterministicRunner()) as runner:
+    with use_runtime(DeterministicRunner(own_threads=True)) as runner:
         host = start(db_path, store=store)
         chat = host.create_session().chat()
         sub = chat.subscribe()
