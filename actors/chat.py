@@ -173,10 +173,11 @@ class ChatActor(HostedActor):
             resume=self.resume,
         )
         self.send(self._drain, UseTracker(tracker=self._tracker))
-        # Restored steering was meant for a turn that is gone: it runs as the next turn.
-        for pending in self._state.steering_messages:
-            self.send(self._drain, Steer(pending_id=pending.id, text=pending.text, hold=True))
-        self._propose_drain()
+        # Restored steering was meant for a turn that died with the process: it
+        # heads the queue, which waits (as after any failed turn) for a success.
+        for pending in reversed(self._state.steering_messages):
+            self._to_queue(pending)
+        self._held.update(m.id for m in self._state.queued_messages)
 
     def on_stop(self) -> None:
         for child in (self._tracker, self._drain):
@@ -580,6 +581,12 @@ class ChatActor(HostedActor):
         pending = self._pending(message.pending_id)
         if pending is None or pending.kind is not PendingKind.STEERING:
             return
+        self._to_queue(pending)
+        self._answer_removal(pending.id, False)
+        self._propose_drain()
+
+    def _to_queue(self, pending: PendingMessage) -> None:
+        """A steering message the provider cannot take becomes the head of the queue."""
         self._apply(
             self._stamp(
                 PendingMessageRemoved(
@@ -593,5 +600,3 @@ class ChatActor(HostedActor):
         self._apply(self._stamp(PendingMessageAdded(pending=queued)))
         self._apply(self._stamp(QueuedMessagesReordered(order=(queued.id,))))
         self._save_queue_positions()
-        self._answer_removal(pending.id, False)
-        self._propose_drain()

@@ -229,12 +229,10 @@ class ProviderCapabilities:
 
 @attrs.frozen
 class Steer:
-    """chat -> queue drain: a client's steering message, to hand to the provider.
-    `hold`: keep it to run as the next turn (restored after a restart)."""
+    """chat -> queue drain: a client's steering message, to hand to the provider."""
 
     pending_id: str
     text: str
-    hold: bool = False
 
 
 @attrs.frozen

@@ -57,9 +57,7 @@ class QueueDrainActor(HostedActor):
     # -- steering -----------------------------------------------------------------------
     @handles(Steer)
     def _steer(self, message: Steer) -> None:
-        if message.hold or (
-            self._capabilities is not None and not self._capabilities.accepts_steering
-        ):
+        if self._capabilities is not None and not self._capabilities.accepts_steering:
             self._held.append(message.pending_id)
             return
         self._handed.add(message.pending_id)

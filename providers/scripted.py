@@ -220,6 +220,12 @@ class ScriptedProvider(Provider):
                     f"{self._steered} of {count} steering messages within {timeout} s"
                 )
 
+    @property
+    def steered(self) -> int:
+        """How many steering messages the backend was handed, in all."""
+        with self._lock:
+            return self._steered
+
     def parked_at(self, gate: str) -> bool:
         """Whether a turn waits at `gate` now (non-blocking; for deterministic tests)."""
         with self._lock:

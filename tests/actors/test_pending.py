@@ -332,13 +332,23 @@ def test_pending_messages_survive_a_restart(db_path: Path) -> None:
     a = chat.send("a")
     b = chat.send("b")
     chat.reorder_queue([b.pending_id])
+    steering = chat.steer("steer")
     host.stop()
-    host = start(db_path, ScriptedProvider())
+    restarted = ScriptedProvider()
+    host = start(db_path, restarted)
     try:
-        state = host.open_session(session.id).chat().state()
-        assert [(m.id, m.text) for m in state.queued_messages] == [
+        chat = host.open_session(session.id).chat()
+        state = chat.state()
+        # The steering's turn died with the process: it heads the queue, which waits.
+        assert [(m.id, m.text) for m in state.pending] == [
+            (steering.id, "steer"),
             (b.pending_id, "b"),
             (a.pending_id, "a"),
         ]
+        assert restarted.model_inputs == []
+        assert chat.send("go").result(timeout=10).state is OutcomeState.COMPLETE
+        sub = chat.subscribe()
+        drain_events(sub, turns=5)
+        assert [t.user_text for t in chat.state().turns] == ["first", "go", "steer", "b", "a"]
     finally:
         host.stop()

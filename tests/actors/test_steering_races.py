@@ -111,3 +111,36 @@ def test_two_identical_steering_messages_one_withdrawn_while_the_other_is_delive
         assert started_from == [None, s2_id]
         assert [e.pending_id for e in events if isinstance(e, SteeringWithdrawn)] == [s1.id]
         host.stop()
+
+
+def test_steering_still_being_prepared_is_dropped_and_never_sent(db_path: Path) -> None:
+    """With no provider connection (a restart waits out its backoff), the turn and
+    its steering wait in the tracker; removing the steering then drops it."""
+    from agenthost.actors import RestartPolicy
+    from agenthost.messages import OutcomeState
+    from agenthost.providers.scripted import Crash
+
+    clock = FakeClock()
+    provider = ScriptedProvider().on("boom", Crash())
+    policy = RestartPolicy(intensity=10, backoff_min=5.0, backoff_max=5.0)
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path),
+            providers={"scripted": provider},
+            clock=clock,
+            restart_policy=policy,
+        )
+        chat = host.create_session().chat()
+        chat.send("boom").result(timeout=10)  # restarted at once
+        chat.send("boom").result(timeout=10)  # the next restart waits 2.5-5 s on the clock
+        turn = chat.send("next")
+        steering = chat.steer("prepared")
+        assert chat.remove_pending(steering.id) is True
+        assert chat.state().pending == ()
+        clock.advance(5.0)
+        assert turn.result(timeout=10).state is OutcomeState.COMPLETE
+        runner.run()
+        assert provider.steered == 0
+        assert "prepared" not in provider.model_inputs
+        assert [t.user_text for t in chat.state().turns] == ["boom", "boom", "next"]
+        host.stop()
