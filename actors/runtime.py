@@ -358,11 +358,9 @@ class Actor(pykka.Actor):
 
     def __init__(self) -> None:
         runtime = _runtime
-        if type(self).own_runtime is not None and not (
-            isinstance(runtime, DeterministicRunner) and not runtime.own_threads
-        ):
-            runtime = type(self).own_runtime
-        self._runtime = runtime
+        own = type(self).own_runtime
+        inline = isinstance(runtime, DeterministicRunner) and not runtime.own_threads
+        self._runtime = own if own is not None and not inline else runtime
         super().__init__()
 
     @classmethod

@@ -192,13 +192,14 @@ class PendingMessages(RuleBasedStateMachine):
         for _ in range(1_000):
             self.runner.run()
             self.observe()
-            if not (self.provider.read() or self.provider.echo() or self.provider.idle()):
-                if not self.runner.pending():
-                    break
+            moved = self.provider.read() or self.provider.echo() or self.provider.idle()
+            if not moved and not self.runner.pending():
+                break
         self.observe()
         state = self.state
         run = self.provider.run
-        where = f"model run={run}; history tail={[type(d.message).__name__ for d in self.runner.history[-12:]]}"
+        tail = [type(d.message).__name__ for d in self.runner.history[-12:]]
+        where = f"model run={run}; history tail={tail}"
         assert state.active_turn is None, f"a turn was left running: {state.active_turn}; {where}"
         assert state.steering_messages == (), (
             f"steering left pending: {state.steering_messages}; {where}"
@@ -210,7 +211,7 @@ class PendingMessages(RuleBasedStateMachine):
 
 
 PendingMessages.TestCase.settings = settings(
-    max_examples=150,
+    max_examples=400,
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
