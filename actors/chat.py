@@ -22,12 +22,17 @@ from agenthost.actors.context import Services
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
+    AnswerSettled,
     ApplyActions,
     AssistantStable,
     BeginTurn,
     CancelActiveTurn,
     ChatReady,
+    ChatStatusChanged,
+    ClientRemoved,
+    ClientToolsChanged,
     Committed,
+    Diagnose,
     EndTurn,
     ProposeDrain,
     RecordSteering,
@@ -48,9 +53,11 @@ from agenthost.actors.queue_drain import QueueDrainActor
 from agenthost.actors.runtime import RuntimeFuture, handles
 from agenthost.actors.turn_tracker import TurnTrackerActor
 from agenthost.messages.commands import (
+    AnswerRequest,
     CancelTurn,
     EditPendingMessage,
     GetChatState,
+    GetDiagnostics,
     OutcomeState,
     RemovePendingMessage,
     ReorderQueue,
@@ -137,6 +144,7 @@ class ChatActor(HostedActor):
         state: ChatState,
         session: Ref,
         resume: bool,
+        client_tools: tuple[tuple[str, str], ...] = (),
     ) -> None:
         super().__init__(services)
         self.session_id = session_id
@@ -144,6 +152,7 @@ class ChatActor(HostedActor):
         self.provider = provider
         self.session = session
         self.resume = resume
+        self._client_tools = client_tools
         self._state = state
         self._published = state
         self._subscribers: list[Subscription] = []
@@ -153,6 +162,8 @@ class ChatActor(HostedActor):
         self._committed = 0
         self._tickets: dict[str, Ticket] = {}
         self._removals: dict[str, list[RuntimeFuture]] = {}
+        self._answers: dict[str, deque[RuntimeFuture]] = {}
+        self._reported_status = state.status
         # Queued when a turn ended without success: they wait for a successful turn.
         self._held: set[str] = {m.id for m in state.queued_messages}
         self._stable: dict[str, list[str]] = {}
@@ -171,6 +182,7 @@ class ChatActor(HostedActor):
             chat=self.actor_ref,
             drain=self._drain,
             resume=self.resume,
+            client_tools=self._client_tools,
         )
         self.send(self._drain, UseTracker(tracker=self._tracker))
         # Restored steering was meant for a turn that died with the process: it
@@ -191,7 +203,7 @@ class ChatActor(HostedActor):
         for _, _, _, ticket in self._outbox:
             if ticket is not None:
                 ticket.fail(stopped)
-        for futures in self._removals.values():
+        for futures in (*self._removals.values(), *self._answers.values()):
             for future in futures:
                 future.set_exception(exc_info=(AgentHostError, stopped, None))
         for subscription in self._subscribers:
@@ -221,6 +233,12 @@ class ChatActor(HostedActor):
                 self._subscribers = [s for s in self._subscribers if s.push(event)]
             if ticket is not None:
                 ticket.resolve(self._outcome(ticket))
+        if self._published.status != self._reported_status:
+            self._reported_status = self._published.status
+            self.send(
+                self.session,
+                ChatStatusChanged(chat_id=self.chat_id, status=int(self._published.status)),
+            )
 
     def _outcome(self, ticket: Ticket) -> TurnOutcome:
         turn = next((t for t in reversed(self._published.turns) if t.id == ticket.turn_id), None)
@@ -346,6 +364,35 @@ class ChatActor(HostedActor):
         self._apply(self._stamp(QueuedMessagesReordered(order=message.pending_ids)))
         self._save_queue_positions()
         return self._state.queued_messages
+
+    @handles(AnswerRequest)
+    def _answer(self, message: AnswerRequest) -> RuntimeFuture:
+        future = RuntimeFuture()
+        self._answers.setdefault(message.request_id, deque()).append(future)
+        self.send(self._tracker, message)
+        return future
+
+    @handles(AnswerSettled)
+    def _answer_settled(self, message: AnswerSettled) -> None:
+        waiting = self._answers.get(message.request_id)
+        if not waiting:
+            return
+        future = waiting.popleft()
+        if not waiting:
+            del self._answers[message.request_id]
+        if message.error is None:
+            future.set(None)
+        else:
+            future.set_exception(exc_info=(AgentHostError, message.error, None))
+
+    @handles(GetDiagnostics)
+    def _diagnostics(self, message: GetDiagnostics) -> Any:
+        assert self._tracker is not None
+        return self._tracker.ask(Diagnose(), block=False)
+
+    @handles(ClientToolsChanged, ClientRemoved)
+    def _clients(self, message: ClientToolsChanged | ClientRemoved) -> None:
+        self.send(self._tracker, message)
 
     @handles(CancelTurn)
     def _cancel(self, message: CancelTurn) -> bool:

@@ -192,6 +192,58 @@ class CallDone:
     exception: BaseException | None = None
 
 
+# -- requests and client tools ---------------------------------------------------------
+@attrs.frozen
+class AnswerSettled:
+    """tracker -> chat: an answer was delivered (error None) or refused."""
+
+    request_id: str
+    error: AgentHostError | None = None
+
+
+@attrs.frozen
+class ClientToolsChanged:
+    """session -> chat -> tracker: who executes which client tool (tool -> client id)."""
+
+    owners: tuple[tuple[str, str], ...]
+
+
+@attrs.frozen
+class ClientRemoved:
+    """session -> chat -> tracker: fail every call this client left parked."""
+
+    client_id: str
+
+
+@attrs.frozen
+class Diagnose:
+    """chat -> tracker: a diagnostic snapshot of the active turn, answered as Diagnosed."""
+
+
+@attrs.frozen
+class ProviderDiagnose:
+    """tracker -> connection: ask the adapter for its view of a run."""
+
+    turn_key: str
+
+
+@attrs.frozen
+class ProviderDiagnosed:
+    """connection -> tracker: the adapter's view of a run."""
+
+    generation: int
+    turn_key: str
+    details: tuple[tuple[str, str], ...]
+
+
+@attrs.frozen
+class ChatStatusChanged:
+    """chat -> session: the chat's status (for the session's aggregate)."""
+
+    chat_id: str
+    status: int
+
+
 # -- queue drain --------------------------------------------------------------------
 @attrs.frozen
 class ProposeDrain:

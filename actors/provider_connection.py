@@ -22,6 +22,8 @@ from agenthost.actors.protocol import (
     ConnectionOpenFailed,
     ConnectionReady,
     FromProvider,
+    ProviderDiagnose,
+    ProviderDiagnosed,
     Ref,
 )
 from agenthost.actors.runtime import handles
@@ -29,6 +31,7 @@ from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
     CallSettled,
     ConnectionFailed,
+    ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
     ProviderResume,
@@ -116,6 +119,19 @@ class ProviderConnectionActor(HostedActor):
     def _steer(self, message: ProviderSteer) -> None:
         self._submit("steer", message.pending_id, self._adapter.steer(message))
 
+    @handles(ProviderAnswer)
+    def _answer(self, message: ProviderAnswer) -> None:
+        self._submit("answer", message.request_id, self._adapter.answer(message))
+
+    @handles(ProviderDiagnose)
+    def _diagnose(self, message: ProviderDiagnose) -> None:
+        adapter = self._adapter
+
+        async def snapshot() -> dict[str, Any]:
+            return adapter.turn_diagnostic_snapshot(message.turn_key)
+
+        self._submit("diagnose", message.turn_key, snapshot())
+
     @handles(ProviderWithdraw)
     def _withdraw(self, message: ProviderWithdraw) -> None:
         self._submit("withdraw", message.pending_id, self._adapter.withdraw(message))
@@ -135,6 +151,16 @@ class ProviderConnectionActor(HostedActor):
             self._settled(message.turn_id, message.result, exc)
         elif message.kind == "steer":
             self._to_owner(_steer_answer(message.turn_id, message.result, exc))
+        elif message.kind == "diagnose":
+            result = message.result if isinstance(message.result, dict) else {}
+            self.send(
+                self.owner,
+                ProviderDiagnosed(
+                    generation=self.generation,
+                    turn_key=message.turn_id,
+                    details=tuple(sorted((str(k), str(v)) for k, v in result.items())),
+                ),
+            )
         elif message.kind == "withdraw":
             if exc is not None:
                 self._log.warning("withdraw_failed", pending_id=message.turn_id, exc_info=exc)

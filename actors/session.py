@@ -11,10 +11,19 @@ import structlog
 from agenthost.actors.chat import ChatActor
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
-from agenthost.actors.protocol import ChatReady, GetChat, Ref, SessionReady
+from agenthost.actors.protocol import (
+    ChatReady,
+    ChatStatusChanged,
+    ClientRemoved,
+    ClientToolsChanged,
+    GetChat,
+    Ref,
+    SessionReady,
+)
 from agenthost.actors.runtime import handles
+from agenthost.messages.commands import GetSessionStatus, RemoveClient, SetClientTools
 from agenthost.messages.errors import AgentHostError, ErrorCode
-from agenthost.messages.state import ChatState
+from agenthost.messages.state import ChatState, ChatStatus, ClientTool
 
 log = structlog.get_logger(__name__)
 
@@ -43,6 +52,8 @@ class SessionActor(HostedActor):
         self._initial = tuple(zip(chat_ids, chats, strict=True))
         self._chats: dict[str, Ref] = {}
         self._waiting: set[str] = set(chat_ids)
+        self._clients: dict[str, tuple[ClientTool, ...]] = {}
+        self._statuses: dict[str, int] = {}
         self._log = log.bind(session_id=session_id)
 
     def on_start(self) -> None:
@@ -55,6 +66,7 @@ class SessionActor(HostedActor):
                 state=state,
                 session=self.actor_ref,
                 resume=self.restored,
+                client_tools=self._owners(),
             )
         self._initial = ()
 
@@ -76,6 +88,42 @@ class SessionActor(HostedActor):
         self._waiting.discard(message.chat_id)
         if not self._waiting:
             self.send(self.services.host, SessionReady(session_id=self.session_id))
+
+    def _owners(self) -> tuple[tuple[str, str], ...]:
+        """Tool name -> the client that executes it (the latest registration wins)."""
+        owners: dict[str, str] = {}
+        for client_id, tools in self._clients.items():
+            for tool in tools:
+                owners[tool.name] = client_id
+        return tuple(sorted(owners.items()))
+
+    def _tell_chats(self, message: object) -> None:
+        for ref in self._chats.values():
+            self.send(ref, message)
+
+    @handles(SetClientTools)
+    def _set_client_tools(self, message: SetClientTools) -> None:
+        self._clients[message.client_id] = message.tools
+        self._tell_chats(ClientToolsChanged(owners=self._owners()))
+
+    @handles(RemoveClient)
+    def _remove_client(self, message: RemoveClient) -> None:
+        self._clients.pop(message.client_id, None)
+        self._tell_chats(ClientToolsChanged(owners=self._owners()))
+        self._tell_chats(ClientRemoved(client_id=message.client_id))
+
+    @handles(ChatStatusChanged)
+    def _chat_status(self, message: ChatStatusChanged) -> None:
+        self._statuses[message.chat_id] = message.status
+
+    @handles(GetSessionStatus)
+    def _status(self, message: GetSessionStatus) -> ChatStatus:
+        """Input-needed if any chat waits on the user, else in progress if any runs."""
+        statuses = [ChatStatus(s) for s in self._statuses.values()]
+        for wanted in (ChatStatus.INPUT_NEEDED, ChatStatus.IN_PROGRESS, ChatStatus.ERROR):
+            if any(s & wanted == wanted for s in statuses):
+                return wanted
+        return ChatStatus.IDLE
 
     @handles(GetChat)
     def _get_chat(self, message: GetChat) -> ChatInfo:

@@ -26,18 +26,30 @@ from agenthost.actors.session import ChatInfo
 from agenthost.actors.store import StoreActor
 from agenthost.actors.supervisor import RestartPolicy, SupervisorActor
 from agenthost.messages.commands import (
+    AnswerRequest,
     CancelTurn,
     CreateSession,
     EditPendingMessage,
     GetChatState,
+    GetDiagnostics,
+    GetSessionStatus,
+    RemoveClient,
     RemovePendingMessage,
     ReorderQueue,
     SendMessage,
+    SetClientTools,
     SteerMessage,
+    TurnDiagnostics,
     TurnOutcome,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
-from agenthost.messages.state import ChatState, PendingMessage, SessionSummary
+from agenthost.messages.state import (
+    ChatState,
+    ChatStatus,
+    ClientTool,
+    PendingMessage,
+    SessionSummary,
+)
 from agenthost.providers.base import Provider, ProviderLoop
 from agenthost.store.sqlite import SqliteStore
 
@@ -51,7 +63,7 @@ def _ask(ref: pykka.ActorRef[Any], message: Any, timeout: float) -> Any:
     deadline = time.monotonic() + timeout
     try:
         reply = ref.ask(message, block=False).get(timeout=timeout)
-        if isinstance(reply, pykka.Future):
+        while isinstance(reply, pykka.Future):  # a deferred reply
             reply = reply.get(timeout=max(deadline - time.monotonic(), 0.0))
     except pykka.Timeout as exc:
         raise TimeoutError(f"no reply to {type(message).__name__} within {timeout} s") from exc
@@ -191,6 +203,21 @@ class Session:
         self._info = info
         self.id = info.session_id
 
+    def set_client_tools(
+        self, client_id: str, tools: Sequence[ClientTool], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        """Register the tools `client_id` executes; calls to them wait for its results."""
+        _ask(self._info.ref, SetClientTools(client_id=client_id, tools=tuple(tools)), timeout)
+
+    def remove_client(self, client_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Forget a client: every call it left parked fails, and new calls to its
+        tools are answered with an error at once."""
+        _ask(self._info.ref, RemoveClient(client_id=client_id), timeout)
+
+    def status(self, *, timeout: float = DEFAULT_TIMEOUT) -> ChatStatus:
+        """The session's status: input-needed while any chat waits on the user."""
+        return _ask(self._info.ref, GetSessionStatus(), timeout)
+
     def chat(self, chat_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> "Chat":
         """The default chat, or the chat with this id."""
         info: ChatInfo = _ask(self._info.ref, GetChat(chat_id=chat_id), timeout)
@@ -272,6 +299,39 @@ class Chat:
     ) -> tuple[PendingMessage, ...]:
         """Listed ids first, in that order; the rest keep theirs; unknown ids are ignored."""
         return _ask(self._ref, ReorderQueue(pending_ids=tuple(pending_ids)), timeout)
+
+    def answer(
+        self,
+        request_id: str,
+        approved: bool | None = None,
+        answer: str | None = None,
+        result: str | None = None,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """Answer an open request: `approved` for a permission, `answer` for a
+        question, `result` for a client tool (from the client that executes it).
+
+        Raises:
+            AgentHostError: NOT_FOUND when it is not open (answered already, or
+                its turn ended); INVALID_ARGUMENT for the wrong kind of answer.
+        """
+        _ask(
+            self._ref,
+            AnswerRequest(
+                request_id=request_id,
+                approved=approved,
+                answer=answer,
+                result=result,
+                client_id=client_id,
+            ),
+            timeout,
+        )
+
+    def diagnostics(self, *, timeout: float = DEFAULT_TIMEOUT) -> TurnDiagnostics | None:
+        """Why the active turn is where it is (None when no turn runs)."""
+        return _ask(self._ref, GetDiagnostics(), timeout)
 
     def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
         """Cancel the active turn; False when none runs."""

@@ -25,7 +25,7 @@ simply dropped. Removals the host makes itself (cancel) never withdraw.
 """
 
 import uuid
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import structlog
@@ -33,19 +33,25 @@ import structlog
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
+    AnswerSettled,
     ApplyActions,
     AssistantStable,
     BeginTurn,
     CancelActiveTurn,
     ChatReady,
+    ClientRemoved,
+    ClientToolsChanged,
     CloseConnection,
     ConnectionLost,
     ConnectionOpenFailed,
     ConnectionReady,
+    Diagnose,
     EndTurn,
     FromProvider,
     OpenConnection,
     ProviderCapabilities,
+    ProviderDiagnose,
+    ProviderDiagnosed,
     ProviderUnavailable,
     RecordSteering,
     Ref,
@@ -58,12 +64,20 @@ from agenthost.actors.protocol import (
     SteeringRemovalSettled,
     WithdrawSteering,
 )
-from agenthost.actors.runtime import handles
+from agenthost.actors.runtime import RuntimeFuture, handles
+from agenthost.messages.commands import AnswerRequest, CallState, TurnDiagnostics
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     AssistantDelta,
     ChatEvent,
+    RequestClosed,
+    RequestOpened,
+    RequestOutcome,
     ResponsePartAdded,
+    ToolCallCompleted,
+    ToolCallConfirmed,
+    ToolCallReady,
+    ToolCallStarted,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
@@ -72,7 +86,9 @@ from agenthost.messages.provider import (
     CallSettled,
     Capabilities,
     HistoryMessage,
+    HostRequestOpened,
     Idle,
+    ProviderAnswer,
     ProviderCancel,
     ProviderSend,
     ProviderSteer,
@@ -84,7 +100,9 @@ from agenthost.messages.provider import (
     UserMessageEcho,
     WithdrawAnswered,
 )
-from agenthost.messages.state import MarkdownPart, Turn
+from agenthost.messages.provider import ToolCallCompleted as ProviderToolCallCompleted
+from agenthost.messages.provider import ToolCallStarted as ProviderToolCallStarted
+from agenthost.messages.state import MarkdownPart, OpenRequest, RequestKind, Turn
 
 log = structlog.get_logger(__name__)
 
@@ -105,6 +123,12 @@ class _Turn:
     part_id: str | None = None
     parts: int = 0
     finish_reason: str | None = None
+    settled: CallSettled | None = None
+    requests: dict[str, OpenRequest] = attrs.field(factory=dict)
+    tool_calls: set[str] = attrs.field(factory=set)
+    answered: set[str] = attrs.field(factory=set)
+    early: dict[str, AnswerRequest] = attrs.field(factory=dict)
+    last_event_at: float = 0.0
 
 
 @attrs.define
@@ -130,6 +154,7 @@ class TurnTrackerActor(HostedActor):
         chat: Ref,
         drain: Ref,
         resume: bool,
+        client_tools: tuple[tuple[str, str], ...] = (),
     ) -> None:
         super().__init__(services)
         self.session_id = session_id
@@ -147,6 +172,8 @@ class TurnTrackerActor(HostedActor):
         self._last_key = ""
         self._steering: dict[str, _Steering] = {}
         self._cancelled_last = False  # the last turn ended by a cancel
+        self._owners: dict[str, str] = dict(client_tools)  # tool name -> client id
+        self._diagnoses: list[tuple[RuntimeFuture, TurnDiagnostics]] = []
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
     def on_start(self) -> None:
@@ -232,7 +259,11 @@ class TurnTrackerActor(HostedActor):
                 )
             )
         turn = _Turn(
-            turn_id=message.turn_id, key=message.turn_id, text=message.text, history=message.history
+            turn_id=message.turn_id,
+            key=message.turn_id,
+            text=message.text,
+            history=message.history,
+            last_event_at=self.services.clock.now(),
         )
         self._turn = turn
         if self._unavailable is not None:
@@ -288,8 +319,44 @@ class TurnTrackerActor(HostedActor):
                 return
         turn = self._turn
         if turn is None or getattr(event, "turn_id", None) != turn.key:
+            if isinstance(event, HostRequestOpened):
+                self._deny_stale(event)
             return
+        turn.last_event_at = self.services.clock.now()
         match event:
+            case ProviderToolCallStarted():
+                turn.tool_calls.add(event.tool_call_id)
+                actions: list[ChatEvent] = [
+                    self._stamp(
+                        ToolCallStarted(
+                            turn_id=turn.turn_id,
+                            tool_call_id=event.tool_call_id,
+                            tool_name=event.name,
+                            display_name=event.name,
+                        )
+                    )
+                ]
+                if not event.needs_permission:
+                    actions.append(
+                        self._stamp(
+                            ToolCallReady(
+                                turn_id=turn.turn_id,
+                                tool_call_id=event.tool_call_id,
+                                invocation_message=event.name,
+                                tool_input=event.arguments,
+                                confirmed="not-needed",
+                            )
+                        )
+                    )
+                self.send(self.chat, ApplyActions(actions=tuple(actions)))
+            case ProviderToolCallCompleted():
+                self._apply(
+                    ToolCallCompleted(
+                        turn_id=turn.turn_id, tool_call_id=event.tool_call_id, success=event.success
+                    )
+                )
+            case HostRequestOpened():
+                self._request_opened(turn, event)
             case ReplyDelta():
                 self._delta(turn, event.text)
             case ReplyMessage():
@@ -325,20 +392,201 @@ class TurnTrackerActor(HostedActor):
         turn.part_id = None
 
     def _call_settled(self, turn: _Turn, event: CallSettled) -> None:
+        turn.settled = event
+        self._close_if_abandoned(turn)
+
+    def _close_if_abandoned(self, turn: _Turn) -> None:
+        """DESIGN.md rule 2: the send settled and the turn is still active. Never
+        while a request the user can see or the provider tracks is open."""
         assert self._capabilities is not None
-        if event.settlement is Settlement.RESOLVED:
+        settled = turn.settled
+        if settled is None or turn.requests or self._turn is not turn:
+            return
+        if settled.settlement is Settlement.RESOLVED:
             if self._capabilities.call_settles_with_turn:
                 self._log.warning("turn_completion_lost", turn_id=turn.turn_id)
                 self._end(self._stamp(TurnCompleted(turn_id=turn.turn_id)))
             return
-        if event.settlement is Settlement.REJECTED and event.error is not None:
-            error = event.error
+        if settled.settlement is Settlement.REJECTED and settled.error is not None:
+            error = settled.error  # the provider took the turn: it keeps its own error
         else:
             error = AgentHostError(
                 code=ErrorCode.EXECUTION_ABANDONED,
                 message="The provider never started this turn.",
             )
         self._end(self._failed(turn.turn_id, error))
+
+    # -- requests: permissions, user input, client tools -------------------------------------------
+    def _apply(self, action: ChatEvent) -> None:
+        self.send(self.chat, ApplyActions(actions=(self._stamp(action),)))
+
+    def _answer_provider(self, request_id: str, **answer: Any) -> None:
+        self.send(
+            self._conn,
+            ProviderAnswer(
+                session_id=self.session_id, chat_id=self.chat_id, request_id=request_id, **answer
+            ),
+        )
+
+    def _deny_stale(self, event: HostRequestOpened) -> None:
+        """A request for a turn that is no longer active is denied, never dropped."""
+        self._log.warning(
+            "stale_request_denied", request_id=event.request_id, kind=event.kind.value
+        )
+        self._answer_provider(
+            event.request_id,
+            approved=False,
+            error="The turn this request belongs to is no longer active.",
+        )
+
+    def _request_opened(self, turn: _Turn, event: HostRequestOpened) -> None:
+        kind = RequestKind(event.kind.value)
+        request = OpenRequest(
+            request_id=event.request_id,
+            kind=kind,
+            turn_id=turn.turn_id,
+            tool_call_id=event.tool_call_id,
+            tool_name=event.tool_name,
+            question=event.question,
+            arguments=event.arguments,
+        )
+        if kind is RequestKind.CLIENT_TOOL:
+            early = turn.early.pop(event.request_id, None)
+            if early is not None:  # the result arrived before its handler: it wins
+                turn.answered.add(event.request_id)
+                self._answer_provider(event.request_id, result=early.result)
+                return
+            owner = self._owners.get(event.tool_name or "")
+            if owner is None:  # never parked: nobody could ever answer it
+                self._log.warning("client_tool_unowned", tool=event.tool_name)
+                turn.answered.add(event.request_id)
+                self._answer_provider(
+                    event.request_id,
+                    error=f"No connected client provides the tool {event.tool_name!r}.",
+                )
+                return
+            request = attrs.evolve(request, client_id=owner)
+        turn.requests[request.request_id] = request
+        actions: list[ChatEvent] = []
+        if kind is RequestKind.PERMISSION and event.tool_call_id is not None:
+            actions.append(
+                self._stamp(
+                    ToolCallReady(
+                        turn_id=turn.turn_id,
+                        tool_call_id=event.tool_call_id,
+                        invocation_message=event.tool_name or "",
+                        tool_input=event.arguments,
+                    )
+                )
+            )
+        actions.append(self._stamp(RequestOpened(request=request)))
+        self.send(self.chat, ApplyActions(actions=tuple(actions)))
+
+    @handles(AnswerRequest)
+    def _answer(self, message: AnswerRequest) -> None:
+        error = self._take_answer(message)
+        self.send(self.chat, AnswerSettled(request_id=message.request_id, error=error))
+
+    def _take_answer(self, message: AnswerRequest) -> AgentHostError | None:
+        turn = self._turn
+        request_id = message.request_id
+        request = None if turn is None else turn.requests.get(request_id)
+        if request is None:
+            if (
+                turn is not None
+                and message.result is not None
+                and request_id in turn.tool_calls
+                and request_id not in turn.answered
+                and request_id not in turn.early
+            ):
+                turn.early[request_id] = message  # a client tool's result ahead of its request
+                return None
+            return AgentHostError(
+                code=ErrorCode.NOT_FOUND,
+                message=f"request {request_id} is not open (it was answered, or its turn ended)",
+            )
+        assert turn is not None
+        invalid = _check_answer(request, message)
+        if invalid is not None:
+            return invalid
+        del turn.requests[request_id]
+        turn.answered.add(request_id)
+        if request.kind is RequestKind.PERMISSION:
+            approved = bool(message.approved)
+            self._answer_provider(request_id, approved=approved)
+            if request.tool_call_id is not None:
+                self._apply(
+                    ToolCallConfirmed(
+                        turn_id=turn.turn_id,
+                        tool_call_id=request.tool_call_id,
+                        approved=approved,
+                        confirmed="user-action" if approved else None,
+                        reason=None if approved else "denied",
+                    )
+                )
+            outcome = RequestOutcome.ANSWERED if approved else RequestOutcome.DENIED
+        elif request.kind is RequestKind.USER_INPUT:
+            self._answer_provider(request_id, answer=message.answer)
+            outcome = RequestOutcome.ANSWERED
+        else:
+            self._answer_provider(request_id, result=message.result)
+            outcome = RequestOutcome.ANSWERED
+        self._apply(RequestClosed(request_id=request_id, outcome=outcome))
+        self._close_if_abandoned(turn)
+        return None
+
+    @handles(ClientToolsChanged)
+    def _client_tools(self, message: ClientToolsChanged) -> None:
+        self._owners = dict(message.owners)
+
+    @handles(ClientRemoved)
+    def _client_removed(self, message: ClientRemoved) -> None:
+        """Every call the client left parked fails now; new ones are never parked."""
+        self._owners = {t: c for t, c in self._owners.items() if c != message.client_id}
+        turn = self._turn
+        if turn is None:
+            return
+        for request in list(turn.requests.values()):
+            if request.kind is RequestKind.CLIENT_TOOL and request.client_id == message.client_id:
+                del turn.requests[request.request_id]
+                turn.answered.add(request.request_id)
+                self._answer_provider(
+                    request.request_id, error=f"The client {message.client_id!r} is gone."
+                )
+                self._apply(
+                    RequestClosed(request_id=request.request_id, outcome=RequestOutcome.FAILED)
+                )
+        self._close_if_abandoned(turn)
+
+    # -- diagnostics -------------------------------------------------------------------------------
+    @handles(Diagnose)
+    def _diagnose(self, message: Diagnose) -> RuntimeFuture | None:
+        turn = self._turn
+        if turn is None:
+            return None
+        requests = list(turn.requests.values())
+        snapshot = TurnDiagnostics(
+            turn_id=turn.turn_id,
+            call_state=_call_state(turn),
+            provider_started=turn.own_echo_seen,
+            parked_permissions=_ids(requests, RequestKind.PERMISSION),
+            parked_user_input=_ids(requests, RequestKind.USER_INPUT),
+            parked_client_tools=_ids(requests, RequestKind.CLIENT_TOOL),
+            quiet_s=self.services.clock.now() - turn.last_event_at,
+        )
+        future = RuntimeFuture()
+        if self._conn is None:
+            future.set(snapshot)
+            return future
+        self._diagnoses.append((future, snapshot))
+        self.send(self._conn, ProviderDiagnose(turn_key=turn.key))
+        return future
+
+    @handles(ProviderDiagnosed)
+    def _diagnosed(self, message: ProviderDiagnosed) -> None:
+        pending, self._diagnoses = self._diagnoses, []
+        for future, snapshot in pending:
+            future.set(attrs.evolve(snapshot, provider=message.details))
 
     def _failed(self, turn_id: str, error: AgentHostError) -> TurnFailed:
         return self._stamp(TurnFailed(turn_id=turn_id, error=error))
@@ -351,6 +599,10 @@ class TurnTrackerActor(HostedActor):
         turn = self._turn
         if turn is None or turn.turn_id != action.turn_id:
             return
+        for request_id in list(turn.requests):
+            self._answer_provider(request_id, approved=False, error="The turn ended.")
+            self._apply(RequestClosed(request_id=request_id, outcome=RequestOutcome.CANCELLED))
+        turn.requests.clear()
         self._stable(turn)  # the stream's end flushes what is left (rule 3)
         self._turn = None
         self._cancelled_last = isinstance(action, TurnCancelled)
@@ -524,6 +776,38 @@ class TurnTrackerActor(HostedActor):
             else:
                 self.send(self.drain, RequeueSteering(pending_id=entry.pending_id))
         self._steering.clear()
+
+
+def _check_answer(request: OpenRequest, answer: AnswerRequest) -> AgentHostError | None:
+    def invalid(text: str) -> AgentHostError:
+        return AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=text)
+
+    if request.kind is RequestKind.PERMISSION and answer.approved is None:
+        return invalid(f"request {request.request_id} asks for a permission: pass approved=")
+    if request.kind is RequestKind.USER_INPUT and answer.answer is None:
+        return invalid(f"request {request.request_id} asks the user a question: pass answer=")
+    if request.kind is RequestKind.CLIENT_TOOL:
+        if answer.result is None:
+            return invalid(f"request {request.request_id} waits for a tool result: pass result=")
+        if answer.client_id is not None and answer.client_id != request.client_id:
+            return invalid(
+                f"only the client that executes {request.tool_name!r} may answer this call"
+            )
+    return None
+
+
+def _call_state(turn: _Turn) -> CallState:
+    if not turn.sent:
+        return CallState.NOT_STARTED
+    if turn.settled is None:
+        return CallState.PENDING
+    if turn.settled.settlement is Settlement.RESOLVED:
+        return CallState.RESOLVED
+    return CallState.REJECTED
+
+
+def _ids(requests: list[OpenRequest], kind: RequestKind) -> tuple[str, ...]:
+    return tuple(r.request_id for r in requests if r.kind is kind)
 
 
 def _history(turns: tuple[Turn, ...]) -> tuple[HistoryMessage, ...]:

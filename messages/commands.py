@@ -9,7 +9,7 @@ from enum import StrEnum
 import attrs
 
 from agenthost.messages.errors import AgentHostError
-from agenthost.messages.state import PendingMessage
+from agenthost.messages.state import ClientTool, PendingMessage
 
 
 @attrs.frozen(kw_only=True)
@@ -59,6 +59,41 @@ class ReorderQueue:
 
 
 @attrs.frozen(kw_only=True)
+class AnswerRequest:
+    """A client's answer to an open request: an approval (permission), text
+    (user input) or a result (client tool). `client_id` names who answers."""
+
+    request_id: str
+    approved: bool | None = None
+    answer: str | None = None
+    result: str | None = None
+    client_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class GetDiagnostics:
+    pass
+
+
+@attrs.frozen(kw_only=True)
+class SetClientTools:
+    """A client (any id the embedder or server chooses) executes these tools."""
+
+    client_id: str
+    tools: tuple[ClientTool, ...]
+
+
+@attrs.frozen(kw_only=True)
+class RemoveClient:
+    client_id: str
+
+
+@attrs.frozen(kw_only=True)
+class GetSessionStatus:
+    pass
+
+
+@attrs.frozen(kw_only=True)
 class CancelTurn:
     pass
 
@@ -87,6 +122,31 @@ class TurnOutcome:
     turn_id: str | None = None
 
 
+class CallState(StrEnum):
+    NOT_STARTED = "not_started"
+    PENDING = "pending"
+    RESOLVED = "resolved"
+    REJECTED = "rejected"
+
+
+@attrs.frozen(kw_only=True)
+class TurnDiagnostics:
+    """Why a turn is where it is. Nothing acts on it: a person reads it.
+
+    `quiet_s` is how long the provider has said nothing (host clock);
+    `provider` is the provider's own view, as text pairs.
+    """
+
+    turn_id: str
+    call_state: CallState
+    provider_started: bool
+    parked_permissions: tuple[str, ...] = ()
+    parked_user_input: tuple[str, ...] = ()
+    parked_client_tools: tuple[str, ...] = ()
+    quiet_s: float = 0.0
+    provider: tuple[tuple[str, str], ...] = ()
+
+
 @attrs.frozen(kw_only=True)
 class SendMessageReply:
     """`turn_id` is None when the message was queued; `pending` is then its entry."""
@@ -105,6 +165,11 @@ COMMAND_TYPES = (
     RemovePendingMessage,
     EditPendingMessage,
     ReorderQueue,
+    AnswerRequest,
+    GetDiagnostics,
+    SetClientTools,
+    RemoveClient,
+    GetSessionStatus,
     CancelTurn,
     GetChatState,
 )

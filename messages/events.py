@@ -14,6 +14,7 @@ import attrs
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.state import (
     ChatState,
+    OpenRequest,
     PendingKind,
     PendingMessage,
     ResponsePart,
@@ -84,6 +85,88 @@ class TurnFailed(ChatEvent):
     wire_type: ClassVar[str] = "chat/error"
     turn_id: str
     error: AgentHostError
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallStarted(ChatEvent):
+    wire_type: ClassVar[str] = "chat/toolCallStart"
+    turn_id: str
+    tool_call_id: str
+    tool_name: str
+    display_name: str = ""
+    intention: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallDelta(ChatEvent):
+    """Streamed tool input; only while the call is streaming."""
+
+    wire_type: ClassVar[str] = "chat/toolCallDelta"
+    turn_id: str
+    tool_call_id: str
+    content: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallReady(ChatEvent):
+    """The call is ready: with `confirmed` it runs, without it waits for confirmation."""
+
+    wire_type: ClassVar[str] = "chat/toolCallReady"
+    turn_id: str
+    tool_call_id: str
+    invocation_message: str = ""
+    tool_input: str | None = None
+    confirmed: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallConfirmed(ChatEvent):
+    wire_type: ClassVar[str] = "chat/toolCallConfirmed"
+    turn_id: str
+    tool_call_id: str
+    approved: bool
+    confirmed: str | None = None
+    reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallCompleted(ChatEvent):
+    wire_type: ClassVar[str] = "chat/toolCallComplete"
+    turn_id: str
+    tool_call_id: str
+    success: bool = True
+    past_tense_message: str | None = None
+    requires_result_confirmation: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallResultConfirmed(ChatEvent):
+    wire_type: ClassVar[str] = "chat/toolCallResultConfirmed"
+    turn_id: str
+    tool_call_id: str
+    approved: bool
+
+
+@attrs.frozen(kw_only=True)
+class RequestOpened(ChatEvent):
+    """The provider waits on the user (permission, input) or a client (its tool)."""
+
+    wire_type: ClassVar[str] = "x-chat/requestOpened"
+    request: OpenRequest
+
+
+class RequestOutcome(StrEnum):
+    ANSWERED = "answered"
+    DENIED = "denied"
+    FAILED = "failed"  # e.g. the client that owned a tool is gone
+    CANCELLED = "cancelled"  # its turn ended first
+
+
+@attrs.frozen(kw_only=True)
+class RequestClosed(ChatEvent):
+    wire_type: ClassVar[str] = "x-chat/requestClosed"
+    request_id: str
+    outcome: RequestOutcome
 
 
 class RemovalReason(StrEnum):
@@ -166,6 +249,14 @@ ChatAction = (
     | TurnCompleted
     | TurnCancelled
     | TurnFailed
+    | ToolCallStarted
+    | ToolCallDelta
+    | ToolCallReady
+    | ToolCallConfirmed
+    | ToolCallCompleted
+    | ToolCallResultConfirmed
+    | RequestOpened
+    | RequestClosed
     | PendingMessageAdded
     | PendingMessageRemoved
     | QueuedMessagesReordered
@@ -184,6 +275,14 @@ EVENT_TYPES: tuple[type[ChatEvent], ...] = (
     TurnCompleted,
     TurnCancelled,
     TurnFailed,
+    ToolCallStarted,
+    ToolCallDelta,
+    ToolCallReady,
+    ToolCallConfirmed,
+    ToolCallCompleted,
+    ToolCallResultConfirmed,
+    RequestOpened,
+    RequestClosed,
     PendingMessageAdded,
     PendingMessageRemoved,
     QueuedMessagesReordered,

@@ -69,6 +69,20 @@ class ProviderCancel:
 
 
 @attrs.frozen(kw_only=True)
+class ProviderAnswer:
+    """The host's answer to a HostRequestOpened: approval, user input, a client
+    tool's result, or an error (denied, client gone, turn over)."""
+
+    session_id: str
+    chat_id: str
+    request_id: str
+    approved: bool | None = None
+    answer: str | None = None
+    result: str | None = None
+    error: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class ProviderResume:
     session_id: str
     chat_id: str
@@ -128,10 +142,14 @@ class ReplyMessage:
 
 @attrs.frozen(kw_only=True)
 class ToolCallStarted:
+    """A tool call began. Without `needs_permission` it runs at once; with it a
+    HostRequestOpened(permission) follows."""
+
     turn_id: str
     tool_call_id: str
     name: str
     arguments: str = "{}"
+    needs_permission: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -140,6 +158,26 @@ class ToolCallCompleted:
     tool_call_id: str
     result: str = ""
     success: bool = True
+
+
+class HostRequestKind(StrEnum):
+    PERMISSION = "permission"
+    USER_INPUT = "user_input"
+    CLIENT_TOOL = "client_tool"
+
+
+@attrs.frozen(kw_only=True)
+class HostRequestOpened:
+    """The provider waits for the host: a permission, user input, or a client
+    tool's result (then `request_id` is the tool call id)."""
+
+    turn_id: str
+    request_id: str
+    kind: HostRequestKind
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    question: str | None = None
+    arguments: str = "{}"
 
 
 @attrs.frozen(kw_only=True)
@@ -180,6 +218,7 @@ ProviderEvent = (
     | ReplyMessage
     | ToolCallStarted
     | ToolCallCompleted
+    | HostRequestOpened
     | Idle
     | CallSettled
     | ConnectionFailed
@@ -192,6 +231,7 @@ PROVIDER_EVENT_TYPES = (
     ReplyMessage,
     ToolCallStarted,
     ToolCallCompleted,
+    HostRequestOpened,
     Idle,
     CallSettled,
     ConnectionFailed,
@@ -201,5 +241,6 @@ PROVIDER_COMMAND_TYPES = (
     ProviderSteer,
     ProviderWithdraw,
     ProviderCancel,
+    ProviderAnswer,
     ProviderResume,
 )

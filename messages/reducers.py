@@ -6,6 +6,15 @@ chat's invariants live, and it never raises on a well-typed action:
   active turn's is a no-op, so every turn ends exactly once (DESIGN.md rule 2);
 - a turn start taken from a pending message removes that message from the
   steering list and the queue;
+- tool calls follow one state machine: streaming -> pending-confirmation or
+  running; running -> pending-confirmation (a re-check); approved -> running;
+  denied -> cancelled(denied); complete -> completed, or
+  pending-result-confirmation -> completed / cancelled(result-denied). An
+  action that does not fit the call's status is a no-op;
+- a turn's end cancels (skipped) every tool call not in a terminal state and
+  closes its open requests;
+- the status is input-needed while a request is open or a tool call waits for
+  the user;
 - unknown actions are no-ops.
 """
 
@@ -22,8 +31,16 @@ from agenthost.messages.events import (
     PendingMessageAdded,
     PendingMessageRemoved,
     QueuedMessagesReordered,
+    RequestClosed,
+    RequestOpened,
     ResponsePartAdded,
     SteeringRecorded,
+    ToolCallCompleted,
+    ToolCallConfirmed,
+    ToolCallDelta,
+    ToolCallReady,
+    ToolCallResultConfirmed,
+    ToolCallStarted,
     Truncated,
     TurnCancelled,
     TurnCompleted,
@@ -38,6 +55,10 @@ from agenthost.messages.state import (
     MarkdownPart,
     PendingKind,
     PendingMessage,
+    ResponsePart,
+    ToolCall,
+    ToolCallPart,
+    ToolCallStatus,
     Turn,
     TurnState,
 )
@@ -122,6 +143,20 @@ def _usage(state: ChatState, action: UsageReported, now_ms: int) -> ChatState:
     return _with_active(state, action.turn_id, usage=action.usage)
 
 
+def _skip_unfinished(parts: tuple[ResponsePart, ...]) -> tuple[ResponsePart, ...]:
+    return tuple(
+        attrs.evolve(
+            part,
+            tool_call=attrs.evolve(
+                part.tool_call, status=ToolCallStatus.CANCELLED, reason="skipped"
+            ),
+        )
+        if isinstance(part, ToolCallPart) and not part.tool_call.status.terminal
+        else part
+        for part in parts
+    )
+
+
 def _end_turn(
     state: ChatState,
     turn_id: str,
@@ -135,7 +170,7 @@ def _end_turn(
     turn = Turn(
         id=active.id,
         message=active.message,
-        response_parts=active.response_parts,
+        response_parts=_skip_unfinished(active.response_parts),
         usage=active.usage,
         steering=active.steering,
         state=turn_state,
@@ -145,6 +180,7 @@ def _end_turn(
         state,
         turns=(*state.turns, turn),
         active_turn=None,
+        open_requests=tuple(r for r in state.open_requests if r.turn_id != turn_id),
         status=ChatStatus.ERROR if turn_state is TurnState.ERROR else ChatStatus.IDLE,
         modified_at=now_ms,
     )
@@ -194,6 +230,153 @@ def _pending_removed(state: ChatState, action: PendingMessageRemoved, now_ms: in
     current = _pending_of(state, action.kind)
     kept = tuple(m for m in current if m.id != action.pending_id)
     return state if len(kept) == len(current) else _with_pending(state, action.kind, kept)
+
+
+def _with_status(state: ChatState) -> ChatState:
+    """In progress, or input-needed while the user is waited on."""
+    active = state.active_turn
+    if active is None:
+        return state
+    waiting = bool(state.open_requests) or any(
+        isinstance(p, ToolCallPart) and p.tool_call.status.waits_for_user
+        for p in active.response_parts
+    )
+    status = ChatStatus.INPUT_NEEDED if waiting else ChatStatus.IN_PROGRESS
+    return state if state.status is status else attrs.evolve(state, status=status)
+
+
+def _update_tool(
+    state: ChatState, turn_id: str, tool_call_id: str, change: Callable[[ToolCall], ToolCall | None]
+) -> ChatState:
+    """Apply `change` to one tool call of the active turn; None means "does not fit"."""
+    active = state.active_turn
+    if active is None or active.id != turn_id:
+        return state
+    parts = list(active.response_parts)
+    for index, part in enumerate(parts):
+        if isinstance(part, ToolCallPart) and part.tool_call.tool_call_id == tool_call_id:
+            changed = change(part.tool_call)
+            if changed is None:
+                return state
+            parts[index] = attrs.evolve(part, tool_call=changed)
+            updated = attrs.evolve(
+                state, active_turn=attrs.evolve(active, response_parts=tuple(parts))
+            )
+            return _with_status(updated)
+    return state
+
+
+@_handles(ToolCallStarted)
+def _tool_started(state: ChatState, action: ToolCallStarted, now_ms: int) -> ChatState:
+    active = state.active_turn
+    if active is None or active.id != action.turn_id:
+        return state
+    if any(
+        isinstance(p, ToolCallPart) and p.id == action.tool_call_id for p in active.response_parts
+    ):
+        return state
+    call = ToolCall(
+        tool_call_id=action.tool_call_id,
+        tool_name=action.tool_name,
+        display_name=action.display_name,
+        intention=action.intention,
+    )
+    return _with_active(
+        state, action.turn_id, response_parts=(*active.response_parts, ToolCallPart(tool_call=call))
+    )
+
+
+@_handles(ToolCallDelta)
+def _tool_delta(state: ChatState, action: ToolCallDelta, now_ms: int) -> ChatState:
+    def change(call: ToolCall) -> ToolCall | None:
+        if call.status is not ToolCallStatus.STREAMING:
+            return None
+        return attrs.evolve(call, tool_input=(call.tool_input or "") + action.content)
+
+    return _update_tool(state, action.turn_id, action.tool_call_id, change)
+
+
+@_handles(ToolCallReady)
+def _tool_ready(state: ChatState, action: ToolCallReady, now_ms: int) -> ChatState:
+    def change(call: ToolCall) -> ToolCall | None:
+        if call.status not in (ToolCallStatus.STREAMING, ToolCallStatus.RUNNING):
+            return None
+        status = ToolCallStatus.RUNNING if action.confirmed else ToolCallStatus.PENDING_CONFIRMATION
+        return attrs.evolve(
+            call,
+            status=status,
+            invocation_message=action.invocation_message,
+            tool_input=action.tool_input if action.tool_input is not None else call.tool_input,
+            confirmed=action.confirmed if action.confirmed is not None else call.confirmed,
+        )
+
+    return _update_tool(state, action.turn_id, action.tool_call_id, change)
+
+
+@_handles(ToolCallConfirmed)
+def _tool_confirmed(state: ChatState, action: ToolCallConfirmed, now_ms: int) -> ChatState:
+    def change(call: ToolCall) -> ToolCall | None:
+        if call.status is not ToolCallStatus.PENDING_CONFIRMATION:
+            return None
+        if action.approved:
+            return attrs.evolve(
+                call, status=ToolCallStatus.RUNNING, confirmed=action.confirmed or "user-action"
+            )
+        return attrs.evolve(call, status=ToolCallStatus.CANCELLED, reason=action.reason or "denied")
+
+    return _update_tool(state, action.turn_id, action.tool_call_id, change)
+
+
+@_handles(ToolCallCompleted)
+def _tool_completed(state: ChatState, action: ToolCallCompleted, now_ms: int) -> ChatState:
+    def change(call: ToolCall) -> ToolCall | None:
+        if call.status not in (ToolCallStatus.RUNNING, ToolCallStatus.STREAMING):
+            return None
+        status = (
+            ToolCallStatus.PENDING_RESULT_CONFIRMATION
+            if action.requires_result_confirmation
+            else ToolCallStatus.COMPLETED
+        )
+        return attrs.evolve(
+            call,
+            status=status,
+            success=action.success,
+            past_tense_message=action.past_tense_message,
+        )
+
+    return _update_tool(state, action.turn_id, action.tool_call_id, change)
+
+
+@_handles(ToolCallResultConfirmed)
+def _tool_result_confirmed(
+    state: ChatState, action: ToolCallResultConfirmed, now_ms: int
+) -> ChatState:
+    def change(call: ToolCall) -> ToolCall | None:
+        if call.status is not ToolCallStatus.PENDING_RESULT_CONFIRMATION:
+            return None
+        if action.approved:
+            return attrs.evolve(call, status=ToolCallStatus.COMPLETED)
+        return attrs.evolve(call, status=ToolCallStatus.CANCELLED, reason="result-denied")
+
+    return _update_tool(state, action.turn_id, action.tool_call_id, change)
+
+
+@_handles(RequestOpened)
+def _request_opened(state: ChatState, action: RequestOpened, now_ms: int) -> ChatState:
+    request = action.request
+    if state.active_turn_id != request.turn_id:
+        return state
+    if any(r.request_id == request.request_id for r in state.open_requests):
+        return state
+    return _with_status(attrs.evolve(state, open_requests=(*state.open_requests, request)))
+
+
+@_handles(RequestClosed)
+def _request_closed(state: ChatState, action: RequestClosed, now_ms: int) -> ChatState:
+    kept = tuple(r for r in state.open_requests if r.request_id != action.request_id)
+    if len(kept) == len(state.open_requests):
+        return state
+    return _with_status(attrs.evolve(state, open_requests=kept))
 
 
 @_handles(QueuedMessagesReordered)

@@ -70,11 +70,95 @@ class Usage:
     completion_tokens: int = 0
 
 
-ResponsePart = MarkdownPart
+class ToolCallStatus(StrEnum):
+    """AHP's tool-call states; completed and cancelled are terminal."""
+
+    STREAMING = "streaming"
+    PENDING_CONFIRMATION = "pending-confirmation"
+    RUNNING = "running"
+    PENDING_RESULT_CONFIRMATION = "pending-result-confirmation"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (ToolCallStatus.COMPLETED, ToolCallStatus.CANCELLED)
+
+    @property
+    def waits_for_user(self) -> bool:
+        return self in (
+            ToolCallStatus.PENDING_CONFIRMATION,
+            ToolCallStatus.PENDING_RESULT_CONFIRMATION,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """One tool call of a turn. `reason` says why a cancelled call was cancelled:
+    denied, skipped (its turn ended first) or result-denied."""
+
+    tool_call_id: str
+    tool_name: str
+    display_name: str = ""
+    status: ToolCallStatus = ToolCallStatus.STREAMING
+    intention: str | None = None
+    invocation_message: str = ""
+    tool_input: str | None = None
+    confirmed: str | None = None
+    success: bool | None = None
+    past_tense_message: str | None = None
+    reason: str | None = None
+    subagent_chat_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallPart:
+    tool_call: ToolCall
+    kind: str = "toolCall"
+
+    @property
+    def id(self) -> str:
+        return self.tool_call.tool_call_id
+
+
+ResponsePart = MarkdownPart | ToolCallPart
 
 
 def _markdown_text(parts: tuple[ResponsePart, ...]) -> str:
-    return "".join(part.content for part in parts if part.kind == "markdown")
+    return "".join(part.content for part in parts if isinstance(part, MarkdownPart))
+
+
+class RequestKind(StrEnum):
+    PERMISSION = "permission"
+    USER_INPUT = "user_input"
+    CLIENT_TOOL = "client_tool"
+
+
+@attrs.frozen(kw_only=True)
+class OpenRequest:
+    """Something the provider waits on the user or a client for.
+
+    For a client tool `client_id` is the client that executes it; its request
+    id is the tool call id.
+    """
+
+    request_id: str
+    kind: RequestKind
+    turn_id: str
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    question: str | None = None
+    arguments: str = "{}"
+    client_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ClientTool:
+    """A tool a client executes itself; calls to it wait for that client's result."""
+
+    name: str
+    description: str = ""
+    parameters: str = "{}"
 
 
 @attrs.frozen(kw_only=True)
@@ -140,6 +224,7 @@ class ChatState:
     steering_messages: tuple[PendingMessage, ...] = ()
     queued_messages: tuple[PendingMessage, ...] = ()
     draft: str | None = None
+    open_requests: tuple[OpenRequest, ...] = ()
 
     @property
     def active_turn_id(self) -> str | None:

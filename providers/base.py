@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
     Capabilities,
+    ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
     ProviderResume,
@@ -89,6 +90,10 @@ class ProviderAdapter(abc.ABC):
 
     async def withdraw(self, message: ProviderWithdraw) -> bool:
         return False
+
+    async def answer(self, message: ProviderAnswer) -> None:
+        """Deliver the host's answer to a request the provider opened."""
+        return None
 
     @abc.abstractmethod
     async def cancel(self, message: ProviderCancel) -> None: ...

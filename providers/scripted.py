@@ -10,7 +10,8 @@ call `on`, `open`, `wait_reached`, `fail_resume` from their own thread.
 With `echo_ids=False` steering echoes carry no message id (the host then
 matches them by text). An unscripted prompt is answered `echo: <prompt>` in `echo_deltas` deltas,
 `delta_s` seconds apart (the load generator's paced model). Steps:
-Say, Gate, Pause, Crash, DropCompletion, Reject, NoFinishReason, ToolCall.
+Say, Gate, Pause, Crash, DropCompletion, Reject, NoFinishReason, ToolCall,
+AskUser, ClientToolCall.
 """
 
 import asyncio
@@ -25,7 +26,10 @@ from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
     Capabilities,
     ConnectionFailed,
+    HostRequestKind,
+    HostRequestOpened,
     Idle,
+    ProviderAnswer,
     ProviderCancel,
     ProviderResume,
     ProviderSend,
@@ -108,19 +112,49 @@ class NoFinishReason:
 
 @attrs.frozen
 class Reject:
-    """The send call fails with `message` (the provider had taken the turn)."""
+    """The send call fails with `message`. `before_start`: the provider never
+    took the turn (else it had taken it)."""
 
     message: str
+    before_start: bool = False
 
 
 @attrs.frozen
 class ToolCall:
+    """A tool the model runs; with `needs_permission` it first asks the host."""
+
     name: str
     arguments: str = "{}"
     needs_permission: bool = True
 
 
-Step = Say | Gate | Pause | Crash | DropCompletion | NoFinishReason | Reject | ToolCall
+@attrs.frozen
+class AskUser:
+    """The model asks the user a question and waits for the answer."""
+
+    question: str
+
+
+@attrs.frozen
+class ClientToolCall:
+    """The model calls a tool a client executes, and waits for its result."""
+
+    tool: str
+    arguments: str = "{}"
+
+
+Step = (
+    Say
+    | Gate
+    | Pause
+    | Crash
+    | DropCompletion
+    | NoFinishReason
+    | Reject
+    | ToolCall
+    | AskUser
+    | ClientToolCall
+)
 
 
 class ScriptedProvider(Provider):
@@ -149,6 +183,7 @@ class ScriptedProvider(Provider):
         self._reached: dict[str, int] = defaultdict(int)
         self._prompts: list[tuple[str, str]] = []
         self._inputs: list[str] = []
+        self._answers: list[ProviderAnswer] = []
         self._steered = 0
         self._echoes_held = False
         self._echo_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
@@ -268,6 +303,16 @@ class ScriptedProvider(Provider):
             self._steered += 1
             self._lock.notify_all()
 
+    def _record_answer(self, answer: ProviderAnswer) -> None:
+        with self._lock:
+            self._answers.append(answer)
+
+    @property
+    def answers(self) -> list[ProviderAnswer]:
+        """Every answer the host gave to a request, in order."""
+        with self._lock:
+            return list(self._answers)
+
     def _record_input(self, text: str) -> None:
         with self._lock:
             self._inputs.append(text)
@@ -352,6 +397,8 @@ class ScriptedAdapter(ProviderAdapter):
         self.chat_id = chat_id
         self._emit = emit
         self._current: _Run | None = None
+        self._waiting: dict[str, asyncio.Future[ProviderAnswer]] = {}
+        self._early_answers: dict[str, ProviderAnswer] = {}
 
     async def send(self, message: ProviderSend) -> str | None:
         self.backend._record_prompt(message.session_id, message.text)
@@ -423,24 +470,102 @@ class ScriptedAdapter(ProviderAdapter):
                     terminal = False
                 case NoFinishReason():
                     finish = None
-                case Reject(reason):
+                case Reject(reason, before_start):
                     raise ProviderCallError(
-                        AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=reason), taken=True
+                        AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=reason),
+                        taken=not before_start,
                     )
-                case ToolCall(name, arguments):
+                case ToolCall(name, arguments, needs_permission):
                     call_id = self.backend._next_id()
                     self._emit(
                         ToolCallStarted(
-                            turn_id=key, tool_call_id=call_id, name=name, arguments=arguments
+                            turn_id=key,
+                            tool_call_id=call_id,
+                            name=name,
+                            arguments=arguments,
+                            needs_permission=needs_permission,
                         )
                     )
-                    self._emit(ToolCallCompleted(turn_id=key, tool_call_id=call_id))
+                    approved = True
+                    if needs_permission:
+                        reply = await self._ask(
+                            HostRequestOpened(
+                                turn_id=key,
+                                request_id=call_id,
+                                kind=HostRequestKind.PERMISSION,
+                                tool_call_id=call_id,
+                                tool_name=name,
+                                arguments=arguments,
+                            )
+                        )
+                        approved = bool(reply.approved) and reply.error is None
+                    if approved:
+                        self._emit(ToolCallCompleted(turn_id=key, tool_call_id=call_id))
+                    await self._boundary(run, said)
+                case AskUser(question):
+                    reply = await self._ask(
+                        HostRequestOpened(
+                            turn_id=key,
+                            request_id=self.backend._next_id(),
+                            kind=HostRequestKind.USER_INPUT,
+                            question=question,
+                        )
+                    )
+                    if reply.answer is not None:
+                        self.backend._record_input(reply.answer)
+                    await self._boundary(run, said)
+                case ClientToolCall(tool, arguments):
+                    call_id = self.backend._next_id()
+                    self._emit(
+                        ToolCallStarted(
+                            turn_id=key, tool_call_id=call_id, name=tool, arguments=arguments
+                        )
+                    )
+                    reply = await self._ask(
+                        HostRequestOpened(
+                            turn_id=key,
+                            request_id=call_id,
+                            kind=HostRequestKind.CLIENT_TOOL,
+                            tool_call_id=call_id,
+                            tool_name=tool,
+                            arguments=arguments,
+                        )
+                    )
+                    self._emit(
+                        ToolCallCompleted(
+                            turn_id=key,
+                            tool_call_id=call_id,
+                            result=reply.result or reply.error or "",
+                            success=reply.error is None,
+                        )
+                    )
                     await self._boundary(run, said)
         if not terminal:
             return
         if finish is not None:
             self._emit(ReplyMessage(turn_id=key, text="".join(said), finish_reason=finish))
         self._emit(Idle(turn_id=key))
+
+    async def _ask(self, request: HostRequestOpened) -> ProviderAnswer:
+        """Open a request to the host and wait for its answer (an early one wins)."""
+        early = self._early_answers.pop(request.request_id, None)
+        self._emit(request)
+        if early is not None:
+            return early
+        future: asyncio.Future[ProviderAnswer] = asyncio.get_running_loop().create_future()
+        self._waiting[request.request_id] = future
+        try:
+            return await future
+        finally:
+            self._waiting.pop(request.request_id, None)
+
+    async def answer(self, message: ProviderAnswer) -> None:
+        self.backend._record_answer(message)
+        future = self._waiting.get(message.request_id)
+        if future is None:
+            self._early_answers[message.request_id] = message
+        elif not future.done():
+            future.set_result(message)
 
     async def _boundary(self, run: _Run, said: list[str]) -> None:
         """The model reads the steering queued so far, then echoes it."""
@@ -529,6 +654,7 @@ class ScriptedAdapter(ProviderAdapter):
         return {
             "running": run is not None and run.key == turn_id and run.alive,
             "unread_steering": 0 if run is None else sum(not s.read for s in run.steering),
+            "waiting_on": sorted(self._waiting),
         }
 
 

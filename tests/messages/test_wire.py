@@ -20,6 +20,7 @@ st.register_type_strategy(
     ChatState,
     st.builds(ChatState, modified_at=st.integers(0, 253_402_300_799_999)),  # up to year 9999
 )
+st.register_type_strategy(float, st.floats(allow_nan=False, allow_infinity=False))  # JSON numbers
 VALUE_TYPES = (*message_types(), ChatState, Turn, SessionSummary)
 
 
