@@ -6,6 +6,7 @@ reply future's done callback hands the result to the loop with
 """
 
 import asyncio
+import contextlib
 from typing import Any, cast
 
 import pykka
@@ -45,7 +46,8 @@ async def wait(future: RuntimeFuture, timeout: float = DEFAULT_TIMEOUT) -> Any:
             except BaseException as exc:
                 done.set_exception(exc)
 
-        loop.call_soon_threadsafe(apply)
+        with contextlib.suppress(RuntimeError):  # the awaiting loop is closed
+            loop.call_soon_threadsafe(apply)
 
     future.add_done_callback(transfer)
     result = await asyncio.wait_for(done, timeout)

@@ -253,6 +253,13 @@ class ChatActor(HostedActor):
 
     @handles(Committed)
     def _committed_ack(self, message: Committed) -> None:
+        if message.error is not None:
+            # Not durable. Those waiting on a turn's end hear it; publication goes on
+            # (holding it would wedge the chat) and the log says what was lost.
+            self._log.error("store_write_lost", up_to=message.seq, error=message.error.message)
+            for seq, _, _, ticket in self._outbox:
+                if seq <= message.seq and ticket is not None:
+                    ticket.fail(message.error)
         self._committed = max(self._committed, message.seq)
         self._publish_ready()
 
@@ -326,7 +333,10 @@ class ChatActor(HostedActor):
             self._start_turn(UserMessage(text=message.text), ticket=ticket, from_pending=pending_id)
             return SteerReply(pending=pending, ticket=ticket)
         pending = self._add_pending(PendingKind.STEERING, message.text)
-        self.send(self._drain, Steer(pending_id=pending.id, text=pending.text))
+        self.send(
+            self._drain,
+            Steer(pending_id=pending.id, text=pending.text, for_turn=self._state.active_turn_id),
+        )
         return SteerReply(pending=pending)
 
     @handles(RemovePendingMessage)
@@ -487,7 +497,12 @@ class ChatActor(HostedActor):
         if pending is None:
             return
         if self._state.active_turn is not None:  # a direct send got there first: hold it again
-            self.send(self._drain, Steer(pending_id=pending.id, text=pending.text))
+            self.send(
+                self._drain,
+                Steer(
+                    pending_id=pending.id, text=pending.text, for_turn=self._state.active_turn_id
+                ),
+            )
             return
         steering = UserMessage(text=pending.text, origin=MessageOrigin(kind=OriginKind.STEERING))
         self._start_turn(steering, from_pending=pending.id)

@@ -8,6 +8,7 @@ was committed.
 """
 
 import asyncio
+import contextlib
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
@@ -68,7 +69,8 @@ class Subscription:
         self._cond.notify_all()
         waiters, self._async_waiters = self._async_waiters, []
         for loop, future in waiters:
-            loop.call_soon_threadsafe(_set_done, future)
+            with contextlib.suppress(RuntimeError):  # the reader's loop is closed
+                loop.call_soon_threadsafe(_set_done, future)
 
     # -- the reader's side ---------------------------------------------------------
     def next(self, timeout: float = 10.0) -> ChatEvent:

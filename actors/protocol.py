@@ -117,9 +117,11 @@ class EndTurn:
 
 @attrs.frozen
 class Committed:
-    """The store committed the chat's write with this sequence number."""
+    """The store committed the chat's writes up to this sequence number, or, with
+    `error`, failed to: they are not durable."""
 
     seq: int
+    error: AgentHostError | None = None
 
 
 # -- turn tracker <-> provider connection / supervisor ----------------------------------
@@ -164,8 +166,11 @@ class OpenConnection:
 
 @attrs.frozen
 class CloseConnection:
+    """Close the connection of `owner` (a newer owner's connection stays)."""
+
     session_id: str
     chat_id: str
+    owner: Ref
 
 
 @attrs.frozen
@@ -281,10 +286,12 @@ class ProviderCapabilities:
 
 @attrs.frozen
 class Steer:
-    """chat -> queue drain: a client's steering message, to hand to the provider."""
+    """chat -> queue drain: a client's steering message, to hand to the provider.
+    `for_turn`: the turn that ran when the client sent it (None: none did)."""
 
     pending_id: str
     text: str
+    for_turn: str | None = None
 
 
 @attrs.frozen
@@ -308,6 +315,7 @@ class SendSteering:
 
     pending_id: str
     text: str
+    for_turn: str | None = None
 
 
 @attrs.frozen

@@ -186,8 +186,7 @@ class ProviderConnectionActor(HostedActor):
         error = _as_error(exc, "could not open the provider session")
         self._log.warning("provider_open_failed", error=error.message)
         self.send(self.owner, ConnectionOpenFailed(generation=self.generation, error=error))
-        self._failed = True
-        self.stop()
+        self._fail(error)  # the supervisor restarts it, as any failed connection
 
     def _settled(self, turn_id: str, result: Any, exc: BaseException | None) -> None:
         if exc is None:

@@ -61,7 +61,12 @@ class QueueDrainActor(HostedActor):
             self._held.append(message.pending_id)
             return
         self._handed.add(message.pending_id)
-        self.send(self._tracker, SendSteering(pending_id=message.pending_id, text=message.text))
+        self.send(
+            self._tracker,
+            SendSteering(
+                pending_id=message.pending_id, text=message.text, for_turn=message.for_turn
+            ),
+        )
 
     @handles(RemoveSteering)
     def _remove(self, message: RemoveSteering) -> None:

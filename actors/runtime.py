@@ -303,6 +303,15 @@ def use_runtime(runtime: Runtime) -> Iterator[Runtime]:
         _runtime = previous
 
 
+def _call_isolated(callback: Callable[[Any], None], future: Any) -> None:
+    """A done callback runs on the setter's thread (often an actor's): one that
+    raises must never take that actor down."""
+    try:
+        callback(future)
+    except Exception:
+        log.warning("future_callback_failed", exc_info=True)
+
+
 class RuntimeFuture(ThreadingFuture[Any]):
     """pykka's threading future, plus done callbacks; under the deterministic
     runner, waiting on it from the driving thread delivers messages until set."""
@@ -317,7 +326,7 @@ class RuntimeFuture(ThreadingFuture[Any]):
             if self._result is None:
                 self._callbacks.append(callback)
                 return
-        callback(self)
+        _call_isolated(callback, self)
 
     def set(self, value: Any | None = None) -> None:
         super().set(value)
@@ -331,7 +340,7 @@ class RuntimeFuture(ThreadingFuture[Any]):
         with self._condition:
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
-            callback(self)
+            _call_isolated(callback, self)
 
     def get(self, *, timeout: float | None = None) -> Any:
         runtime = _runtime

@@ -8,10 +8,12 @@ So an ack always means "committed", and a burst of writes costs one fsync.
 import sqlite3
 from typing import Any
 
+import attrs
 import structlog
 
-from agenthost.actors.protocol import Flush, ListSessionRows, LoadSession, Write
+from agenthost.actors.protocol import Committed, Flush, ListSessionRows, LoadSession, Write
 from agenthost.actors.runtime import Actor, ThreadingRuntime, handles
+from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
 from agenthost.store.records import SessionRecord
 from agenthost.store.sqlite import SqliteStore
@@ -31,14 +33,16 @@ class StoreActor(Actor):
         self._store = store
         self._acks: list[tuple[Any, Any]] = []
         self._uncommitted = 0
+        self._failed: str | None = None
         self.commits = 0
 
     @handles(Write)
     def _write(self, message: Write) -> None:
         try:
             self._store.apply(message.op)
-        except sqlite3.Error:
+        except sqlite3.Error as exc:
             log.error("store_write_failed", op=type(message.op).__name__, exc_info=True)
+            self._failed = self._failed or str(exc)
         if message.ack_to is not None:
             self._acks.append((message.ack_to, message.ack))
         self._uncommitted += 1
@@ -64,12 +68,32 @@ class StoreActor(Actor):
             self._commit()
 
     def _commit(self) -> None:
-        self._store.commit()
-        self.commits += 1
+        """Commit the batch and ack it; a batch that failed is rolled back and
+        every write in it is acked with the error: nothing is acked that is not durable."""
+        failure, self._failed = self._failed, None
+        if failure is None:
+            try:
+                self._store.commit()
+                self.commits += 1
+            except sqlite3.Error as exc:
+                log.error("store_commit_failed", exc_info=True)
+                failure = str(exc)
+        if failure is not None:
+            self._store.rollback()
         self._uncommitted = 0
         acks, self._acks = self._acks, []
+        error = (
+            None
+            if failure is None
+            else AgentHostError(code=ErrorCode.STORE_ERROR, message=f"not stored: {failure}")
+        )
         for ref, ack in acks:
-            self.send(ref, ack)
+            self.send(
+                ref,
+                ack
+                if error is None or not isinstance(ack, Committed)
+                else attrs.evolve(ack, error=error),
+            )
 
     def on_stop(self) -> None:
         self._commit()

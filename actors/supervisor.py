@@ -95,8 +95,12 @@ class SupervisorActor(HostedActor):
 
     @handles(CloseConnection)
     def _close(self, message: CloseConnection) -> None:
-        child = self._children.pop((message.session_id, message.chat_id), None)
-        if child is not None and child.ref.is_alive():
+        key = (message.session_id, message.chat_id)
+        child = self._children.get(key)
+        if child is None or child.owner != message.owner:
+            return  # a newer owner opened its own connection since
+        del self._children[key]
+        if child.ref.is_alive():
             child.ref.stop(block=False)
 
     @handles(ConnectionDied)

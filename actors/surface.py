@@ -418,7 +418,8 @@ class TurnHandle:
                 except BaseException as exc:
                     future.set_exception(exc)
 
-            loop.call_soon_threadsafe(apply)
+            with contextlib.suppress(RuntimeError):  # the awaiting loop is closed
+                loop.call_soon_threadsafe(apply)
 
         self._ticket.outcome.add_done_callback(settle)
         return future.__await__()

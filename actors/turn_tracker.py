@@ -129,6 +129,7 @@ class _Turn:
     answered: set[str] = attrs.field(factory=set)
     early: dict[str, AnswerRequest] = attrs.field(factory=dict)
     last_event_at: float = 0.0
+    predecessors: frozenset[str] = frozenset()  # turns this one took over (copilot steering)
 
 
 @attrs.define
@@ -171,7 +172,7 @@ class TurnTrackerActor(HostedActor):
         self._turn: _Turn | None = None
         self._last_key = ""
         self._steering: dict[str, _Steering] = {}
-        self._cancelled_last = False  # the last turn ended by a cancel
+        self._cancelled: str | None = None  # the last turn, if a cancel ended it
         self._owners: dict[str, str] = dict(client_tools)  # tool name -> client id
         self._diagnoses: list[tuple[RuntimeFuture, TurnDiagnostics]] = []
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
@@ -191,8 +192,9 @@ class TurnTrackerActor(HostedActor):
     def on_stop(self) -> None:
         self.send(
             self.services.supervisor,
-            CloseConnection(session_id=self.session_id, chat_id=self.chat_id),
+            CloseConnection(session_id=self.session_id, chat_id=self.chat_id, owner=self.actor_ref),
         )
+        self._flush_diagnoses()
 
     # -- the connection ---------------------------------------------------------------
     @handles(ConnectionReady)
@@ -209,15 +211,23 @@ class TurnTrackerActor(HostedActor):
 
     @handles(ConnectionOpenFailed)
     def _open_failed(self, message: ConnectionOpenFailed) -> None:
+        """The provider session could not be opened or resumed. The supervisor
+        restarts the connection (its policy decides); meanwhile nothing waits on it."""
+        if message.generation < self._generation:
+            return
+        self._conn = None
         self._announce(message.error)
         if self._turn is not None:
             self._end(self._failed(self._turn.turn_id, message.error))
+        self._requeue_all_steering()
+        self._flush_diagnoses()
 
     @handles(ConnectionLost)
     def _lost(self, message: ConnectionLost) -> None:
         if message.generation != self._generation:
             return
         self._conn = None
+        self._flush_diagnoses()
         turn = self._turn
         if turn is not None and turn.sent:
             self._end(
@@ -235,6 +245,7 @@ class TurnTrackerActor(HostedActor):
     def _provider_unavailable(self, message: ProviderUnavailable) -> None:
         self._conn = None
         self._unavailable = message.error
+        self._flush_diagnoses()
         if self._turn is not None:
             self._end(self._failed(self._turn.turn_id, message.error))
         self._requeue_all_steering()
@@ -292,8 +303,8 @@ class TurnTrackerActor(HostedActor):
     @handles(CancelActiveTurn)
     def _cancel(self, message: CancelActiveTurn) -> None:
         turn = self._turn
-        if turn is None or turn.turn_id != message.turn_id:
-            return
+        if turn is None or message.turn_id not in (turn.turn_id, *turn.predecessors):
+            return  # the turn it meant ended (a cancel names a turn a steering one took over too)
         if turn.sent:
             self.send(
                 self._conn,
@@ -575,18 +586,25 @@ class TurnTrackerActor(HostedActor):
             quiet_s=self.services.clock.now() - turn.last_event_at,
         )
         future = RuntimeFuture()
-        if self._conn is None:
-            future.set(snapshot)
+        if self._conn is None or not self.send(self._conn, ProviderDiagnose(turn_key=turn.key)):
+            future.set(snapshot)  # no provider to ask: the host's view alone
             return future
         self._diagnoses.append((future, snapshot))
-        self.send(self._conn, ProviderDiagnose(turn_key=turn.key))
         return future
 
     @handles(ProviderDiagnosed)
     def _diagnosed(self, message: ProviderDiagnosed) -> None:
+        if message.generation != self._generation:
+            return
         pending, self._diagnoses = self._diagnoses, []
         for future, snapshot in pending:
             future.set(attrs.evolve(snapshot, provider=message.details))
+
+    def _flush_diagnoses(self) -> None:
+        """The provider will not answer: every waiting caller gets the host's view."""
+        pending, self._diagnoses = self._diagnoses, []
+        for future, snapshot in pending:
+            future.set(snapshot)
 
     def _failed(self, turn_id: str, error: AgentHostError) -> TurnFailed:
         return self._stamp(TurnFailed(turn_id=turn_id, error=error))
@@ -605,14 +623,14 @@ class TurnTrackerActor(HostedActor):
         turn.requests.clear()
         self._stable(turn)  # the stream's end flushes what is left (rule 3)
         self._turn = None
-        self._cancelled_last = isinstance(action, TurnCancelled)
+        self._cancelled = turn.turn_id if isinstance(action, TurnCancelled) else None
         self.send(self.chat, EndTurn(action=action, finish_reason=turn.finish_reason))
 
     # -- steering ---------------------------------------------------------------------------
     @handles(SendSteering)
     def _send_steering(self, message: SendSteering) -> None:
-        if self._turn is None and self._cancelled_last:
-            # It was sent during the turn the user cancelled; it arrived after the cancel.
+        if message.for_turn is not None and message.for_turn == self._cancelled:
+            # It was meant for the turn the user cancelled; it arrived after the cancel.
             self._cancel_steering((message.pending_id,))
             return
         self._steering[message.pending_id] = _Steering(message.pending_id, message.text)
@@ -742,11 +760,19 @@ class TurnTrackerActor(HostedActor):
                 RecordSteering(turn_id=turn.turn_id, pending_id=entry.pending_id, text=entry.text),
             )
             return
+        predecessors: frozenset[str] = frozenset()
         if turn is not None:
+            predecessors = turn.predecessors | {turn.turn_id}
             self._end(self._stamp(TurnCompleted(turn_id=turn.turn_id)))
         turn_id = uuid.uuid4().hex
         self._turn = _Turn(
-            turn_id=turn_id, key=echo.turn_id, text=entry.text, sent=True, own_echo_seen=True
+            turn_id=turn_id,
+            key=echo.turn_id,
+            text=entry.text,
+            sent=True,
+            own_echo_seen=True,
+            last_event_at=self.services.clock.now(),
+            predecessors=predecessors,
         )
         self._last_key = echo.turn_id
         self.send(

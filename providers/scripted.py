@@ -7,11 +7,12 @@ scripted backend: the host opens one adapter per provider session, and its
 scripts, gates and records survive connection restarts. Thread-safe: tests
 call `on`, `open`, `wait_reached`, `fail_resume` from their own thread.
 
-With `echo_ids=False` steering echoes carry no message id (the host then
+With `obeys_cancel=False` a run goes on after the host cancels its turn (a
+provider slow to stop). With `echo_ids=False` steering echoes carry no message id (the host then
 matches them by text). An unscripted prompt is answered `echo: <prompt>` in `echo_deltas` deltas,
 `delta_s` seconds apart (the load generator's paced model). Steps:
 Say, Gate, Pause, Crash, DropCompletion, Reject, NoFinishReason, ToolCall,
-AskUser, ClientToolCall.
+AskUser, ClientToolCall, SettleCall.
 """
 
 import asyncio
@@ -137,10 +138,18 @@ class AskUser:
 
 @attrs.frozen
 class ClientToolCall:
-    """The model calls a tool a client executes, and waits for its result."""
+    """The model calls a tool a client executes, and waits for its result.
+    With `gate`, the call is announced first and the request waits for the gate."""
 
     tool: str
     arguments: str = "{}"
+    gate: str | None = None
+
+
+@attrs.frozen
+class SettleCall:
+    """The send call resolves now (a call that settles with its turn), while the
+    run goes on."""
 
 
 Step = (
@@ -154,6 +163,7 @@ Step = (
     | ToolCall
     | AskUser
     | ClientToolCall
+    | SettleCall
 )
 
 
@@ -166,6 +176,7 @@ class ScriptedProvider(Provider):
         echo_deltas: int = 3,
         delta_s: float = 0.0,
         echo_ids: bool = True,
+        obeys_cancel: bool = True,
     ) -> None:
         if shape not in SHAPES:
             raise ValueError(f"unknown shape {shape!r}: expected one of {sorted(SHAPES)}")
@@ -174,6 +185,7 @@ class ScriptedProvider(Provider):
         self.echo_deltas = echo_deltas
         self.delta_s = delta_s
         self.echo_ids = echo_ids
+        self.obeys_cancel = obeys_cancel
         self._lock = threading.Condition()
         self._scripts: dict[str, tuple[Step, ...]] = {}
         self._opened: set[str] = set()
@@ -351,8 +363,8 @@ class ScriptedProvider(Provider):
                 self._reached[name] -= 1
 
 
-def _resolve(future: "asyncio.Future[None]") -> None:
-    if not future.done():
+def _resolve(future: "asyncio.Future[None] | None") -> None:
+    if future is not None and not future.done():
         future.set_result(None)
 
 
@@ -371,6 +383,7 @@ class _Run:
     key: str
     steering: list[_Steer] = attrs.field(factory=list)
     task: "asyncio.Task[None] | None" = None
+    settled: "asyncio.Future[None] | None" = None  # the send call, where it settles with the turn
 
     @property
     def alive(self) -> bool:
@@ -410,10 +423,14 @@ class ScriptedAdapter(ProviderAdapter):
             # The call itself fails: run the steps up to the rejection inline.
             await self._run(run, message.text, steps, message_id, starts_turn=False)
             return message_id
+        run.settled = asyncio.get_running_loop().create_future()
         self._launch(run, message.text, steps, message_id, starts_turn=False)
         if self.capabilities.call_settles_with_turn:
             assert run.task is not None
-            await asyncio.shield(run.task)
+            run.task.add_done_callback(lambda _t: _resolve(run.settled))
+            await asyncio.shield(run.settled)
+            if run.task.done() and not run.task.cancelled() and run.task.exception() is not None:
+                return message_id  # a crash: reported through ConnectionFailed
         return message_id
 
     def _steps_for(self, text: str) -> tuple[Step, ...]:
@@ -470,6 +487,8 @@ class ScriptedAdapter(ProviderAdapter):
                     terminal = False
                 case NoFinishReason():
                     finish = None
+                case SettleCall():
+                    _resolve(run.settled)
                 case Reject(reason, before_start):
                     raise ProviderCallError(
                         AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=reason),
@@ -514,13 +533,15 @@ class ScriptedAdapter(ProviderAdapter):
                     if reply.answer is not None:
                         self.backend._record_input(reply.answer)
                     await self._boundary(run, said)
-                case ClientToolCall(tool, arguments):
+                case ClientToolCall(tool, arguments, gate):
                     call_id = self.backend._next_id()
                     self._emit(
                         ToolCallStarted(
                             turn_id=key, tool_call_id=call_id, name=tool, arguments=arguments
                         )
                     )
+                    if gate is not None:
+                        await self.backend._wait_gate(gate)
                     reply = await self._ask(
                         HostRequestOpened(
                             turn_id=key,
@@ -632,6 +653,8 @@ class ScriptedAdapter(ProviderAdapter):
         return False
 
     async def cancel(self, message: ProviderCancel) -> None:
+        if not self.backend.obeys_cancel:
+            return
         run = self._current
         if run is not None and run.key == message.turn_id and run.task is not None:
             run.steering.clear()

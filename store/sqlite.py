@@ -120,6 +120,13 @@ class SqliteStore:
         db.execute("COMMIT")
         db.execute("BEGIN")
 
+    def rollback(self) -> None:
+        """Drop the open batch (after a failed write or commit) and start a new one."""
+        db = self._conn
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        db.execute("BEGIN")
+
     def close(self) -> None:
         if self._db is not None:
             self._db.execute("COMMIT")
