@@ -330,7 +330,7 @@ def _tool_confirmed(state: ChatState, action: ToolCallConfirmed, now_ms: int) ->
 @_handles(ToolCallCompleted)
 def _tool_completed(state: ChatState, action: ToolCallCompleted, now_ms: int) -> ChatState:
     def change(call: ToolCall) -> ToolCall | None:
-        if call.status not in (ToolCallStatus.RUNNING, ToolCallStatus.STREAMING):
+        if call.status is not ToolCallStatus.RUNNING:
             return None
         status = (
             ToolCallStatus.PENDING_RESULT_CONFIRMATION

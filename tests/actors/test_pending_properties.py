@@ -33,6 +33,7 @@ from agenthost.messages.commands import (
     SteerMessage,
 )
 from agenthost.messages.events import (
+    TERMINAL_EVENTS,
     ChatSnapshot,
     PendingMessageRemoved,
     RemovalReason,
@@ -60,6 +61,7 @@ class PendingMessages(RuleBasedStateMachine):
         self.withdrawn_events: set[str] = set()
         self.cancelled: set[str] = set()
         self.queued_ids: set[str] = set()
+        self.ended: list[str] = []  # turn ids, once per terminal event
         self.host: Host | None = None
 
     @initialize(shape=st.sampled_from(["copilot", "claude", "codex"]))
@@ -90,6 +92,8 @@ class PendingMessages(RuleBasedStateMachine):
                 self.consumed.append(event.queued_message_id)
             elif isinstance(event, SteeringRecorded):
                 self.consumed.append(event.pending.id)
+            elif isinstance(event, TERMINAL_EVENTS):
+                self.ended.append(event.turn_id)
             elif isinstance(event, SteeringWithdrawn):
                 self.withdrawn_events.add(event.pending_id)
             elif isinstance(event, PendingMessageRemoved) and event.reason in (
@@ -173,6 +177,10 @@ class PendingMessages(RuleBasedStateMachine):
         withdrawn = set(self.provider.withdrawn) | self.withdrawn_events
         assert not withdrawn & set(self.consumed)
         assert not withdrawn & set(self.provider.echoed)
+
+    @invariant()
+    def every_turn_ends_at_most_once(self) -> None:
+        assert len(self.ended) == len(set(self.ended))
 
     @invariant()
     def no_message_becomes_more_than_one_turn_or_record(self) -> None:

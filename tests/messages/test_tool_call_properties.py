@@ -1,0 +1,116 @@
+"""The tool-call state machine, over random action sequences (the pure reducer)."""
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from agenthost.messages.events import (
+    ToolCallCompleted,
+    ToolCallConfirmed,
+    ToolCallDelta,
+    ToolCallReady,
+    ToolCallResultConfirmed,
+    ToolCallStarted,
+    TurnCancelled,
+    TurnCompleted,
+    TurnStarted,
+)
+from agenthost.messages.reducers import reduce_chat
+from agenthost.messages.state import (
+    ChatState,
+    ChatStatus,
+    ToolCallPart,
+    UserMessage,
+)
+from agenthost.messages.state import (
+    ToolCallStatus as S,
+)
+
+EDGES = {
+    S.STREAMING: {S.PENDING_CONFIRMATION, S.RUNNING},
+    S.RUNNING: {S.PENDING_CONFIRMATION, S.COMPLETED, S.PENDING_RESULT_CONFIRMATION},
+    S.PENDING_CONFIRMATION: {S.RUNNING, S.CANCELLED},
+    S.PENDING_RESULT_CONFIRMATION: {S.COMPLETED, S.CANCELLED},
+    S.COMPLETED: set(),
+    S.CANCELLED: set(),
+}
+CALLS = st.sampled_from(["a", "b", "c"])
+TURN = "t1"
+
+
+class ToolCalls(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = reduce_chat(
+            ChatState(resource="r"), TurnStarted(turn_id=TURN, message=UserMessage(text="go"))
+        )
+        self.seen: dict[str, S] = {}
+        self.ended = False
+
+    def apply(self, action: object) -> None:
+        self.state = reduce_chat(self.state, action)  # type: ignore[arg-type]
+        for call in self.calls():
+            before = self.seen.get(call.tool_call_id)
+            if before is not None and before is not call.status:
+                allowed = EDGES[before] | ({S.CANCELLED} if self.ended else set())
+                assert call.status in allowed, f"{before} -> {call.status}"
+            self.seen[call.tool_call_id] = call.status
+
+    def calls(self):  # type: ignore[no-untyped-def]
+        turn = self.state.active_turn or (self.state.turns[-1] if self.state.turns else None)
+        if turn is None:
+            return []
+        return [p.tool_call for p in turn.response_parts if isinstance(p, ToolCallPart)]
+
+    @rule(call=CALLS)
+    def start(self, call: str) -> None:
+        self.apply(ToolCallStarted(turn_id=TURN, tool_call_id=call, tool_name="t"))
+
+    @rule(call=CALLS)
+    def delta(self, call: str) -> None:
+        self.apply(ToolCallDelta(turn_id=TURN, tool_call_id=call, content="x"))
+
+    @rule(call=CALLS, confirmed=st.sampled_from([None, "not-needed"]))
+    def ready(self, call: str, confirmed: str | None) -> None:
+        self.apply(ToolCallReady(turn_id=TURN, tool_call_id=call, confirmed=confirmed))
+
+    @rule(call=CALLS, approved=st.booleans())
+    def confirm(self, call: str, approved: bool) -> None:
+        self.apply(ToolCallConfirmed(turn_id=TURN, tool_call_id=call, approved=approved))
+
+    @rule(call=CALLS, check=st.booleans())
+    def complete(self, call: str, check: bool) -> None:
+        self.apply(
+            ToolCallCompleted(turn_id=TURN, tool_call_id=call, requires_result_confirmation=check)
+        )
+
+    @rule(call=CALLS, approved=st.booleans())
+    def confirm_result(self, call: str, approved: bool) -> None:
+        self.apply(ToolCallResultConfirmed(turn_id=TURN, tool_call_id=call, approved=approved))
+
+    @rule(cancel=st.booleans())
+    def end_turn(self, cancel: bool) -> None:
+        self.ended = True
+        self.apply(TurnCancelled(turn_id=TURN) if cancel else TurnCompleted(turn_id=TURN))
+
+    @invariant()
+    def a_finished_turn_leaves_no_tool_call_running(self) -> None:
+        if self.ended:
+            assert all(call.status.terminal for call in self.calls())
+            assert self.state.open_requests == ()
+
+    @invariant()
+    def input_needed_exactly_while_a_tool_call_waits_for_the_user(self) -> None:
+        if self.state.active_turn is not None:
+            waiting = any(call.status.waits_for_user for call in self.calls())
+            assert (self.state.status is ChatStatus.INPUT_NEEDED) == waiting
+
+    @invariant()
+    def denied_and_skipped_calls_say_why(self) -> None:
+        for call in self.calls():
+            if call.status is S.CANCELLED:
+                assert call.reason in ("denied", "skipped", "result-denied")
+
+
+ToolCalls.TestCase.settings = settings(max_examples=300, stateful_step_count=30, deadline=None)
+test_tool_calls_follow_one_state_machine = ToolCalls.TestCase
