@@ -40,7 +40,9 @@ from agenthost.actors.protocol import (
     RemovalOutcome,
     RemoveSteering,
     RequeueSteering,
+    SpawnSubagentChat,
     StartHeldSteering,
+    StartProviderTurn,
     StartQueued,
     StartSteeringTurn,
     Steer,
@@ -81,6 +83,7 @@ from agenthost.messages.events import (
 )
 from agenthost.messages.reducers import reduce_chat
 from agenthost.messages.state import (
+    ChatOriginKind,
     ChatState,
     MessageOrigin,
     OriginKind,
@@ -172,7 +175,15 @@ class ChatActor(HostedActor):
         self._drain: Ref | None = None
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
+    @property
+    def driven(self) -> bool:
+        """A subagent's chat: its turns come from its parent's provider stream."""
+        return self._state.origin.kind is ChatOriginKind.TOOL
+
     def on_start(self) -> None:
+        if self.driven:
+            self.send(self.session, ChatReady(chat_id=self.chat_id))
+            return
         self._drain = QueueDrainActor.start(self.services, chat=self.actor_ref)
         self._tracker = TurnTrackerActor.start(
             self.services,
@@ -310,9 +321,17 @@ class ChatActor(HostedActor):
         """A turn runs, or steering waits that the provider may start a turn for."""
         return self._state.active_turn is not None or bool(self._state.steering_messages)
 
+    def _refuse_if_driven(self) -> None:
+        if self.driven:
+            raise AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message="This is a subagent's chat: its parent's turn drives it.",
+            )
+
     # -- client commands ---------------------------------------------------------------------
     @handles(SendMessage)
     def _send(self, message: SendMessage) -> Ticket:
+        self._refuse_if_driven()
         if not self._busy():
             ticket = Ticket()
             self._start_turn(UserMessage(text=message.text), ticket=ticket)
@@ -324,6 +343,7 @@ class ChatActor(HostedActor):
 
     @handles(SteerMessage)
     def _steer(self, message: SteerMessage) -> SteerReply:
+        self._refuse_if_driven()
         if not self._busy():  # while idle, steering is simply a send
             pending_id = new_id()
             ticket = Ticket(pending_id=pending_id)
@@ -490,6 +510,15 @@ class ChatActor(HostedActor):
         self._start_turn(
             pending.message, ticket=self._tickets.pop(pending.id, None), from_pending=pending.id
         )
+
+    @handles(StartProviderTurn)
+    def _start_provider_turn(self, message: StartProviderTurn) -> None:
+        if self._state.active_turn is None:
+            self._start_turn(UserMessage(text=message.text), turn_id=message.turn_id)
+
+    @handles(SpawnSubagentChat)
+    def _spawn_subagent(self, message: SpawnSubagentChat) -> None:
+        self.send(self.session, message)
 
     @handles(StartHeldSteering)
     def _start_held(self, message: StartHeldSteering) -> None:

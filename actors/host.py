@@ -119,6 +119,7 @@ class HostActor(HostedActor):
                 steering_messages=tuple(m for m in chat.pending if m.kind is PendingKind.STEERING),
                 queued_messages=tuple(m for m in chat.pending if m.kind is PendingKind.QUEUED),
                 draft=chat.draft,
+                origin=chat.origin,
             )
             for chat in record.chats
         )

@@ -249,6 +249,34 @@ class ChatStatusChanged:
     status: int
 
 
+# -- subagents ----------------------------------------------------------------------
+@attrs.frozen
+class SpawnSubagentChat:
+    """tracker -> chat -> session: start the chat of a subagent a tool call spawned."""
+
+    subagent_id: str
+    chat_id: str
+    parent_chat_id: str
+    tool_call_id: str
+    tracker: Ref
+
+
+@attrs.frozen
+class SubagentChatStarted:
+    """session -> tracker: the subagent's chat runs; here is where to send its events."""
+
+    subagent_id: str
+    ref: Ref
+
+
+@attrs.frozen
+class StartProviderTurn:
+    """tracker -> a subagent's chat: the provider started a turn in it."""
+
+    turn_id: str
+    text: str
+
+
 # -- queue drain --------------------------------------------------------------------
 @attrs.frozen
 class ProposeDrain:

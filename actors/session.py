@@ -19,11 +19,22 @@ from agenthost.actors.protocol import (
     GetChat,
     Ref,
     SessionReady,
+    SpawnSubagentChat,
+    SubagentChatStarted,
+    Write,
 )
 from agenthost.actors.runtime import handles
 from agenthost.messages.commands import GetSessionStatus, RemoveClient, SetClientTools
 from agenthost.messages.errors import AgentHostError, ErrorCode
-from agenthost.messages.state import ChatState, ChatStatus, ClientTool
+from agenthost.messages.state import (
+    ChatOrigin,
+    ChatOriginKind,
+    ChatState,
+    ChatStatus,
+    ClientTool,
+    chat_resource,
+)
+from agenthost.store.records import SaveChat
 
 log = structlog.get_logger(__name__)
 
@@ -58,17 +69,38 @@ class SessionActor(HostedActor):
 
     def on_start(self) -> None:
         for chat_id, state in self._initial:
-            self._chats[chat_id] = ChatActor.start(
-                self.services,
-                session_id=self.session_id,
-                chat_id=chat_id,
-                provider=self.provider,
-                state=state,
-                session=self.actor_ref,
-                resume=self.restored,
-                client_tools=self._owners(),
-            )
+            self._start_chat(chat_id, state)
         self._initial = ()
+
+    def _start_chat(self, chat_id: str, state: ChatState) -> Ref:
+        ref = ChatActor.start(
+            self.services,
+            session_id=self.session_id,
+            chat_id=chat_id,
+            provider=self.provider,
+            state=state,
+            session=self.actor_ref,
+            resume=self.restored,
+            client_tools=self._owners(),
+        )
+        self._chats[chat_id] = ref
+        return ref
+
+    @handles(SpawnSubagentChat)
+    def _spawn(self, message: SpawnSubagentChat) -> None:
+        origin = ChatOrigin(
+            kind=ChatOriginKind.TOOL,
+            chat_id=message.parent_chat_id,
+            tool_call_id=message.tool_call_id,
+        )
+        now = self.services.clock.wall_ms()
+        state = ChatState(resource=chat_resource(message.chat_id), modified_at=now, origin=origin)
+        ref = self._start_chat(message.chat_id, state)
+        self.send(
+            self.services.store,
+            Write(op=SaveChat(session_id=self.session_id, chat_id=message.chat_id, origin=origin)),
+        )
+        self.send(message.tracker, SubagentChatStarted(subagent_id=message.subagent_id, ref=ref))
 
     def on_stop(self) -> None:
         for ref in reversed(list(self._chats.values())):

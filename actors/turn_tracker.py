@@ -58,10 +58,13 @@ from agenthost.actors.protocol import (
     RemovalOutcome,
     RequeueSteering,
     SendSteering,
+    SpawnSubagentChat,
+    StartProviderTurn,
     StartSteeringTurn,
     SteeringCancelled,
     SteeringConsumed,
     SteeringRemovalSettled,
+    SubagentChatStarted,
     WithdrawSteering,
 )
 from agenthost.actors.runtime import RuntimeFuture, handles
@@ -78,6 +81,7 @@ from agenthost.messages.events import (
     ToolCallConfirmed,
     ToolCallReady,
     ToolCallStarted,
+    ToolCallSubagentStarted,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
@@ -97,6 +101,7 @@ from agenthost.messages.provider import (
     ReplyMessage,
     Settlement,
     SteerAnswered,
+    SubagentStarted,
     UserMessageEcho,
     WithdrawAnswered,
 )
@@ -144,6 +149,24 @@ class _Steering:
     withdraw_wanted: bool = False
 
 
+@attrs.define
+class _Spawn:
+    """A subagent a tool call spawned, and its chat's running turn."""
+
+    subagent_id: str
+    chat_id: str
+    tool_call_id: str
+    parent_turn_id: str
+    turn_id: str
+    background: bool
+    ref: Ref | None = None
+    waiting: list[object] = attrs.field(factory=list)  # for its chat, until the chat runs
+    resolved: bool = False  # the spawning call finished with the subagent's work
+    unflushed: list[str] = attrs.field(factory=list)
+    part_id: str | None = None
+    parts: int = 0
+
+
 class TurnTrackerActor(HostedActor):
     def __init__(
         self,
@@ -175,6 +198,8 @@ class TurnTrackerActor(HostedActor):
         self._cancelled: str | None = None  # the last turn, if a cancel ended it
         self._owners: dict[str, str] = dict(client_tools)  # tool name -> client id
         self._diagnoses: list[tuple[RuntimeFuture, TurnDiagnostics]] = []
+        self._spawns: dict[str, _Spawn] = {}
+        self._unstarted: dict[str, _Spawn] = {}  # ended before their chat started
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
     def on_start(self) -> None:
@@ -228,17 +253,14 @@ class TurnTrackerActor(HostedActor):
             return
         self._conn = None
         self._flush_diagnoses()
+        abandoned = AgentHostError(
+            code=ErrorCode.EXECUTION_ABANDONED,
+            message=f"The provider connection failed: {message.error.message}",
+        )
         turn = self._turn
         if turn is not None and turn.sent:
-            self._end(
-                self._failed(
-                    turn.turn_id,
-                    AgentHostError(
-                        code=ErrorCode.EXECUTION_ABANDONED,
-                        message=f"The provider connection failed: {message.error.message}",
-                    ),
-                )
-            )
+            self._end(self._failed(turn.turn_id, abandoned))
+        self._abandon_spawns(abandoned)
         self._requeue_all_steering()
 
     @handles(ProviderUnavailable)
@@ -328,6 +350,9 @@ class TurnTrackerActor(HostedActor):
             case WithdrawAnswered():
                 self._withdraw_answered(event)
                 return
+            case ReplyDelta() | ReplyMessage() | Idle() if event.subagent_id is not None:
+                self._subagent_event(event)
+                return
         turn = self._turn
         if turn is None or getattr(event, "turn_id", None) != turn.key:
             if isinstance(event, HostRequestOpened):
@@ -360,7 +385,12 @@ class TurnTrackerActor(HostedActor):
                         )
                     )
                 self.send(self.chat, ApplyActions(actions=tuple(actions)))
+            case SubagentStarted():
+                self._spawn(turn, event)
             case ProviderToolCallCompleted():
+                for spawn in self._spawns.values():
+                    if spawn.tool_call_id == event.tool_call_id and not spawn.background:
+                        spawn.resolved = True
                 self._apply(
                     ToolCallCompleted(
                         turn_id=turn.turn_id, tool_call_id=event.tool_call_id, success=event.success
@@ -427,7 +457,115 @@ class TurnTrackerActor(HostedActor):
             )
         self._end(self._failed(turn.turn_id, error))
 
-    # -- requests: permissions, user input, client tools -------------------------------------------
+    # -- subagents ----------------------------------------------------------------------
+    def _spawn(self, turn: _Turn, event: SubagentStarted) -> None:
+        spawn = _Spawn(
+            subagent_id=event.subagent_id,
+            chat_id=uuid.uuid4().hex,
+            tool_call_id=event.tool_call_id,
+            parent_turn_id=turn.turn_id,
+            turn_id=uuid.uuid4().hex,
+            background=event.background,
+        )
+        self._spawns[spawn.subagent_id] = spawn
+        self.send(
+            self.chat,
+            SpawnSubagentChat(
+                subagent_id=spawn.subagent_id,
+                chat_id=spawn.chat_id,
+                parent_chat_id=self.chat_id,
+                tool_call_id=spawn.tool_call_id,
+                tracker=self.actor_ref,
+            ),
+        )
+        self._apply(
+            ToolCallSubagentStarted(
+                turn_id=turn.turn_id,
+                tool_call_id=spawn.tool_call_id,
+                subagent_chat_id=spawn.chat_id,
+            )
+        )
+        self._to_spawn(spawn, StartProviderTurn(turn_id=spawn.turn_id, text=event.prompt))
+
+    @handles(SubagentChatStarted)
+    def _spawn_started(self, message: SubagentChatStarted) -> None:
+        spawn = self._spawns.get(message.subagent_id) or self._unstarted.pop(
+            message.subagent_id, None
+        )
+        if spawn is None:
+            return
+        spawn.ref = message.ref
+        waiting, spawn.waiting = spawn.waiting, []
+        for item in waiting:
+            self.send(spawn.ref, item)
+
+    def _to_spawn(self, spawn: _Spawn, message: object) -> None:
+        if spawn.ref is None:
+            spawn.waiting.append(message)
+        else:
+            self.send(spawn.ref, message)
+
+    def _subagent_event(self, event: ReplyDelta | ReplyMessage | Idle) -> None:
+        spawn = self._spawns.get(event.subagent_id or "")
+        if spawn is None:
+            return  # its turn already ended
+        match event:
+            case ReplyDelta():
+                actions: list[ChatEvent] = []
+                if spawn.part_id is None:
+                    spawn.parts += 1
+                    spawn.part_id = f"{spawn.turn_id}-md{spawn.parts}"
+                    part = MarkdownPart(id=spawn.part_id)
+                    actions.append(ResponsePartAdded(turn_id=spawn.turn_id, part=part))
+                actions.append(
+                    AssistantDelta(turn_id=spawn.turn_id, part_id=spawn.part_id, text=event.text)
+                )
+                spawn.unflushed.append(event.text)
+                stamped = tuple(
+                    attrs.evolve(a, session_id=self.session_id, chat_id=spawn.chat_id)
+                    for a in actions
+                )
+                self._to_spawn(spawn, ApplyActions(actions=stamped))
+            case ReplyMessage():
+                self._flush_spawn(spawn)
+            case Idle():
+                self._end_spawn(spawn, TurnCompleted(turn_id=spawn.turn_id))
+
+    def _flush_spawn(self, spawn: _Spawn) -> None:
+        if spawn.unflushed:
+            text = "".join(spawn.unflushed)
+            self._to_spawn(spawn, AssistantStable(turn_id=spawn.turn_id, text=text))
+            spawn.unflushed.clear()
+        spawn.part_id = None
+
+    def _end_spawn(self, spawn: _Spawn, action: TurnCompleted | TurnCancelled | TurnFailed) -> None:
+        """A subagent's turn ends once: its record goes with it."""
+        if self._spawns.pop(spawn.subagent_id, None) is None:
+            return
+        self._flush_spawn(spawn)
+        stamped = attrs.evolve(action, session_id=self.session_id, chat_id=spawn.chat_id)
+        self._to_spawn(spawn, EndTurn(action=stamped))
+        if spawn.ref is None:
+            self._unstarted[spawn.subagent_id] = spawn  # its chat still starts: tell it then
+
+    def _end_spawns_with(
+        self, turn: _Turn, action: TurnCompleted | TurnCancelled | TurnFailed
+    ) -> None:
+        """Read spawn state before the parent's terminal action: a cancel ends every
+        subagent of the turn; otherwise resolved spawns end with it and background
+        ones run on."""
+        for spawn in [s for s in self._spawns.values() if s.parent_turn_id == turn.turn_id]:
+            if isinstance(action, TurnCancelled):
+                self._end_spawn(spawn, TurnCancelled(turn_id=spawn.turn_id))
+            elif spawn.resolved:
+                self._end_spawn(spawn, attrs.evolve(action, turn_id=spawn.turn_id))
+
+    def _abandon_spawns(self, error: AgentHostError) -> None:
+        """Their producer died with the connection."""
+        for spawn in list(self._spawns.values()):
+            self._end_spawn(spawn, TurnFailed(turn_id=spawn.turn_id, error=error))
+
+    # -- requests: permissions, user input, client tools ---------------------------------
     def _apply(self, action: ChatEvent) -> None:
         self.send(self.chat, ApplyActions(actions=(self._stamp(action),)))
 
@@ -569,7 +707,7 @@ class TurnTrackerActor(HostedActor):
                 )
         self._close_if_abandoned(turn)
 
-    # -- diagnostics -------------------------------------------------------------------------------
+    # -- diagnostics ---------------------------------------------------------------------
     @handles(Diagnose)
     def _diagnose(self, message: Diagnose) -> RuntimeFuture | None:
         turn = self._turn
@@ -617,6 +755,7 @@ class TurnTrackerActor(HostedActor):
         turn = self._turn
         if turn is None or turn.turn_id != action.turn_id:
             return
+        self._end_spawns_with(turn, action)
         for request_id in list(turn.requests):
             self._answer_provider(request_id, approved=False, error="The turn ended.")
             self._apply(RequestClosed(request_id=request_id, outcome=RequestOutcome.CANCELLED))

@@ -148,6 +148,16 @@ class ToolCallResultConfirmed(ChatEvent):
 
 
 @attrs.frozen(kw_only=True)
+class ToolCallSubagentStarted(ChatEvent):
+    """The tool call spawned a subagent, whose chat is `subagent_chat_id`."""
+
+    wire_type: ClassVar[str] = "x-chat/toolCallSubagent"
+    turn_id: str
+    tool_call_id: str
+    subagent_chat_id: str
+
+
+@attrs.frozen(kw_only=True)
 class RequestOpened(ChatEvent):
     """The provider waits on the user (permission, input) or a client (its tool)."""
 
@@ -255,6 +265,7 @@ ChatAction = (
     | ToolCallConfirmed
     | ToolCallCompleted
     | ToolCallResultConfirmed
+    | ToolCallSubagentStarted
     | RequestOpened
     | RequestClosed
     | PendingMessageAdded
@@ -281,6 +292,7 @@ EVENT_TYPES: tuple[type[ChatEvent], ...] = (
     ToolCallConfirmed,
     ToolCallCompleted,
     ToolCallResultConfirmed,
+    ToolCallSubagentStarted,
     RequestOpened,
     RequestClosed,
     PendingMessageAdded,

@@ -127,8 +127,11 @@ class WithdrawAnswered:
 
 @attrs.frozen(kw_only=True)
 class ReplyDelta:
+    """Streamed assistant text; with `subagent_id`, a subagent's."""
+
     turn_id: str
     text: str
+    subagent_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -138,6 +141,7 @@ class ReplyMessage:
     turn_id: str
     text: str
     finish_reason: str | None = None
+    subagent_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -182,9 +186,23 @@ class HostRequestOpened:
 
 @attrs.frozen(kw_only=True)
 class Idle:
-    """The backend finished its work for the turn: the turn's terminal signal."""
+    """The backend finished its work for the turn (or, with `subagent_id`, the
+    subagent finished its own): the terminal signal."""
 
     turn_id: str
+    subagent_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SubagentStarted:
+    """A tool call spawned a subagent. `background`: the spawning call returns at
+    once and the subagent runs on; otherwise the call resolves with its work."""
+
+    turn_id: str
+    tool_call_id: str
+    subagent_id: str
+    prompt: str
+    background: bool = False
 
 
 class Settlement(StrEnum):
@@ -219,6 +237,7 @@ ProviderEvent = (
     | ToolCallStarted
     | ToolCallCompleted
     | HostRequestOpened
+    | SubagentStarted
     | Idle
     | CallSettled
     | ConnectionFailed
@@ -232,6 +251,7 @@ PROVIDER_EVENT_TYPES = (
     ToolCallStarted,
     ToolCallCompleted,
     HostRequestOpened,
+    SubagentStarted,
     Idle,
     CallSettled,
     ConnectionFailed,

@@ -41,6 +41,7 @@ from agenthost.messages.events import (
     ToolCallReady,
     ToolCallResultConfirmed,
     ToolCallStarted,
+    ToolCallSubagentStarted,
     Truncated,
     TurnCancelled,
     TurnCompleted,
@@ -357,6 +358,14 @@ def _tool_result_confirmed(
         if action.approved:
             return attrs.evolve(call, status=ToolCallStatus.COMPLETED)
         return attrs.evolve(call, status=ToolCallStatus.CANCELLED, reason="result-denied")
+
+    return _update_tool(state, action.turn_id, action.tool_call_id, change)
+
+
+@_handles(ToolCallSubagentStarted)
+def _tool_subagent(state: ChatState, action: ToolCallSubagentStarted, now_ms: int) -> ChatState:
+    def change(call: ToolCall) -> ToolCall | None:
+        return attrs.evolve(call, subagent_chat_id=action.subagent_chat_id)
 
     return _update_tool(state, action.turn_id, action.tool_call_id, change)
 

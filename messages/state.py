@@ -211,6 +211,18 @@ class Turn:
         return _markdown_text(self.response_parts)
 
 
+class ChatOriginKind(StrEnum):
+    USER = "user"
+    TOOL = "tool"  # a subagent's chat, spawned by a tool call of another chat
+
+
+@attrs.frozen(kw_only=True)
+class ChatOrigin:
+    kind: ChatOriginKind = ChatOriginKind.USER
+    chat_id: str | None = None
+    tool_call_id: str | None = None
+
+
 @attrs.frozen(kw_only=True)
 class ChatState:
     """One chat's state: AHP's chat state with a list of steering messages."""
@@ -225,6 +237,7 @@ class ChatState:
     queued_messages: tuple[PendingMessage, ...] = ()
     draft: str | None = None
     open_requests: tuple[OpenRequest, ...] = ()
+    origin: ChatOrigin = attrs.field(factory=ChatOrigin)
 
     @property
     def active_turn_id(self) -> str | None:

@@ -12,7 +12,7 @@ provider slow to stop). With `echo_ids=False` steering echoes carry no message i
 matches them by text). An unscripted prompt is answered `echo: <prompt>` in `echo_deltas` deltas,
 `delta_s` seconds apart (the load generator's paced model). Steps:
 Say, Gate, Pause, Crash, DropCompletion, Reject, NoFinishReason, ToolCall,
-AskUser, ClientToolCall, SettleCall.
+AskUser, ClientToolCall, SpawnSubagent, SettleCall.
 """
 
 import asyncio
@@ -38,6 +38,7 @@ from agenthost.messages.provider import (
     ProviderWithdraw,
     ReplyDelta,
     ReplyMessage,
+    SubagentStarted,
     ToolCallCompleted,
     ToolCallStarted,
     UserMessageEcho,
@@ -147,6 +148,17 @@ class ClientToolCall:
 
 
 @attrs.frozen
+class SpawnSubagent:
+    """A tool call spawns a subagent that answers `prompt` (its own script, or
+    the echo). `background`: the call returns at once and the subagent runs on.
+    `drop_end`: the subagent's own end never arrives."""
+
+    prompt: str
+    background: bool = False
+    drop_end: bool = False
+
+
+@attrs.frozen
 class SettleCall:
     """The send call resolves now (a call that settles with its turn), while the
     run goes on."""
@@ -163,6 +175,7 @@ Step = (
     | ToolCall
     | AskUser
     | ClientToolCall
+    | SpawnSubagent
     | SettleCall
 )
 
@@ -411,6 +424,7 @@ class ScriptedAdapter(ProviderAdapter):
         self._emit = emit
         self._current: _Run | None = None
         self._waiting: dict[str, asyncio.Future[ProviderAnswer]] = {}
+        self._background: set[asyncio.Task[str]] = set()
         self._early_answers: dict[str, ProviderAnswer] = {}
 
     async def send(self, message: ProviderSend) -> str | None:
@@ -489,6 +503,9 @@ class ScriptedAdapter(ProviderAdapter):
                     finish = None
                 case SettleCall():
                     _resolve(run.settled)
+                case SpawnSubagent(prompt, background, drop_end):
+                    await self._spawn(key, prompt, background, drop_end)
+                    await self._boundary(run, said)
                 case Reject(reason, before_start):
                     raise ProviderCallError(
                         AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=reason),
@@ -566,6 +583,52 @@ class ScriptedAdapter(ProviderAdapter):
         if finish is not None:
             self._emit(ReplyMessage(turn_id=key, text="".join(said), finish_reason=finish))
         self._emit(Idle(turn_id=key))
+
+    async def _spawn(self, key: str, prompt: str, background: bool, drop_end: bool) -> None:
+        call_id = self.backend._next_id()
+        subagent_id = self.backend._next_id()
+        self._emit(ToolCallStarted(turn_id=key, tool_call_id=call_id, name="subagent"))
+        self._emit(
+            SubagentStarted(
+                turn_id=key,
+                tool_call_id=call_id,
+                subagent_id=subagent_id,
+                prompt=prompt,
+                background=background,
+            )
+        )
+
+        async def subagent() -> str:
+            said: list[str] = []
+            for step in self._steps_for(prompt):
+                match step:
+                    case Say(chunk):
+                        said.append(chunk)
+                        self._emit(ReplyDelta(turn_id=key, text=chunk, subagent_id=subagent_id))
+                    case Gate(name):
+                        await self.backend._wait_gate(name)
+                    case Pause(seconds):
+                        await asyncio.sleep(seconds)
+            text = "".join(said)
+            if not drop_end:
+                self._emit(
+                    ReplyMessage(
+                        turn_id=key, text=text, finish_reason="stop", subagent_id=subagent_id
+                    )
+                )
+                self._emit(Idle(turn_id=key, subagent_id=subagent_id))
+            return text
+
+        if background:
+            self._emit(
+                ToolCallCompleted(turn_id=key, tool_call_id=call_id, result="started in background")
+            )
+            task = asyncio.get_running_loop().create_task(subagent())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            return
+        result = await subagent()
+        self._emit(ToolCallCompleted(turn_id=key, tool_call_id=call_id, result=result))
 
     async def _ask(self, request: HostRequestOpened) -> ProviderAnswer:
         """Open a request to the host and wait for its answer (an early one wins)."""
@@ -668,6 +731,8 @@ class ScriptedAdapter(ProviderAdapter):
             raise ProviderResumeError(code, text, no_history=_means_no_history(code, text))
 
     async def dispose(self) -> None:
+        for task in list(self._background):
+            task.cancel()
         run, self._current = self._current, None
         if run is not None and run.task is not None:
             run.task.cancel()

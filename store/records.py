@@ -7,7 +7,7 @@ keeps rows (sessions, chats, turns, pending messages), not an action log.
 import attrs
 
 from agenthost.messages.errors import AgentHostError
-from agenthost.messages.state import PendingMessage, Turn, TurnState
+from agenthost.messages.state import ChatOrigin, PendingMessage, Turn, TurnState
 
 
 @attrs.frozen(kw_only=True)
@@ -17,6 +17,15 @@ class SaveSession:
     title: str
     created_at: int
     chat_ids: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class SaveChat:
+    """A chat added to a session after it was created (a subagent's)."""
+
+    session_id: str
+    chat_id: str
+    origin: ChatOrigin
 
 
 @attrs.frozen(kw_only=True)
@@ -77,6 +86,7 @@ class DeleteSession:
 
 StoreOp = (
     SaveSession
+    | SaveChat
     | SaveTurnStarted
     | SaveAssistantText
     | SaveTurnEnded
@@ -94,6 +104,7 @@ class ChatRecord:
     draft: str | None
     turns: tuple[Turn, ...]
     pending: tuple[PendingMessage, ...]
+    origin: ChatOrigin = attrs.field(factory=ChatOrigin)
 
 
 @attrs.frozen(kw_only=True)

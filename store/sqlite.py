@@ -18,10 +18,13 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import attrs
 import structlog
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
+    ChatOrigin,
+    ChatOriginKind,
     MarkdownPart,
     MessageOrigin,
     OriginKind,
@@ -37,6 +40,7 @@ from agenthost.store.records import (
     DeletePending,
     DeleteSession,
     SaveAssistantText,
+    SaveChat,
     SavePending,
     SaveSession,
     SaveSteeringRecorded,
@@ -155,6 +159,20 @@ class SqliteStore:
                     "INSERT OR IGNORE INTO chats (id, session_id, position) VALUES (?, ?, ?)",
                     [(chat_id, op.session_id, i) for i, chat_id in enumerate(op.chat_ids)],
                 )
+            case SaveChat():
+                db.execute(
+                    "INSERT OR IGNORE INTO chats (id, session_id, position, origin_kind,"
+                    " origin_chat, origin_tool_call) VALUES"
+                    " (?, ?, (SELECT COUNT(*) FROM chats WHERE session_id = ?), ?, ?, ?)",
+                    (
+                        op.chat_id,
+                        op.session_id,
+                        op.session_id,
+                        op.origin.kind.value,
+                        op.origin.chat_id,
+                        op.origin.tool_call_id,
+                    ),
+                )
             case SaveTurnStarted():
                 db.execute(
                     "INSERT INTO turns (id, chat_id, session_id, seq, user_text, started_at)"
@@ -233,9 +251,15 @@ class SqliteStore:
         if row is None:
             return None
         chats = tuple(
-            self._load_chat(chat_id, title, draft)
-            for chat_id, title, draft in db.execute(
-                "SELECT id, title, draft FROM chats WHERE session_id = ? ORDER BY position",
+            attrs.evolve(
+                self._load_chat(chat_id, title, draft),
+                origin=ChatOrigin(
+                    kind=ChatOriginKind(kind), chat_id=origin_chat, tool_call_id=origin_tool_call
+                ),
+            )
+            for chat_id, title, draft, kind, origin_chat, origin_tool_call in db.execute(
+                "SELECT id, title, draft, origin_kind, origin_chat, origin_tool_call"
+                " FROM chats WHERE session_id = ? ORDER BY position",
                 (session_id,),
             ).fetchall()
         )

@@ -251,19 +251,36 @@ def test_a_pending_call_is_left_alone(start, clock: FakeClock) -> None:
     assert turn.result(timeout=10).state is OutcomeState.COMPLETE
 
 
-def test_a_turn_parked_on_a_visible_request_is_never_closed(start) -> None:
+def test_a_turn_parked_on_a_visible_request_is_never_closed(db_path: Path) -> None:
+    from agenthost.actors import DeterministicRunner, use_runtime
+    from agenthost.actors.protocol import FromProvider
+    from agenthost.messages.provider import CallSettled, HostRequestOpened
+
     provider = ScriptedProvider(shape="claude").on("go", Say("a"), SettleCall(), AskUser("sure?"))
-    chat = start(provider).create_session().chat()
-    sub = chat.subscribe()
-    turn = chat.send("go")
-    opened = next_of(sub, RequestOpened)
-    diagnostics = chat.diagnostics()
-    assert diagnostics is not None
-    assert diagnostics.call_state is CallState.RESOLVED  # the call settled ...
-    assert diagnostics.parked_user_input == (opened.request.request_id,)
-    assert chat.state().active_turn_id == turn.id  # ... and the turn stays open
-    chat.answer(opened.request.request_id, answer="yes")
-    assert turn.result(timeout=10).state is OutcomeState.COMPLETE
+
+    def arrived(kind: type):  # type: ignore[no-untyped-def]
+        return lambda: any(
+            isinstance(d.message, FromProvider) and isinstance(d.message.event, kind)
+            for d in runner.history
+        )
+
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
+        )
+        chat = host.create_session().chat()
+        turn = chat.send("go")
+        runner.run(until=arrived(HostRequestOpened))
+        runner.run(until=arrived(CallSettled))  # the call settled while the request is open
+        runner.run()
+        diagnostics = chat.diagnostics()
+        assert diagnostics is not None
+        assert diagnostics.call_state is CallState.RESOLVED
+        [request_id] = diagnostics.parked_user_input
+        assert chat.state().active_turn_id == turn.id  # ... and the turn stays open
+        chat.answer(request_id, answer="yes")
+        assert turn.result(timeout=10).state is OutcomeState.COMPLETE
+        host.stop()
 
 
 def test_a_turn_whose_backend_never_idles_stays_active_and_says_why(db_path: Path) -> None:
