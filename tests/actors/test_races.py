@@ -71,3 +71,57 @@ def test_a_cancel_racing_the_providers_idle_ends_the_turn_exactly_once(
         assert stored.state is TurnState(expected.value)
         assert chat.send("after").result(timeout=10).state is OutcomeState.COMPLETE
         host.stop()
+
+
+def is_settled(delivery: Delivery) -> bool:
+    from agenthost.messages.provider import CallSettled
+
+    return isinstance(delivery.message, FromProvider) and isinstance(
+        delivery.message.event, CallSettled
+    )
+
+
+@pytest.mark.parametrize("winner", ["close", "cancel"])
+def test_a_cancel_racing_the_close_of_an_abandoned_turn_ends_it_exactly_once(
+    winner: str, db_path: Path
+) -> None:
+    """Claude-shaped: the call settles without a terminal event, so the host closes
+    the turn; the user's cancel races that close."""
+    from agenthost.providers.scripted import DropCompletion
+
+    provider = ScriptedProvider(shape="claude").on("race", Say("x"), Gate("g"), DropCompletion())
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
+        )
+        chat = host.create_session().chat()
+        sub = chat.subscribe()
+        turn = chat.send("race")
+        runner.run(until=lambda: provider.parked_at("g"))
+        runner.run()
+
+        def all_but_settled(pending: list[Delivery], ok: list[int]) -> int | None:
+            return next((i for i in ok if not is_settled(pending[i])), None)
+
+        if winner == "close":
+            provider.open("g")
+            runner.run(
+                until=lambda: any(is_settled(d) for d in runner.pending()), choose=all_but_settled
+            )
+            runner.run(choose=all_but_settled)
+            chat.cancel_nowait()
+            deliver_first(runner, CancelTurn)  # the cancel queues behind the settlement
+        else:
+            chat.cancel_nowait()
+            deliver_first(runner, CancelTurn)
+            provider.open("g")
+        outcome = turn.result(timeout=10)
+        runner.run()
+        expected = OutcomeState.COMPLETE if winner == "close" else OutcomeState.CANCELLED
+        assert outcome.state is expected
+        ends = []
+        while (event := sub.next_nowait()) is not None:
+            if isinstance(event, TERMINAL_EVENTS):
+                ends.append(event)
+        assert len(ends) == 1
+        host.stop()
