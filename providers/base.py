@@ -134,7 +134,16 @@ class ProviderLoop:
         self.loop.run_forever()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        """Run `coro` on the loop; once the loop stopped, fail without running it."""
+        try:
+            if self.loop.is_closed() or not self.loop.is_running():
+                raise RuntimeError("the provider loop has stopped")
+            return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        except RuntimeError as exc:
+            coro.close()
+            failed: concurrent.futures.Future[T] = concurrent.futures.Future()
+            failed.set_exception(exc)
+            return failed
 
     def stop(self, timeout: float = 5.0) -> None:
         if not self.loop.is_running():
