@@ -12,7 +12,7 @@ import attrs
 from pykka import ActorRef
 
 from agenthost.actors.clock import Clock
-from agenthost.providers.base import Provider, ProviderLoop
+from agenthost.providers.base import Provider, ProviderLoop, RetryPolicy
 
 
 class ActorGroup:
@@ -47,6 +47,7 @@ class Services:
     group: ActorGroup
     providers: Mapping[str, Provider]
     loops: Mapping[str, ProviderLoop]
+    resume_retry: RetryPolicy = attrs.field(factory=RetryPolicy)
     supervisor: ActorRef[Any] | None = None
     host: ActorRef[Any] | None = None
     subscriber_queue_size: int = 10_000

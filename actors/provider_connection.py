@@ -42,7 +42,12 @@ from agenthost.messages.provider import (
     SteerAnswered,
     WithdrawAnswered,
 )
-from agenthost.providers.base import ProviderCallError, ProviderCrashed, ProviderResumeError
+from agenthost.providers.base import (
+    ProviderCallError,
+    ProviderCrashed,
+    ProviderResumeError,
+    resume_with_retry,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -75,8 +80,10 @@ class ProviderConnectionActor(HostedActor):
 
     def on_start(self) -> None:
         if self.resume:
-            opening = self._adapter.resume(
-                ProviderResume(session_id=self.session_id, chat_id=self.chat_id)
+            opening = resume_with_retry(
+                self._adapter,
+                ProviderResume(session_id=self.session_id, chat_id=self.chat_id),
+                self.services.resume_retry,
             )
         else:
             opening = self._adapter.start()
@@ -186,7 +193,13 @@ class ProviderConnectionActor(HostedActor):
         error = _as_error(exc, "could not open the provider session")
         self._log.warning("provider_open_failed", error=error.message)
         self.send(self.owner, ConnectionOpenFailed(generation=self.generation, error=error))
-        self._fail(error)  # the supervisor restarts it, as any failed connection
+        if self.resume and self.generation == 0:
+            # Restoring a session: the caller of open_session hears the error and
+            # the stored session stays as it is, to be opened again later.
+            self._failed = True
+            self.stop()
+        else:
+            self._fail(error)  # the supervisor restarts it, as any failed connection
 
     def _settled(self, turn_id: str, result: Any, exc: BaseException | None) -> None:
         if exc is None:

@@ -50,7 +50,7 @@ from agenthost.messages.state import (
     PendingMessage,
     SessionSummary,
 )
-from agenthost.providers.base import Provider, ProviderLoop
+from agenthost.providers.base import Provider, ProviderLoop, RetryPolicy
 from agenthost.store.sqlite import SqliteStore
 
 log = structlog.get_logger(__name__)
@@ -99,6 +99,7 @@ class Host:
         clock: Clock | None = None,
         *,
         restart_policy: RestartPolicy | None = None,
+        resume_retry: RetryPolicy | None = None,
         subscriber_queue_size: int = 10_000,
     ) -> "Host":
         """Start a host.
@@ -125,6 +126,7 @@ class Host:
             providers=dict(providers),
             loops=loops,
             subscriber_queue_size=subscriber_queue_size,
+            resume_retry=resume_retry or RetryPolicy(),
         )
         services.supervisor = SupervisorActor.start(services, restart_policy)
         services.host = HostActor.start(services)

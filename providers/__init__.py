@@ -14,6 +14,7 @@ from agenthost.providers.base import (
     ProviderCrashed,
     ProviderLoop,
     ProviderResumeError,
+    RetryPolicy,
 )
 from agenthost.providers.scripted import ScriptedProvider
 
@@ -24,5 +25,6 @@ __all__ = [
     "ProviderCrashed",
     "ProviderLoop",
     "ProviderResumeError",
+    "RetryPolicy",
     "ScriptedProvider",
 ]

@@ -16,8 +16,12 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
+
+import attrs
+import structlog
+import tenacity
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
@@ -30,6 +34,8 @@ from agenthost.messages.provider import (
     ProviderSteer,
     ProviderWithdraw,
 )
+
+log = structlog.get_logger(__name__)
 
 Emit = Callable[[ProviderEvent], None]
 T = TypeVar("T")
@@ -65,10 +71,43 @@ class ProviderResumeError(Exception):
         self.no_history = no_history
 
 
+TRANSIENT_MARKERS = (
+    "network fetch failed",
+    "timed out",
+    "timeout",
+    "connection refused",
+    "connection reset",
+    "temporarily unavailable",
+    "429",
+    "500",
+    "502",
+    "503",
+    "504",
+)
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """Retries of a provider resume: transient errors only, bounded, with jitter.
+
+    `sleep` is injectable so tests need not wait.
+    """
+
+    attempts: int = 3
+    wait_min: float = 0.2
+    wait_max: float = 2.0
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+
 class ProviderAdapter(abc.ABC):
     """One provider session. Every method runs on the provider kind's loop."""
 
     capabilities: Capabilities
+
+    def is_transient(self, error: ProviderResumeError) -> bool:
+        """Whether a resume error may pass if tried again (each adapter owns its list)."""
+        text = error.message.lower()
+        return not error.no_history and any(marker in text for marker in TRANSIENT_MARKERS)
 
     async def start(self) -> None:
         """Open a new provider session (spawn a CLI, connect); no-op by default."""
@@ -106,6 +145,36 @@ class ProviderAdapter(abc.ABC):
 
     def turn_diagnostic_snapshot(self, turn_id: str) -> dict[str, Any]:
         return {}
+
+
+async def resume_with_retry(
+    adapter: ProviderAdapter, message: ProviderResume, policy: RetryPolicy
+) -> None:
+    """Resume, retrying transient errors per `policy`; the last error propagates."""
+
+    def transient(exc: BaseException) -> bool:
+        return isinstance(exc, ProviderResumeError) and adapter.is_transient(exc)
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        log.warning(
+            "resume_retrying",
+            session_id=message.session_id,
+            chat_id=message.chat_id,
+            attempt=state.attempt_number,
+            error=str(state.outcome.exception()) if state.outcome else None,
+        )
+
+    retrying = tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(policy.attempts),
+        wait=tenacity.wait_random_exponential(multiplier=policy.wait_min, max=policy.wait_max),
+        retry=tenacity.retry_if_exception(transient),
+        sleep=policy.sleep,
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+    async for attempt in retrying:
+        with attempt:
+            await adapter.resume(message)
 
 
 class Provider(abc.ABC):

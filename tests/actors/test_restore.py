@@ -6,13 +6,21 @@ import pytest
 
 from agenthost.actors import FakeClock, Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
+from agenthost.providers import RetryPolicy
 from agenthost.providers.scripted import ScriptedProvider
 from agenthost.store import SqliteStore
 
 
+async def no_sleep(seconds: float) -> None:
+    return None
+
+
 def start(db_path: Path, provider: ScriptedProvider) -> Host:
     return Host.start(
-        store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
+        store=SqliteStore(db_path),
+        providers={"scripted": provider},
+        clock=FakeClock(),
+        resume_retry=RetryPolicy(attempts=3, sleep=no_sleep),
     )
 
 
@@ -24,18 +32,45 @@ def stored_session(db_path: Path, provider: ScriptedProvider) -> str:
     return session.id
 
 
-def test_a_resume_error_propagates_and_leaves_the_stored_session_intact(db_path: Path) -> None:
+NETWORK = "Authentication failed: Failed to validate SDK token: network fetch failed"
+
+
+def test_a_transient_resume_error_past_the_retries_propagates_and_leaves_the_session_intact(
+    db_path: Path,
+) -> None:
     provider = ScriptedProvider()
     session_id = stored_session(db_path, provider)
-    provider.fail_resume(code=-32603, message="network fetch failed", times=1)
+    provider.fail_resume(code=-32603, message=NETWORK, times=3)
     with start(db_path, provider) as host:
         with pytest.raises(AgentHostError) as caught:
             host.open_session(session_id)
         assert caught.value.code is ErrorCode.PROVIDER_ERROR
         assert "network fetch failed" in caught.value.message
-        chat = host.open_session(session_id).chat()  # the failure was transient
+        assert [s.turn_count for s in host.list_sessions()] == [1]
+        chat = host.open_session(session_id).chat()  # later, the network is back
         assert [t.user_text for t in chat.state().turns] == ["remember me"]
         assert chat.send("again").result(timeout=10).state is OutcomeState.COMPLETE
+
+
+def test_a_transient_resume_error_is_retried_then_succeeds(db_path: Path) -> None:
+    provider = ScriptedProvider()
+    session_id = stored_session(db_path, provider)
+    provider.fail_resume(code=-32603, message=NETWORK, times=2)
+    with start(db_path, provider) as host:
+        chat = host.open_session(session_id).chat()
+        assert [t.user_text for t in chat.state().turns] == ["remember me"]
+
+
+def test_any_other_resume_error_propagates_at_once_without_retries(db_path: Path) -> None:
+    provider = ScriptedProvider()
+    session_id = stored_session(db_path, provider)
+    provider.fail_resume(code=-32000, message="permission denied", times=2)
+    with start(db_path, provider) as host:
+        with pytest.raises(AgentHostError):
+            host.open_session(session_id)
+        with pytest.raises(AgentHostError):  # the second failure was not used up by a retry
+            host.open_session(session_id)
+        assert host.open_session(session_id).chat().state().turns[0].user_text == "remember me"
 
 
 def test_a_provider_that_reports_no_history_falls_back_to_a_fresh_provider_session(
