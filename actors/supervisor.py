@@ -5,7 +5,8 @@ backoff and jitter on the host clock, at most `intensity` times within
 `period` seconds. Its owner (the chat's turn tracker) hears ConnectionLost
 first, so turns whose producer died end as execution_abandoned; nothing else
 about the session changes. Past the limit the owner hears
-ProviderUnavailable, and sends fail at once with a clear error.
+ProviderUnavailable, and sends fail at once with a clear error, until the
+connection is started again after a cool-down.
 """
 
 import random
@@ -38,6 +39,7 @@ class RestartPolicy:
     period: float = 60.0
     backoff_min: float = 0.05
     backoff_max: float = 2.0
+    cooldown: float = 30.0
 
     def delay(self, restarts_so_far: int, rng: random.Random) -> float:
         if restarts_so_far == 0:
@@ -129,18 +131,23 @@ class SupervisorActor(HostedActor):
                 ),
             )
             self.send(child.owner, ProviderUnavailable(error=error))
+            child.restarts.clear()
+            self._restart_later(child, self.policy.cooldown)  # it comes back after a cool-down
             return
         delay = self.policy.delay(len(child.restarts), self._rng)
         child.restarts.append(now)
+        self._restart_later(child, delay)
+
+    def _restart_later(self, child: _Child, delay: float) -> None:
         restart = RestartConnection(session_id=child.session_id, chat_id=child.chat_id)
         if delay <= 0:
             self._restart(restart)
-        else:
+            return
 
-            def fire() -> None:
-                self.send(self.actor_ref, restart)
+        def fire() -> None:
+            self.send(self.actor_ref, restart)
 
-            self.services.clock.call_later(delay, fire)
+        self.services.clock.call_later(delay, fire)
 
     @handles(RestartConnection)
     def _restart(self, message: RestartConnection) -> None:

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from agenthost.actors import DeterministicRunner, FakeClock, Host, RestartPolicy, use_runtime
+from agenthost.actors.protocol import ConnectionReady
 from agenthost.messages import ErrorCode, OutcomeState
 from agenthost.providers.scripted import Crash, Say, ScriptedProvider
 from agenthost.store import SqliteStore
@@ -42,6 +43,13 @@ def test_a_connection_restarts_until_the_intensity_limit_then_the_provider_is_un
         refused = chat.send("anything").result(timeout=10)  # past the limit: fails at once
         assert refused.error is not None and refused.error.code is ErrorCode.PROVIDER_UNAVAILABLE
         assert "failed 3 times within 60 s" in refused.error.message
+
+        seen = len(runner.history)
+        clock.advance(policy.cooldown)  # the provider comes back after its cool-down
+        runner.run(
+            until=lambda: any(isinstance(d.message, ConnectionReady) for d in runner.history[seen:])
+        )
+        assert chat.send("back").result(timeout=10).state is OutcomeState.COMPLETE
         assert [s.id for s in host.list_sessions()] == [session.id]
-        assert len(chat.state().turns) == 5
+        assert len(chat.state().turns) == 6
         host.stop()
