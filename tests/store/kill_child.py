@@ -1,0 +1,50 @@
+"""A host under load that prints what it acknowledged; the durability test kills it.
+
+Usage: python kill_child.py DB_PATH CHATS. Prints `create` before each
+create_session call, `session <id>` once created, `ack <session> <turn> <text>`
+once a turn's outcome was delivered (so committed), forever.
+"""
+
+import asyncio
+import itertools
+import logging
+import sys
+
+import structlog
+
+from agenthost.actors import Host, aio
+from agenthost.providers import ScriptedProvider
+from agenthost.store import SqliteStore
+
+
+def say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+async def chat_loop(host: Host, index: int) -> None:
+    say("create")
+    session = await aio.create_session(host)
+    say(f"session {session.id}")
+    chat = await aio.chat(session)
+    for turn in itertools.count():
+        text = f"c{index}t{turn}"
+        ticket = await aio.send(chat, text, timeout=60)
+        outcome = await aio.outcome(ticket, timeout=60)
+        say(f"ack {session.id} {outcome.turn_id} {text} {outcome.state.value}")
+
+
+async def main(db_path: str, chats: int) -> None:
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": ScriptedProvider(echo_deltas=4, delta_s=0.001)},
+    )
+    await asyncio.gather(*(chat_loop(host, i) for i in range(chats)))
+
+
+if __name__ == "__main__":
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
