@@ -48,6 +48,7 @@ from agenthost.actors.protocol import (
     Steer,
     SteeringCancelled,
     SteeringRemovalSettled,
+    SubscribersChanged,
     UseTracker,
     Write,
 )
@@ -167,6 +168,7 @@ class ChatActor(HostedActor):
         self._removals: dict[str, list[RuntimeFuture]] = {}
         self._answers: dict[str, deque[RuntimeFuture]] = {}
         self._reported_status = state.status
+        self._reported_subscribers = 0
         # Queued when a turn ended without success: they wait for a successful turn.
         self._held: set[str] = {m.id for m in state.queued_messages}
         self._stable: dict[str, list[str]] = {}
@@ -242,6 +244,7 @@ class ChatActor(HostedActor):
             self._published = state_after
             if event is not None and self._subscribers:
                 self._subscribers = [s for s in self._subscribers if s.push(event)]
+                self._report_subscribers()
             if ticket is not None:
                 ticket.resolve(self._outcome(ticket))
         if self._published.status != self._reported_status:
@@ -441,11 +444,19 @@ class ChatActor(HostedActor):
         snapshot = self._stamp(ChatSnapshot(state=self._published))
         message.subscription.push(snapshot)
         self._subscribers.append(message.subscription)
+        self._report_subscribers()
         return snapshot
 
     @handles(Detach)
     def _detach(self, message: Detach) -> None:
         self._subscribers = [s for s in self._subscribers if s is not message.subscription]
+        self._report_subscribers()
+
+    def _report_subscribers(self) -> None:
+        count = len(self._subscribers)
+        if count != self._reported_subscribers:
+            self._reported_subscribers = count
+            self.send(self.session, SubscribersChanged(chat_id=self.chat_id, count=count))
 
     # -- turns -------------------------------------------------------------------------------
     def _start_turn(

@@ -6,14 +6,26 @@ once their provider sessions resumed). A session whose provider failed to
 resume is stopped and forgotten in memory; its stored rows stay untouched.
 """
 
+import itertools
 import uuid
 
 import attrs
 import structlog
 
+from agenthost.actors.clock import TimerHandle
 from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
-from agenthost.actors.protocol import AdoptSession, Ref, SessionReady, SessionSaved, Write
+from agenthost.actors.protocol import (
+    AdoptSession,
+    IdleTimerFired,
+    Ref,
+    ReleaseIfIdle,
+    SessionActivity,
+    SessionReady,
+    SessionReleased,
+    SessionSaved,
+    Write,
+)
 from agenthost.actors.runtime import RuntimeFuture, handles
 from agenthost.actors.session import SessionActor
 from agenthost.messages.commands import CreateSession
@@ -24,6 +36,14 @@ from agenthost.store.records import SaveSession
 log = structlog.get_logger(__name__)
 
 
+@attrs.frozen(kw_only=True)
+class Lifecycle:
+    """When idle sessions leave memory (their rows stay) and unused drafts go."""
+
+    idle_release_s: float = 30.0
+    draft_gc_s: float = 30.0
+
+
 @attrs.frozen
 class SessionInfo:
     session_id: str
@@ -31,8 +51,12 @@ class SessionInfo:
 
 
 class HostActor(HostedActor):
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, lifecycle: Lifecycle | None = None) -> None:
         super().__init__(services)
+        self.lifecycle = lifecycle or Lifecycle()
+        self._timers: dict[str, tuple[int, TimerHandle]] = {}
+        self._tokens = itertools.count(1)
+        self.counters: dict[str, int] = {"released": 0, "draft_gc_disposed": 0}
         self._sessions: dict[str, Ref] = {}
         self._waiters: dict[str, list[RuntimeFuture]] = {}
         self._restoring: set[str] = set()
@@ -154,6 +178,44 @@ class HostActor(HostedActor):
             if ref is not None:
                 ref.stop(block=False)
         self._answer(message.session_id, message.error)
+
+    # -- idle release and draft GC ---------------------------------------------------------
+    @handles(SessionActivity)
+    def _activity(self, message: SessionActivity) -> None:
+        """Arm a timer while nobody watches a session and no turn runs in it; a
+        subscriber arriving (or any activity) cancels it."""
+        previous = self._timers.pop(message.session_id, None)
+        if previous is not None:
+            previous[1].cancel()
+        if message.watched or message.active or message.session_id not in self._sessions:
+            return
+        delay = (
+            self.lifecycle.draft_gc_s if message.unused_draft else self.lifecycle.idle_release_s
+        )
+        token = next(self._tokens)
+        fired = IdleTimerFired(session_id=message.session_id, token=token)
+
+        def fire() -> None:
+            self.send(self.actor_ref, fired)
+
+        self._timers[message.session_id] = (token, self.services.clock.call_later(delay, fire))
+
+    @handles(IdleTimerFired)
+    def _timer_fired(self, message: IdleTimerFired) -> None:
+        current = self._timers.get(message.session_id)
+        if current is None or current[0] != message.token:
+            return  # cancelled after it fired
+        del self._timers[message.session_id]
+        ref = self._sessions.get(message.session_id)
+        self.send(ref, ReleaseIfIdle(collect=True))
+
+    @handles(SessionReleased)
+    def _released(self, message: SessionReleased) -> None:
+        self._sessions.pop(message.session_id, None)
+        self._timers.pop(message.session_id, None)
+        key = "draft_gc_disposed" if message.disposed else "released"
+        self.counters[key] += 1
+        log.info(key, session_id=message.session_id)
 
     def on_stop(self) -> None:
         stopped = AgentHostError(code=ErrorCode.HOST_STOPPED, message="The host stopped.")

@@ -79,6 +79,46 @@ class StopHost:
     pass
 
 
+@attrs.frozen
+class SubscribersChanged:
+    """chat -> session: how many subscribers the chat has now."""
+
+    chat_id: str
+    count: int
+
+
+@attrs.frozen
+class SessionActivity:
+    """session -> host: the facts idle release and draft GC depend on."""
+
+    session_id: str
+    watched: bool
+    active: bool
+    unused_draft: bool
+
+
+@attrs.frozen
+class IdleTimerFired:
+    session_id: str
+    token: int
+
+
+@attrs.frozen
+class ReleaseIfIdle:
+    """host -> session: release now if still idle; with `collect`, dispose it
+    instead if it is still an unused draft. The session re-checks both."""
+
+    collect: bool
+
+
+@attrs.frozen
+class SessionReleased:
+    """session -> host: it stopped; `disposed`: its rows were deleted too."""
+
+    session_id: str
+    disposed: bool
+
+
 # -- chat <-> turn tracker -----------------------------------------------------------
 @attrs.frozen
 class BeginTurn:

@@ -18,9 +18,13 @@ from agenthost.actors.protocol import (
     ClientToolsChanged,
     GetChat,
     Ref,
+    ReleaseIfIdle,
+    SessionActivity,
     SessionReady,
+    SessionReleased,
     SpawnSubagentChat,
     SubagentChatStarted,
+    SubscribersChanged,
     Write,
 )
 from agenthost.actors.runtime import handles
@@ -34,7 +38,7 @@ from agenthost.messages.state import (
     ClientTool,
     chat_resource,
 )
-from agenthost.store.records import SaveChat
+from agenthost.store.records import DeleteSession, SaveChat
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +59,7 @@ class SessionActor(HostedActor):
         chats: tuple[ChatState, ...],
         chat_ids: tuple[str, ...],
         restored: bool,
+        used: bool = False,
     ) -> None:
         super().__init__(services)
         self.session_id = session_id
@@ -65,12 +70,55 @@ class SessionActor(HostedActor):
         self._waiting: set[str] = set(chat_ids)
         self._clients: dict[str, tuple[ClientTool, ...]] = {}
         self._statuses: dict[str, int] = {}
+        self._subscribers: dict[str, int] = {}
+        # Created here and never used: the only kind of session GC may ever take.
+        # Latches off for good (DESIGN.md rule 4).
+        self._unused_draft = not restored and not used
+        self._reported: SessionActivity | None = None
         self._log = log.bind(session_id=session_id)
 
     def on_start(self) -> None:
         for chat_id, state in self._initial:
             self._start_chat(chat_id, state)
         self._initial = ()
+        self._report()
+
+    # -- idle release and draft GC ------------------------------------------------------
+    def _active(self) -> bool:
+        return any(ChatStatus(s) & ChatStatus.IN_PROGRESS for s in self._statuses.values())
+
+    def _watched(self) -> bool:
+        return any(count > 0 for count in self._subscribers.values())
+
+    def _report(self) -> None:
+        activity = SessionActivity(
+            session_id=self.session_id,
+            watched=self._watched(),
+            active=self._active(),
+            unused_draft=self._unused_draft,
+        )
+        if activity != self._reported:
+            self._reported = activity
+            self.send(self.services.host, activity)
+
+    @handles(SubscribersChanged)
+    def _subscribers_changed(self, message: SubscribersChanged) -> None:
+        self._subscribers[message.chat_id] = message.count
+        self._report()
+
+    @handles(ReleaseIfIdle)
+    def _release_if_idle(self, message: ReleaseIfIdle) -> None:
+        """The timer fired: re-check every condition now, not as they were when it was armed."""
+        if self._watched() or self._active():
+            return
+        disposed = message.collect and self._unused_draft
+        if disposed:
+            self.send(self.services.store, Write(op=DeleteSession(session_id=self.session_id)))
+            self._log.info("draft_gc_disposed")
+        else:
+            self._log.info("session_released")
+        self.send(self.services.host, SessionReleased(session_id=self.session_id, disposed=disposed))
+        self.stop()
 
     def _start_chat(self, chat_id: str, state: ChatState) -> Ref:
         ref = ChatActor.start(
@@ -147,6 +195,9 @@ class SessionActor(HostedActor):
     @handles(ChatStatusChanged)
     def _chat_status(self, message: ChatStatusChanged) -> None:
         self._statuses[message.chat_id] = message.status
+        if ChatStatus(message.status) & ChatStatus.IN_PROGRESS:
+            self._unused_draft = False  # any turn activity latches it off
+        self._report()
 
     @handles(GetSessionStatus)
     def _status(self, message: GetSessionStatus) -> ChatStatus:

@@ -19,7 +19,7 @@ from agenthost.actors.chat import Attach, ChatActor, Detach, SteerReply
 from agenthost.actors.clock import Clock, SystemClock
 from agenthost.actors.context import ActorGroup, Services
 from agenthost.actors.handles import Subscription, Ticket
-from agenthost.actors.host import HostActor, SessionInfo
+from agenthost.actors.host import HostActor, Lifecycle, SessionInfo
 from agenthost.actors.protocol import AdoptSession, Flush, GetChat, ListSessionRows, LoadSession
 from agenthost.actors.runtime import ASK_TIMEOUT_S, current_runtime
 from agenthost.actors.session import ChatInfo
@@ -100,6 +100,8 @@ class Host:
         *,
         restart_policy: RestartPolicy | None = None,
         resume_retry: RetryPolicy | None = None,
+        idle_release_s: float = 30.0,
+        draft_gc_s: float = 30.0,
         subscriber_queue_size: int = 10_000,
     ) -> "Host":
         """Start a host.
@@ -129,7 +131,9 @@ class Host:
             resume_retry=resume_retry or RetryPolicy(),
         )
         services.supervisor = SupervisorActor.start(services, restart_policy)
-        services.host = HostActor.start(services)
+        services.host = HostActor.start(
+            services, Lifecycle(idle_release_s=idle_release_s, draft_gc_s=draft_gc_s)
+        )
         log.info("host_started", store=str(store.path), providers=sorted(providers))
         return cls(services, store, loops)
 
