@@ -189,9 +189,7 @@ class HostActor(HostedActor):
             previous[1].cancel()
         if message.watched or message.active or message.session_id not in self._sessions:
             return
-        delay = (
-            self.lifecycle.draft_gc_s if message.unused_draft else self.lifecycle.idle_release_s
-        )
+        delay = self.lifecycle.draft_gc_s if message.unused_draft else self.lifecycle.idle_release_s
         token = next(self._tokens)
         fired = IdleTimerFired(session_id=message.session_id, token=token)
 

@@ -117,7 +117,9 @@ class SessionActor(HostedActor):
             self._log.info("draft_gc_disposed")
         else:
             self._log.info("session_released")
-        self.send(self.services.host, SessionReleased(session_id=self.session_id, disposed=disposed))
+        self.send(
+            self.services.host, SessionReleased(session_id=self.session_id, disposed=disposed)
+        )
         self.stop()
 
     def _start_chat(self, chat_id: str, state: ChatState) -> Ref:

@@ -213,21 +213,31 @@ class Session:
         self, client_id: str, tools: Sequence[ClientTool], *, timeout: float = DEFAULT_TIMEOUT
     ) -> None:
         """Register the tools `client_id` executes; calls to them wait for its results."""
-        _ask(self._info.ref, SetClientTools(client_id=client_id, tools=tuple(tools)), timeout)
+        self._call(SetClientTools(client_id=client_id, tools=tuple(tools)), timeout)
 
     def remove_client(self, client_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Forget a client: every call it left parked fails, and new calls to its
         tools are answered with an error at once."""
-        _ask(self._info.ref, RemoveClient(client_id=client_id), timeout)
+        self._call(RemoveClient(client_id=client_id), timeout)
 
     def status(self, *, timeout: float = DEFAULT_TIMEOUT) -> ChatStatus:
         """The session's status: input-needed while any chat waits on the user."""
-        return _ask(self._info.ref, GetSessionStatus(), timeout)
+        return self._call(GetSessionStatus(), timeout)
 
     def chat(self, chat_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> "Chat":
         """The default chat, or the chat with this id."""
-        info: ChatInfo = _ask(self._info.ref, GetChat(chat_id=chat_id), timeout)
+        info: ChatInfo = self._call(GetChat(chat_id=chat_id), timeout)
         return Chat(self, info)
+
+    def _call(self, message: Any, timeout: float) -> Any:
+        """Ask the session; one released from memory meanwhile is restored first."""
+        try:
+            return _ask(self._info.ref, message, timeout)
+        except AgentHostError as error:
+            if error.code is not ErrorCode.HOST_STOPPED or self._host._stopped:
+                raise
+        self._info = self._host.open_session(self.id, timeout=timeout)._info
+        return _ask(self._info.ref, message, timeout)
 
     def __repr__(self) -> str:
         return f"Session({self.id})"
@@ -241,13 +251,23 @@ class Chat:
         self.id = info.chat_id
         self._ref = info.ref
 
+    def _call(self, message: Any, timeout: float) -> Any:
+        """Ask the chat; if its session was released from memory, restore it first."""
+        try:
+            return _ask(self._ref, message, timeout)
+        except AgentHostError as error:
+            if error.code is not ErrorCode.HOST_STOPPED or self.session._host._stopped:
+                raise
+        self._ref = self.session._call(GetChat(chat_id=self.id), timeout).ref
+        return _ask(self._ref, message, timeout)
+
     def subscribe(
         self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None
     ) -> Subscription:
         """Events of this chat: first a ChatSnapshot, then live events."""
         size = maxsize or self.session._host.services.subscriber_queue_size
         subscription = Subscription(size, session_id=self.session.id, chat_id=self.id)
-        _ask(self._ref, Attach(subscription=subscription), timeout)
+        self._call(Attach(subscription=subscription), timeout)
         ref = self._ref
 
         def detach(sub: Subscription) -> None:
@@ -260,7 +280,7 @@ class Chat:
     def send(self, text: str, *, timeout: float = DEFAULT_TIMEOUT) -> "TurnHandle":
         """Send a message: it starts a turn, or is queued while one runs."""
         _check_text(text)
-        ticket: Ticket = _ask(self._ref, SendMessage(text=text), timeout)
+        ticket: Ticket = self._call(SendMessage(text=text), timeout)
         return TurnHandle(ticket)
 
     def steer(self, text: str, *, timeout: float = DEFAULT_TIMEOUT) -> PendingMessage:
@@ -269,7 +289,7 @@ class Chat:
         While no turn runs it is simply a send. Returns the pending entry.
         """
         _check_text(text)
-        reply: SteerReply = _ask(self._ref, SteerMessage(text=text), timeout)
+        reply: SteerReply = self._call(SteerMessage(text=text), timeout)
         return reply.pending
 
     def remove_pending(self, pending_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
@@ -283,7 +303,7 @@ class Chat:
             AgentHostError: NOT_FOUND when it is no longer pending;
                 INVALID_ARGUMENT when the provider cannot withdraw steering it holds.
         """
-        return bool(_ask(self._ref, RemovePendingMessage(pending_id=pending_id), timeout))
+        return bool(self._call(RemovePendingMessage(pending_id=pending_id), timeout))
 
     def remove_pending_nowait(self, pending_id: str) -> "Removal":
         """Ask to remove a pending message; `.result(timeout)` waits for the settlement."""
@@ -298,13 +318,13 @@ class Chat:
             AgentHostError: NOT_FOUND, or INVALID_ARGUMENT for a steering message.
         """
         _check_text(text)
-        return _ask(self._ref, EditPendingMessage(pending_id=pending_id, text=text), timeout)
+        return self._call(EditPendingMessage(pending_id=pending_id, text=text), timeout)
 
     def reorder_queue(
         self, pending_ids: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
     ) -> tuple[PendingMessage, ...]:
         """Listed ids first, in that order; the rest keep theirs; unknown ids are ignored."""
-        return _ask(self._ref, ReorderQueue(pending_ids=tuple(pending_ids)), timeout)
+        return self._call(ReorderQueue(pending_ids=tuple(pending_ids)), timeout)
 
     def answer(
         self,
@@ -323,8 +343,7 @@ class Chat:
             AgentHostError: NOT_FOUND when it is not open (answered already, or
                 its turn ended); INVALID_ARGUMENT for the wrong kind of answer.
         """
-        _ask(
-            self._ref,
+        self._call(
             AnswerRequest(
                 request_id=request_id,
                 approved=approved,
@@ -337,11 +356,11 @@ class Chat:
 
     def diagnostics(self, *, timeout: float = DEFAULT_TIMEOUT) -> TurnDiagnostics | None:
         """Why the active turn is where it is (None when no turn runs)."""
-        return _ask(self._ref, GetDiagnostics(), timeout)
+        return self._call(GetDiagnostics(), timeout)
 
     def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
         """Cancel the active turn; False when none runs."""
-        return bool(_ask(self._ref, CancelTurn(), timeout))
+        return bool(self._call(CancelTurn(), timeout))
 
     def cancel_nowait(self) -> None:
         """Ask to cancel the active turn without waiting for the answer."""
@@ -353,7 +372,7 @@ class Chat:
             ) from exc
 
     def state(self, *, timeout: float = DEFAULT_TIMEOUT) -> ChatState:
-        return _ask(self._ref, GetChatState(), timeout)
+        return self._call(GetChatState(), timeout)
 
     def __repr__(self) -> str:
         return f"Chat({self.id})"

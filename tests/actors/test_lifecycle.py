@@ -1,0 +1,151 @@
+"""Idle release and draft GC (DESIGN.md rule 4), on the fake clock and the
+deterministic runner: only a session that is still an unused draft is ever
+collected, and every condition is re-checked when the timer fires."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
+from agenthost.actors.protocol import IdleTimerFired
+from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
+from agenthost.messages.commands import SendMessage
+from agenthost.providers import ScriptedProvider
+from agenthost.store import SqliteStore
+from tests.fakes.events import drain_events
+
+GRACE = 30.0
+
+
+@pytest.fixture
+def runner() -> Iterator[DeterministicRunner]:
+    with use_runtime(DeterministicRunner()) as running:
+        yield running
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def start(db_path: Path, clock: FakeClock) -> Host:
+    return Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": ScriptedProvider()},
+        clock=clock,
+        idle_release_s=GRACE,
+        draft_gc_s=GRACE,
+    )
+
+
+def stored(host: Host) -> set[str]:
+    return {s.id for s in host.list_sessions()}
+
+
+def counters(host: Host) -> dict[str, int]:
+    return host.services.host.proxy().counters.get(timeout=10)
+
+
+def test_an_unused_draft_is_collected_after_its_last_subscriber_leaves(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = start(db_path, clock)
+    session = host.create_session()
+    session.chat().subscribe().close()
+    runner.run()
+    clock.advance(GRACE - 1)
+    runner.run()
+    assert session.id in stored(host)
+    clock.advance(1)
+    runner.run()
+    assert stored(host) == set()
+    assert counters(host)["draft_gc_disposed"] == 1
+    with pytest.raises(AgentHostError) as caught:
+        host.open_session(session.id)
+    assert caught.value.code is ErrorCode.NOT_FOUND
+    host.stop()
+
+
+def test_a_session_that_ran_a_turn_is_released_never_collected_and_comes_back(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = start(db_path, clock)
+    session = host.create_session()
+    chat = session.chat()
+    assert chat.send("hello").result(timeout=10).state is OutcomeState.COMPLETE
+    runner.run()
+    clock.advance(GRACE)
+    runner.run()
+    assert counters(host) == {"released": 1, "draft_gc_disposed": 0}
+    assert session.id in stored(host)
+    # The handles still work: the session is restored from the store.
+    assert chat.send("again").result(timeout=10).state is OutcomeState.COMPLETE
+    assert [t.user_text for t in chat.state().turns] == ["hello", "again"]
+    host.stop()
+
+
+def test_a_restored_session_is_never_collected(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = start(db_path, clock)
+    session_id = host.create_session().id
+    host.stop()
+    host = start(db_path, clock)
+    host.open_session(session_id)
+    runner.run()
+    clock.advance(GRACE)
+    runner.run()
+    assert counters(host) == {"released": 1, "draft_gc_disposed": 0}
+    assert session_id in stored(host)
+    host.stop()
+
+
+def test_a_subscriber_arriving_cancels_the_timer(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = start(db_path, clock)
+    session = host.create_session()
+    runner.run()
+    clock.advance(GRACE - 10)
+    sub = session.chat().subscribe()
+    runner.run()
+    clock.advance(GRACE)
+    runner.run()
+    assert session.id in stored(host) and counters(host)["draft_gc_disposed"] == 0
+    sub.close()
+    runner.run()
+    clock.advance(GRACE)
+    runner.run()
+    assert stored(host) == set()  # still an unused draft: collected once unwatched
+    host.stop()
+
+
+def test_gc_rechecks_every_condition_when_its_timer_fires(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = start(db_path, clock)
+    session = host.create_session()
+    chat = session.chat()
+    runner.run()  # unwatched and unused: the GC timer is armed
+    # A turn starts; the timer fires, and the host asks the session to go, before
+    # the session has heard of the turn: only its own re-check can save it.
+    chat._ref.tell(SendMessage(text="just in time"))
+
+    def session_waits(pending, ok):  # type: ignore[no-untyped-def]
+        return next((i for i in ok if pending[i].actor != "SessionActor"), None)
+
+    runner.run(choose=session_waits)
+    clock.advance(GRACE)
+    runner.run(
+        until=lambda: any(isinstance(d.message, IdleTimerFired) for d in runner.history),
+        choose=session_waits,
+    )
+    runner.run(choose=session_waits)
+    runner.run()
+    drain_events(chat.subscribe(), turns=1)  # the turn, running on the provider's thread
+    state = chat.state()
+    assert [(t.user_text, t.state.value) for t in state.turns] == [("just in time", "complete")]
+    assert session.id in stored(host)
+    assert counters(host)["draft_gc_disposed"] == 0
+    host.stop()
