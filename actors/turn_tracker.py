@@ -237,13 +237,12 @@ class TurnTrackerActor(HostedActor):
     @handles(ConnectionOpenFailed)
     def _open_failed(self, message: ConnectionOpenFailed) -> None:
         """The provider session could not be opened or resumed. The supervisor
-        restarts the connection (its policy decides); meanwhile nothing waits on it."""
+        restarts the connection (its policy decides): a turn not yet handed over
+        waits for it, and fails if the provider is declared unavailable."""
         if message.generation < self._generation:
             return
         self._conn = None
         self._announce(message.error)
-        if self._turn is not None:
-            self._end(self._failed(self._turn.turn_id, message.error))
         self._requeue_all_steering()
         self._flush_diagnoses()
 
