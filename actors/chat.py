@@ -66,6 +66,7 @@ from agenthost.messages.commands import (
     ReorderQueue,
     SendMessage,
     SteerMessage,
+    TruncateChat,
     TurnOutcome,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
@@ -79,6 +80,7 @@ from agenthost.messages.events import (
     SteeringNotWithdrawn,
     SteeringRecorded,
     SteeringWithdrawn,
+    Truncated,
     TurnFailed,
     TurnStarted,
 )
@@ -102,6 +104,7 @@ from agenthost.store.records import (
     SaveTurnStarted,
     StoreOp,
 )
+from agenthost.store.records import TruncateChat as TruncateStoredChat
 
 log = structlog.get_logger(__name__)
 
@@ -426,6 +429,25 @@ class ChatActor(HostedActor):
     @handles(ClientToolsChanged, ClientRemoved)
     def _clients(self, message: ClientToolsChanged | ClientRemoved) -> None:
         self.send(self._tracker, message)
+
+    @handles(TruncateChat)
+    def _truncate(self, message: TruncateChat) -> ChatState:
+        if self._state.active_turn is not None:
+            raise AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message="A turn is running: cancel it before truncating the chat.",
+            )
+        ids = [t.id for t in self._state.turns]
+        if message.turn_id is not None and message.turn_id not in ids:
+            raise AgentHostError(
+                code=ErrorCode.NOT_FOUND,
+                message=f"chat {self.chat_id} has no turn {message.turn_id}",
+            )
+        self._apply(self._stamp(Truncated(turn_id=message.turn_id)))
+        self._write(
+            TruncateStoredChat(chat_id=self.chat_id, keep=tuple(t.id for t in self._state.turns))
+        )
+        return self._state
 
     @handles(CancelTurn)
     def _cancel(self, message: CancelTurn) -> bool:

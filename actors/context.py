@@ -48,6 +48,7 @@ class Services:
     providers: Mapping[str, Provider]
     loops: Mapping[str, ProviderLoop]
     resume_retry: RetryPolicy = attrs.field(factory=RetryPolicy)
+    worktrees: ActorRef[Any] | None = None
     supervisor: ActorRef[Any] | None = None
     host: ActorRef[Any] | None = None
     subscriber_queue_size: int = 10_000

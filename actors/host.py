@@ -18,9 +18,11 @@ from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
     AdoptSession,
     IdleTimerFired,
+    ImportRecord,
     Ref,
     ReleaseIfIdle,
     SessionActivity,
+    SessionDisposed,
     SessionReady,
     SessionReleased,
     SessionSaved,
@@ -28,10 +30,10 @@ from agenthost.actors.protocol import (
 )
 from agenthost.actors.runtime import RuntimeFuture, handles
 from agenthost.actors.session import SessionActor
-from agenthost.messages.commands import CreateSession
+from agenthost.messages.commands import CreateSession, DisposeSession
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import ChatState, PendingKind, chat_resource
-from agenthost.store.records import SaveSession
+from agenthost.store.records import DeleteSession, ImportSession, SaveSession, SessionRecord
 
 log = structlog.get_logger(__name__)
 
@@ -50,6 +52,21 @@ class SessionInfo:
     ref: Ref
 
 
+def _chat_states(record: SessionRecord) -> tuple[ChatState, ...]:
+    return tuple(
+        ChatState(
+            resource=chat_resource(chat.chat_id),
+            title=chat.title,
+            turns=chat.turns,
+            steering_messages=tuple(m for m in chat.pending if m.kind is PendingKind.STEERING),
+            queued_messages=tuple(m for m in chat.pending if m.kind is PendingKind.QUEUED),
+            draft=chat.draft,
+            origin=chat.origin,
+        )
+        for chat in record.chats
+    )
+
+
 class HostActor(HostedActor):
     def __init__(self, services: Services, lifecycle: Lifecycle | None = None) -> None:
         super().__init__(services)
@@ -58,6 +75,7 @@ class HostActor(HostedActor):
         self._tokens = itertools.count(1)
         self.counters: dict[str, int] = {"released": 0, "draft_gc_disposed": 0}
         self._sessions: dict[str, Ref] = {}
+        self._disposals: dict[str, list[RuntimeFuture]] = {}
         self._waiters: dict[str, list[RuntimeFuture]] = {}
         self._restoring: set[str] = set()
 
@@ -87,7 +105,7 @@ class HostActor(HostedActor):
                     f"configured: {', '.join(sorted(self.services.providers)) or 'none'}"
                 ),
             )
-        session_id = uuid.uuid4().hex
+        session_id = message.session_id or uuid.uuid4().hex
         chat_id = uuid.uuid4().hex
         now = self.services.clock.wall_ms()
         self._sessions[session_id] = SessionActor.start(
@@ -97,6 +115,7 @@ class HostActor(HostedActor):
             chats=(ChatState(resource=chat_resource(chat_id), modified_at=now),),
             chat_ids=(chat_id,),
             restored=False,
+            worktree=message.worktree,
         )
         self.send(
             self.services.store,
@@ -107,6 +126,7 @@ class HostActor(HostedActor):
                     title="",
                     created_at=now,
                     chat_ids=(chat_id,),
+                    worktree=message.worktree,
                 ),
                 ack_to=self.actor_ref,
                 ack=SessionSaved(session_id=session_id),
@@ -135,18 +155,7 @@ class HostActor(HostedActor):
                     "which this host does not configure"
                 ),
             )
-        chats = tuple(
-            ChatState(
-                resource=chat_resource(chat.chat_id),
-                title=chat.title,
-                turns=chat.turns,
-                steering_messages=tuple(m for m in chat.pending if m.kind is PendingKind.STEERING),
-                queued_messages=tuple(m for m in chat.pending if m.kind is PendingKind.QUEUED),
-                draft=chat.draft,
-                origin=chat.origin,
-            )
-            for chat in record.chats
-        )
+        chats = _chat_states(record)
         self._sessions[record.session_id] = SessionActor.start(
             self.services,
             session_id=record.session_id,
@@ -154,10 +163,69 @@ class HostActor(HostedActor):
             chats=chats,
             chat_ids=tuple(chat.chat_id for chat in record.chats),
             restored=True,
+            worktree=record.worktree,
         )
         self._restoring.add(record.session_id)
         log.info("session_restored", session_id=record.session_id, chats=len(chats))
         return self._wait_for(record.session_id)
+
+    @handles(ImportRecord)
+    def _import(self, message: ImportRecord) -> RuntimeFuture:
+        """An imported or forked session: durable, resident, and never an unused draft."""
+        record = message.record
+        if record.provider not in self.services.providers:
+            raise AgentHostError(
+                code=ErrorCode.PROVIDER_UNAVAILABLE,
+                message=f"this host does not configure the provider {record.provider!r}",
+            )
+        self._sessions[record.session_id] = SessionActor.start(
+            self.services,
+            session_id=record.session_id,
+            provider=record.provider,
+            chats=_chat_states(record),
+            chat_ids=tuple(chat.chat_id for chat in record.chats),
+            restored=False,
+            used=True,
+            worktree=record.worktree,
+        )
+        self.send(
+            self.services.store,
+            Write(
+                op=ImportSession(record=record),
+                ack_to=self.actor_ref,
+                ack=SessionSaved(session_id=record.session_id),
+            ),
+        )
+        log.info("session_imported", session_id=record.session_id)
+        return self._wait_for(record.session_id)
+
+    @handles(DisposeSession)
+    def _dispose(self, message: DisposeSession) -> RuntimeFuture:
+        """Delete a session: its rows, its actors (so its provider session). The
+        caller removed its worktree first (or was refused)."""
+        ref = self._sessions.pop(message.session_id, None)
+        timer = self._timers.pop(message.session_id, None)
+        if timer is not None:
+            timer[1].cancel()
+        if ref is not None:
+            ref.stop(block=False)
+        future = RuntimeFuture()
+        self._disposals.setdefault(message.session_id, []).append(future)
+        self.send(
+            self.services.store,
+            Write(
+                op=DeleteSession(session_id=message.session_id),
+                ack_to=self.actor_ref,
+                ack=SessionDisposed(session_id=message.session_id),
+            ),
+        )
+        log.info("session_disposed", session_id=message.session_id)
+        return future
+
+    @handles(SessionDisposed)
+    def _disposed(self, message: SessionDisposed) -> None:
+        for future in self._disposals.pop(message.session_id, []):
+            future.set(None)
 
     @handles(SessionReady)
     def _ready(self, message: SessionReady) -> None:

@@ -104,6 +104,18 @@ class IdleTimerFired:
 
 
 @attrs.frozen
+class ImportRecord:
+    """Make a whole session (imported, or forked) durable and resident."""
+
+    record: SessionRecord
+
+
+@attrs.frozen
+class SessionDisposed:
+    session_id: str
+
+
+@attrs.frozen
 class ReleaseIfIdle:
     """host -> session: release now if still idle; with `collect`, dispose it
     instead if it is still an unused draft. The session re-checks both."""

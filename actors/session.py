@@ -28,6 +28,7 @@ from agenthost.actors.protocol import (
     Write,
 )
 from agenthost.actors.runtime import handles
+from agenthost.actors.worktree import RemoveWorktree
 from agenthost.messages.commands import GetSessionStatus, RemoveClient, SetClientTools
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
@@ -36,6 +37,7 @@ from agenthost.messages.state import (
     ChatState,
     ChatStatus,
     ClientTool,
+    Worktree,
     chat_resource,
 )
 from agenthost.store.records import DeleteSession, SaveChat
@@ -60,6 +62,7 @@ class SessionActor(HostedActor):
         chat_ids: tuple[str, ...],
         restored: bool,
         used: bool = False,
+        worktree: Worktree | None = None,
     ) -> None:
         super().__init__(services)
         self.session_id = session_id
@@ -75,6 +78,7 @@ class SessionActor(HostedActor):
         # Latches off for good (DESIGN.md rule 4).
         self._unused_draft = not restored and not used
         self._reported: SessionActivity | None = None
+        self.worktree = worktree
         self._log = log.bind(session_id=session_id)
 
     def on_start(self) -> None:
@@ -114,6 +118,11 @@ class SessionActor(HostedActor):
         disposed = message.collect and self._unused_draft
         if disposed:
             self.send(self.services.store, Write(op=DeleteSession(session_id=self.session_id)))
+            if self.worktree is not None and self.services.worktrees is not None:
+                # Never forced: a worktree with changes stays (DESIGN.md rule 7).
+                self.services.worktrees.ask(
+                    RemoveWorktree(worktree=self.worktree, session_id=self.session_id), block=False
+                )
             self._log.info("draft_gc_disposed")
         else:
             self._log.info("session_released")

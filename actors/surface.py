@@ -8,6 +8,7 @@ expiry and `AgentHostError` for expected failures.
 import contextlib
 import os
 import time
+import uuid
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,15 +21,24 @@ from agenthost.actors.clock import Clock, SystemClock
 from agenthost.actors.context import ActorGroup, Services
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.host import HostActor, Lifecycle, SessionInfo
-from agenthost.actors.protocol import AdoptSession, Flush, GetChat, ListSessionRows, LoadSession
+from agenthost.actors.protocol import (
+    AdoptSession,
+    Flush,
+    GetChat,
+    ImportRecord,
+    ListSessionRows,
+    LoadSession,
+)
 from agenthost.actors.runtime import ASK_TIMEOUT_S, current_runtime
 from agenthost.actors.session import ChatInfo
 from agenthost.actors.store import StoreActor
 from agenthost.actors.supervisor import RestartPolicy, SupervisorActor
+from agenthost.actors.worktree import CreateWorktree, RemoveWorktree, WorktreeActor
 from agenthost.messages.commands import (
     AnswerRequest,
     CancelTurn,
     CreateSession,
+    DisposeSession,
     EditPendingMessage,
     GetChatState,
     GetDiagnostics,
@@ -39,6 +49,7 @@ from agenthost.messages.commands import (
     SendMessage,
     SetClientTools,
     SteerMessage,
+    TruncateChat,
     TurnDiagnostics,
     TurnOutcome,
 )
@@ -49,8 +60,11 @@ from agenthost.messages.state import (
     ClientTool,
     PendingMessage,
     SessionSummary,
+    Worktree,
 )
+from agenthost.messages.wire import from_wire, to_wire
 from agenthost.providers.base import Provider, ProviderLoop, RetryPolicy
+from agenthost.store.records import SessionRecord, fork_record
 from agenthost.store.sqlite import SqliteStore
 
 log = structlog.get_logger(__name__)
@@ -130,6 +144,7 @@ class Host:
             subscriber_queue_size=subscriber_queue_size,
             resume_retry=resume_retry or RetryPolicy(),
         )
+        services.worktrees = WorktreeActor.start()
         services.supervisor = SupervisorActor.start(services, restart_policy)
         services.host = HostActor.start(
             services, Lifecycle(idle_release_s=idle_release_s, draft_gc_s=draft_gc_s)
@@ -139,10 +154,68 @@ class Host:
 
     # -- sessions -------------------------------------------------------------------------
     def create_session(
-        self, provider: str = "scripted", *, timeout: float = DEFAULT_TIMEOUT
+        self,
+        provider: str = "scripted",
+        *,
+        worktree_of: str | os.PathLike[str] | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> "Session":
-        info: SessionInfo = _ask(self._host_ref, CreateSession(provider=provider), timeout)
+        """A new session. With `worktree_of` (a git repository) it gets an isolated
+        git worktree of its own, on a branch `agenthost/<session id>`."""
+        session_id = uuid.uuid4().hex
+        worktree = None
+        if worktree_of is not None:
+            worktree = _ask(
+                self._worktrees,
+                CreateWorktree(repo=str(worktree_of), session_id=session_id),
+                timeout,
+            )
+        info: SessionInfo = _ask(
+            self._host_ref,
+            CreateSession(provider=provider, session_id=session_id, worktree=worktree),
+            timeout,
+        )
         return Session(self, info)
+
+    def export_session(
+        self, session_id: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> dict[str, Any]:
+        """The session with its chats, turns and pending messages, as JSON-safe data."""
+        record = self._load(session_id, timeout)
+        return {"agenthost": EXPORT_FORMAT, "session": to_wire(record)}
+
+    def import_session(
+        self, data: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> "Session":
+        """Add an exported session to this host's store. It is never an unused draft.
+
+        Raises:
+            AgentHostError: INVALID_ARGUMENT for data that is not an export, or a
+                session this store already has.
+        """
+        if not isinstance(data, Mapping) or data.get("agenthost") != EXPORT_FORMAT:
+            raise AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message=f"not an agenthost session export (format {EXPORT_FORMAT})",
+            )
+        record = from_wire(data.get("session"), SessionRecord)
+        if _ask(self._services.store, LoadSession(session_id=record.session_id), timeout):
+            raise AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message=f"this store already has session {record.session_id}",
+            )
+        return Session(self, _ask(self._host_ref, ImportRecord(record=record), timeout))
+
+    def _load(self, session_id: str, timeout: float) -> SessionRecord:
+        record = _ask(self._services.store, LoadSession(session_id=session_id), timeout)
+        if record is None:
+            raise AgentHostError(code=ErrorCode.NOT_FOUND, message=f"no session {session_id}")
+        return record
+
+    @property
+    def _worktrees(self) -> pykka.ActorRef[Any]:
+        assert self._services.worktrees is not None
+        return self._services.worktrees
 
     def open_session(self, session_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> "Session":
         """The session, restored from the store and resumed if it is not resident.
@@ -152,9 +225,7 @@ class Host:
                 its session cannot be resumed (the stored session stays untouched).
         """
         deadline = time.monotonic() + timeout
-        record = _ask(self._services.store, LoadSession(session_id=session_id), timeout)
-        if record is None:
-            raise AgentHostError(code=ErrorCode.NOT_FOUND, message=f"no session {session_id}")
+        record = self._load(session_id, timeout)
         info = _ask(
             self._host_ref, AdoptSession(record=record), max(deadline - time.monotonic(), 0.0)
         )
@@ -186,6 +257,11 @@ class Host:
             _ask(self._services.store, Flush(), max(deadline - time.monotonic(), 0.1))
         with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
             self._services.store.stop(block=True, timeout=max(deadline - time.monotonic(), 0.1))
+        if self._services.worktrees is not None:
+            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+                self._services.worktrees.stop(
+                    block=True, timeout=max(deadline - time.monotonic(), 0.1)
+                )
         for loop in self._loops.values():
             loop.stop()
         log.info("host_stopped")
@@ -223,6 +299,35 @@ class Session:
     def status(self, *, timeout: float = DEFAULT_TIMEOUT) -> ChatStatus:
         """The session's status: input-needed while any chat waits on the user."""
         return self._call(GetSessionStatus(), timeout)
+
+    def fork(self, turn_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> "Session":
+        """A new session with this one's turns up to and including `turn_id`,
+        titled "Forked: <title>". It is never an unused draft."""
+        host = self._host
+        record = fork_record(host._load(self.id, timeout), turn_id, uuid.uuid4().hex, _new_id)
+        return Session(host, _ask(host._host_ref, ImportRecord(record=record), timeout))
+
+    def dispose(self, *, force: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Delete the session: rows, provider session, worktree.
+
+        Raises:
+            AgentHostError: WORKTREE_DIRTY naming the uncommitted changes or
+                unpushed commits of its worktree, unless `force`.
+        """
+        host = self._host
+        record = host._load(self.id, timeout)
+        if record.worktree is not None:
+            _ask(
+                host._worktrees,
+                RemoveWorktree(worktree=record.worktree, session_id=self.id, force=force),
+                timeout,
+            )
+        _ask(host._host_ref, DisposeSession(session_id=self.id), timeout)
+
+    @property
+    def worktree(self) -> Worktree | None:
+        """The session's git worktree, if it was created with one."""
+        return self._host._load(self.id, DEFAULT_TIMEOUT).worktree
 
     def chat(self, chat_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> "Chat":
         """The default chat, or the chat with this id."""
@@ -362,6 +467,16 @@ class Chat:
         """Cancel the active turn; False when none runs."""
         return bool(self._call(CancelTurn(), timeout))
 
+    def truncate(
+        self, turn_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ChatState:
+        """Keep the turns up to and including `turn_id` (None: drop them all).
+
+        Raises:
+            AgentHostError: INVALID_ARGUMENT while a turn runs; NOT_FOUND for an unknown turn.
+        """
+        return self._call(TruncateChat(turn_id=turn_id), timeout)
+
     def cancel_nowait(self) -> None:
         """Ask to cancel the active turn without waiting for the answer."""
         try:
@@ -393,6 +508,13 @@ class Removal:
         except pykka.Timeout as exc:
             raise TimeoutError(f"removal not settled within {timeout} s") from exc
         return bool(reply)
+
+
+EXPORT_FORMAT = 1
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
 
 
 def _check_text(text: object) -> None:

@@ -9,12 +9,14 @@ from enum import StrEnum
 import attrs
 
 from agenthost.messages.errors import AgentHostError
-from agenthost.messages.state import ClientTool, PendingMessage
+from agenthost.messages.state import ClientTool, PendingMessage, Worktree
 
 
 @attrs.frozen(kw_only=True)
 class CreateSession:
     provider: str
+    session_id: str | None = None
+    worktree: Worktree | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -30,6 +32,13 @@ class ListSessions:
 @attrs.frozen(kw_only=True)
 class DisposeSession:
     session_id: str
+
+
+@attrs.frozen(kw_only=True)
+class TruncateChat:
+    """Keep the turns up to and including `turn_id` (None: none)."""
+
+    turn_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -161,6 +170,7 @@ COMMAND_TYPES = (
     ListSessions,
     DisposeSession,
     SendMessage,
+    TruncateChat,
     SteerMessage,
     RemovePendingMessage,
     EditPendingMessage,

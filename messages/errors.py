@@ -22,6 +22,7 @@ class ErrorCode(StrEnum):
     EXECUTION_ABANDONED = "execution_abandoned"
     HOST_STOPPED = "host_stopped"
     STORE_ERROR = "store_error"
+    WORKTREE_DIRTY = "worktree_dirty"
 
 
 @attrs.frozen(kw_only=True, auto_exc=False)

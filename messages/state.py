@@ -250,6 +250,15 @@ class ChatState:
 
 
 @attrs.frozen(kw_only=True)
+class Worktree:
+    """A session's git worktree: where it is, the repository, the commit it started at."""
+
+    path: str
+    repo: str
+    base: str
+
+
+@attrs.frozen(kw_only=True)
 class SessionSummary:
     id: str
     title: str

@@ -4,6 +4,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import attrs
 import structlog
@@ -98,6 +99,41 @@ def load(
         Console().print(table)
     if not report.ok:
         raise typer.Exit(code=1)
+
+
+def _open_host(store: Path | None) -> Any:
+    from agenthost.actors import Host
+    from agenthost.actors.surface import default_store_path
+    from agenthost.store import SqliteStore
+
+    return Host.start(store=SqliteStore(store or default_store_path()))
+
+
+@app.command("export")
+def export_session(
+    session_id: str,
+    store: Path | None = typer.Option(None, help="the SQLite store file (default: the user's)"),
+) -> None:
+    """Print a session (chats, turns, pending messages) as JSON."""
+    host = _open_host(store)
+    try:
+        print(json.dumps(host.export_session(session_id), indent=2))
+    finally:
+        host.stop()
+
+
+@app.command("import")
+def import_session(
+    path: Path,
+    store: Path | None = typer.Option(None, help="the SQLite store file (default: the user's)"),
+) -> None:
+    """Add an exported session to a store; prints its id."""
+    data = json.loads(path.read_text())
+    host = _open_host(store)
+    try:
+        print(host.import_session(data).id)
+    finally:
+        host.stop()
 
 
 def main() -> None:

@@ -4,10 +4,12 @@ Operations are frozen values the StoreActor applies in order; the store
 keeps rows (sessions, chats, turns, pending messages), not an action log.
 """
 
+from collections.abc import Callable
+
 import attrs
 
-from agenthost.messages.errors import AgentHostError
-from agenthost.messages.state import ChatOrigin, PendingMessage, Turn, TurnState
+from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.state import ChatOrigin, PendingMessage, Turn, TurnState, Worktree
 
 
 @attrs.frozen(kw_only=True)
@@ -17,6 +19,7 @@ class SaveSession:
     title: str
     created_at: int
     chat_ids: tuple[str, ...]
+    worktree: Worktree | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -84,6 +87,21 @@ class DeleteSession:
     session_id: str
 
 
+@attrs.frozen(kw_only=True)
+class TruncateChat:
+    """Keep only these turns of the chat (the first ones, in order)."""
+
+    chat_id: str
+    keep: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class ImportSession:
+    """Write a whole session: an import, or a fork."""
+
+    record: "SessionRecord"
+
+
 StoreOp = (
     SaveSession
     | SaveChat
@@ -94,6 +112,8 @@ StoreOp = (
     | SavePending
     | DeletePending
     | DeleteSession
+    | TruncateChat
+    | ImportSession
 )
 
 
@@ -114,3 +134,30 @@ class SessionRecord:
     title: str
     created_at: int
     chats: tuple[ChatRecord, ...]
+    worktree: Worktree | None = None
+
+
+def fork_record(
+    record: SessionRecord, turn_id: str, session_id: str, new_id: Callable[[], str]
+) -> SessionRecord:
+    """A new session with the default chat's turns up to and including `turn_id`.
+
+    Raises:
+        AgentHostError: NOT_FOUND when the default chat has no such turn.
+    """
+    chat = record.chats[0]
+    ids = [turn.id for turn in chat.turns]
+    if turn_id not in ids:
+        raise AgentHostError(
+            code=ErrorCode.NOT_FOUND, message=f"session {record.session_id} has no turn {turn_id}"
+        )
+    turns = tuple(attrs.evolve(t, id=new_id()) for t in chat.turns[: ids.index(turn_id) + 1])
+    forked = ChatRecord(chat_id=new_id(), title=chat.title, draft=None, turns=turns, pending=())
+    title = f"Forked: {record.title}" if record.title else "Forked"
+    return SessionRecord(
+        session_id=session_id,
+        provider=record.provider,
+        title=title,
+        created_at=record.created_at,
+        chats=(forked,),
+    )

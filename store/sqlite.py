@@ -34,11 +34,13 @@ from agenthost.messages.state import (
     Turn,
     TurnState,
     UserMessage,
+    Worktree,
 )
 from agenthost.store.records import (
     ChatRecord,
     DeletePending,
     DeleteSession,
+    ImportSession,
     SaveAssistantText,
     SaveChat,
     SavePending,
@@ -48,6 +50,7 @@ from agenthost.store.records import (
     SaveTurnStarted,
     SessionRecord,
     StoreOp,
+    TruncateChat,
 )
 
 log = structlog.get_logger(__name__)
@@ -151,9 +154,20 @@ class SqliteStore:
         db = self._conn
         match op:
             case SaveSession():
+                tree = op.worktree
                 db.execute(
-                    "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?)",
-                    (op.session_id, op.provider, op.title, op.created_at, op.created_at),
+                    "INSERT OR REPLACE INTO sessions (id, provider, title, created_at, modified_at,"
+                    " worktree_path, worktree_repo, worktree_base) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        op.session_id,
+                        op.provider,
+                        op.title,
+                        op.created_at,
+                        op.created_at,
+                        None if tree is None else tree.path,
+                        None if tree is None else tree.repo,
+                        None if tree is None else tree.base,
+                    ),
                 )
                 db.executemany(
                     "INSERT OR IGNORE INTO chats (id, session_id, position) VALUES (?, ?, ?)",
@@ -218,6 +232,17 @@ class SqliteStore:
                 )
             case DeletePending():
                 db.execute("DELETE FROM pending_messages WHERE id = ?", (op.pending_id,))
+            case TruncateChat():
+                marks = ",".join("?" * len(op.keep))
+                doomed = f"chat_id = ? AND id NOT IN ({marks})" if op.keep else "chat_id = ?"
+                db.execute(
+                    "DELETE FROM turn_steering WHERE turn_id IN"
+                    f" (SELECT id FROM turns WHERE {doomed})",
+                    (op.chat_id, *op.keep),
+                )
+                db.execute(f"DELETE FROM turns WHERE {doomed}", (op.chat_id, *op.keep))
+            case ImportSession():
+                self._import(op.record)
             case DeleteSession():
                 db.execute(
                     "DELETE FROM turn_steering WHERE turn_id IN"
@@ -230,6 +255,64 @@ class SqliteStore:
                 db.execute("DELETE FROM sessions WHERE id = ?", (op.session_id,))
             case _:
                 raise TypeError(f"unknown store operation {type(op).__name__}")
+
+    def _import(self, record: SessionRecord) -> None:
+        if self._conn.execute(
+            "SELECT 1 FROM sessions WHERE id = ?", (record.session_id,)
+        ).fetchone():
+            raise sqlite3.IntegrityError(f"session {record.session_id} exists already")
+        self.apply(
+            SaveSession(
+                session_id=record.session_id,
+                provider=record.provider,
+                title=record.title,
+                created_at=record.created_at,
+                chat_ids=(),
+                worktree=record.worktree,
+            )
+        )
+        for chat in record.chats:
+            self.apply(
+                SaveChat(session_id=record.session_id, chat_id=chat.chat_id, origin=chat.origin)
+            )
+            for seq, turn in enumerate(chat.turns):
+                self.apply(
+                    SaveTurnStarted(
+                        session_id=record.session_id,
+                        chat_id=chat.chat_id,
+                        turn_id=turn.id,
+                        seq=seq,
+                        user_text=turn.user_text,
+                        started_at=record.created_at,
+                    )
+                )
+                self.apply(
+                    SaveTurnEnded(
+                        turn_id=turn.id,
+                        state=turn.state,
+                        assistant_text=turn.assistant_text,
+                        ended_at=record.created_at,
+                        error=turn.error,
+                    )
+                )
+                for position, steering in enumerate(turn.steering):
+                    self.apply(
+                        SaveSteeringRecorded(
+                            turn_id=turn.id,
+                            pending_id=steering.id,
+                            text=steering.text,
+                            position=position,
+                        )
+                    )
+            for position, pending in enumerate(chat.pending):
+                self.apply(
+                    SavePending(
+                        session_id=record.session_id,
+                        chat_id=chat.chat_id,
+                        pending=pending,
+                        position=position,
+                    )
+                )
 
     # -- reads ----------------------------------------------------------------------
     def list_sessions(self) -> list[SessionSummary]:
@@ -246,7 +329,9 @@ class SqliteStore:
     def load_session(self, session_id: str) -> SessionRecord | None:
         db = self._conn
         row = db.execute(
-            "SELECT provider, title, created_at FROM sessions WHERE id = ?", (session_id,)
+            "SELECT provider, title, created_at, worktree_path, worktree_repo, worktree_base"
+            " FROM sessions WHERE id = ?",
+            (session_id,),
         ).fetchone()
         if row is None:
             return None
@@ -263,8 +348,14 @@ class SqliteStore:
                 (session_id,),
             ).fetchall()
         )
+        worktree = None if row[3] is None else Worktree(path=row[3], repo=row[4], base=row[5])
         return SessionRecord(
-            session_id=session_id, provider=row[0], title=row[1], created_at=row[2], chats=chats
+            session_id=session_id,
+            provider=row[0],
+            title=row[1],
+            created_at=row[2],
+            chats=chats,
+            worktree=worktree,
         )
 
     def _load_chat(self, chat_id: str, title: str, draft: str | None) -> ChatRecord:

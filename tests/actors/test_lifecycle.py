@@ -149,3 +149,31 @@ def test_gc_rechecks_every_condition_when_its_timer_fires(
     assert session.id in stored(host)
     assert counters(host)["draft_gc_disposed"] == 0
     host.stop()
+
+
+@pytest.mark.parametrize("how", ["fork", "truncate", "import"])
+def test_no_gc_after_fork_truncate_or_import(
+    how: str, db_path: Path, tmp_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = start(db_path, clock)
+    source = host.create_session()
+    chat = source.chat()
+    turn_id = chat.send("used").result(timeout=10).turn_id
+    assert turn_id is not None
+    if how == "fork":
+        subject = source.fork(turn_id)
+    elif how == "truncate":
+        chat.truncate(None)  # empty again, but never a draft again
+        subject = source
+    else:
+        exported = host.export_session(source.id)
+        other = start(tmp_path / "other.db", clock)
+        subject = other.import_session(exported)
+        host.stop()
+        host = other
+    runner.run()
+    clock.advance(GRACE)
+    runner.run()
+    assert subject.id in stored(host)
+    assert counters(host)["draft_gc_disposed"] == 0
+    host.stop()
