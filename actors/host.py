@@ -17,6 +17,7 @@ from agenthost.actors.context import Services
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
     AdoptSession,
+    GetCounters,
     IdleTimerFired,
     ImportRecord,
     Ref,
@@ -44,6 +45,7 @@ class Lifecycle:
 
     idle_release_s: float = 30.0
     draft_gc_s: float = 30.0
+    max_resident: int | None = None
 
 
 @attrs.frozen
@@ -73,8 +75,9 @@ class HostActor(HostedActor):
         self.lifecycle = lifecycle or Lifecycle()
         self._timers: dict[str, tuple[int, TimerHandle]] = {}
         self._tokens = itertools.count(1)
-        self.counters: dict[str, int] = {"released": 0, "draft_gc_disposed": 0}
-        self._sessions: dict[str, Ref] = {}
+        self.counters: dict[str, int] = {"released": 0, "draft_gc_disposed": 0, "disposed": 0}
+        self._sessions: dict[str, Ref] = {}  # resident, least recently used first
+        self._idle: set[str] = set()  # resident and neither watched nor running a turn
         self._disposals: dict[str, list[RuntimeFuture]] = {}
         self._waiters: dict[str, list[RuntimeFuture]] = {}
         self._restoring: set[str] = set()
@@ -204,6 +207,8 @@ class HostActor(HostedActor):
         """Delete a session: its rows, its actors (so its provider session). The
         caller removed its worktree first (or was refused)."""
         ref = self._sessions.pop(message.session_id, None)
+        self._idle.discard(message.session_id)
+        self.counters["disposed"] += 1
         timer = self._timers.pop(message.session_id, None)
         if timer is not None:
             timer[1].cancel()
@@ -226,6 +231,10 @@ class HostActor(HostedActor):
     def _disposed(self, message: SessionDisposed) -> None:
         for future in self._disposals.pop(message.session_id, []):
             future.set(None)
+
+    @handles(GetCounters)
+    def _counters(self, message: GetCounters) -> dict[str, int]:
+        return {**self.counters, "resident": len(self._sessions)}
 
     @handles(SessionReady)
     def _ready(self, message: SessionReady) -> None:
@@ -255,8 +264,14 @@ class HostActor(HostedActor):
         previous = self._timers.pop(message.session_id, None)
         if previous is not None:
             previous[1].cancel()
-        if message.watched or message.active or message.session_id not in self._sessions:
+        if message.session_id not in self._sessions:
             return
+        self._sessions[message.session_id] = self._sessions.pop(message.session_id)  # used now
+        if message.watched or message.active:
+            self._idle.discard(message.session_id)
+            return
+        self._idle.add(message.session_id)
+        self._enforce_max_resident()
         delay = self.lifecycle.draft_gc_s if message.unused_draft else self.lifecycle.idle_release_s
         token = next(self._tokens)
         fired = IdleTimerFired(session_id=message.session_id, token=token)
@@ -265,6 +280,20 @@ class HostActor(HostedActor):
             self.send(self.actor_ref, fired)
 
         self._timers[message.session_id] = (token, self.services.clock.call_later(delay, fire))
+
+    def _enforce_max_resident(self) -> None:
+        """Past the bound, the least recently used idle sessions leave memory."""
+        bound = self.lifecycle.max_resident
+        if bound is None:
+            return
+        excess = len(self._sessions) - bound
+        for session_id in list(self._sessions):
+            if excess <= 0:
+                break
+            if session_id in self._idle:
+                self._idle.discard(session_id)
+                self.send(self._sessions[session_id], ReleaseIfIdle(collect=False))
+                excess -= 1
 
     @handles(IdleTimerFired)
     def _timer_fired(self, message: IdleTimerFired) -> None:
@@ -278,7 +307,10 @@ class HostActor(HostedActor):
     @handles(SessionReleased)
     def _released(self, message: SessionReleased) -> None:
         self._sessions.pop(message.session_id, None)
-        self._timers.pop(message.session_id, None)
+        self._idle.discard(message.session_id)
+        timer = self._timers.pop(message.session_id, None)
+        if timer is not None:
+            timer[1].cancel()
         key = "draft_gc_disposed" if message.disposed else "released"
         self.counters[key] += 1
         log.info(key, session_id=message.session_id)

@@ -104,6 +104,18 @@ class IdleTimerFired:
 
 
 @attrs.frozen
+class GetCounters:
+    """What an operator watches: releases, GC disposals, restarts, resume fallbacks."""
+
+
+@attrs.frozen
+class ResumeFellBack:
+    """connection -> supervisor: a resume found no history and started afresh."""
+
+    session_id: str
+
+
+@attrs.frozen
 class ImportRecord:
     """Make a whole session (imported, or forked) durable and resident."""
 

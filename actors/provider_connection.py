@@ -25,6 +25,7 @@ from agenthost.actors.protocol import (
     ProviderDiagnose,
     ProviderDiagnosed,
     Ref,
+    ResumeFellBack,
 )
 from agenthost.actors.runtime import handles
 from agenthost.messages.errors import AgentHostError, ErrorCode
@@ -179,6 +180,7 @@ class ProviderConnectionActor(HostedActor):
     def _opened(self, exc: BaseException | None) -> None:
         if isinstance(exc, ProviderResumeError) and exc.no_history:
             self._log.warning("resume_fell_back", reason=exc.message)
+            self.send(self.services.supervisor, ResumeFellBack(session_id=self.session_id))
             exc = None
         if exc is None:
             self.send(

@@ -21,10 +21,12 @@ from agenthost.actors.protocol import (
     CloseConnection,
     ConnectionDied,
     ConnectionLost,
+    GetCounters,
     OpenConnection,
     ProviderUnavailable,
     Ref,
     RestartConnection,
+    ResumeFellBack,
 )
 from agenthost.actors.provider_connection import ProviderConnectionActor
 from agenthost.actors.runtime import handles
@@ -66,6 +68,7 @@ class SupervisorActor(HostedActor):
         self._children: dict[tuple[str, str], _Child] = {}
         self._rng = random.Random()
         self.restarts = 0
+        self.resume_fallbacks = 0
 
     def _start_child(self, child: _Child, resume: bool) -> Ref:
         return ProviderConnectionActor.start(
@@ -148,6 +151,14 @@ class SupervisorActor(HostedActor):
             self.send(self.actor_ref, restart)
 
         self.services.clock.call_later(delay, fire)
+
+    @handles(ResumeFellBack)
+    def _fell_back(self, message: ResumeFellBack) -> None:
+        self.resume_fallbacks += 1
+
+    @handles(GetCounters)
+    def _counters(self, message: GetCounters) -> dict[str, int]:
+        return {"provider_restarts": self.restarts, "resume_fallbacks": self.resume_fallbacks}
 
     @handles(RestartConnection)
     def _restart(self, message: RestartConnection) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pykka
 import structlog
 
@@ -25,6 +26,7 @@ from agenthost.actors.protocol import (
     AdoptSession,
     Flush,
     GetChat,
+    GetCounters,
     ImportRecord,
     ListSessionRows,
     LoadSession,
@@ -116,6 +118,9 @@ class Host:
         resume_retry: RetryPolicy | None = None,
         idle_release_s: float = 30.0,
         draft_gc_s: float = 30.0,
+        max_resident: int | None = None,
+        restart_intensity: tuple[int, float] | None = None,
+        restart_backoff: tuple[float, float] | None = None,
         subscriber_queue_size: int = 10_000,
     ) -> "Host":
         """Start a host.
@@ -145,9 +150,21 @@ class Host:
             resume_retry=resume_retry or RetryPolicy(),
         )
         services.worktrees = WorktreeActor.start()
-        services.supervisor = SupervisorActor.start(services, restart_policy)
+        policy = restart_policy or RestartPolicy()
+        if restart_intensity is not None:
+            policy = attrs.evolve(
+                policy, intensity=restart_intensity[0], period=restart_intensity[1]
+            )
+        if restart_backoff is not None:
+            policy = attrs.evolve(
+                policy, backoff_min=restart_backoff[0], backoff_max=restart_backoff[1]
+            )
+        services.supervisor = SupervisorActor.start(services, policy)
         services.host = HostActor.start(
-            services, Lifecycle(idle_release_s=idle_release_s, draft_gc_s=draft_gc_s)
+            services,
+            Lifecycle(
+                idle_release_s=idle_release_s, draft_gc_s=draft_gc_s, max_resident=max_resident
+            ),
         )
         log.info("host_started", store=str(store.path), providers=sorted(providers))
         return cls(services, store, loops)
@@ -230,6 +247,15 @@ class Host:
             self._host_ref, AdoptSession(record=record), max(deadline - time.monotonic(), 0.0)
         )
         return Session(self, info)
+
+    def counters(self, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, int]:
+        """Resident sessions, releases, GC disposals, disposals, provider restarts
+        and resume fallbacks since the host started."""
+        assert self._services.supervisor is not None
+        return {
+            **_ask(self._host_ref, GetCounters(), timeout),
+            **_ask(self._services.supervisor, GetCounters(), timeout),
+        }
 
     def list_sessions(self, *, timeout: float = DEFAULT_TIMEOUT) -> list[SessionSummary]:
         return list(_ask(self._services.store, ListSessionRows(), timeout))

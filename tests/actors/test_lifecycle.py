@@ -44,7 +44,7 @@ def stored(host: Host) -> set[str]:
 
 
 def counters(host: Host) -> dict[str, int]:
-    return host.services.host.proxy().counters.get(timeout=10)
+    return {k: v for k, v in host.counters().items() if k in ("released", "draft_gc_disposed")}
 
 
 def test_an_unused_draft_is_collected_after_its_last_subscriber_leaves(
@@ -176,4 +176,47 @@ def test_no_gc_after_fork_truncate_or_import(
     runner.run()
     assert subject.id in stored(host)
     assert counters(host)["draft_gc_disposed"] == 0
+    host.stop()
+
+
+def test_max_resident_releases_the_least_recently_used_idle_sessions(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": ScriptedProvider()},
+        clock=clock,
+        max_resident=2,
+    )
+    sessions = [host.create_session() for _ in range(3)]
+    for session in sessions:
+        session.chat().send("used").result(timeout=10)
+        runner.run()
+        assert host.counters()["resident"] <= 2
+    assert host.counters()["released"] >= 1
+    assert {s.id for s in host.list_sessions()} == {s.id for s in sessions}  # rows stay
+    assert sessions[0].chat().send("again").result(timeout=10).state is OutcomeState.COMPLETE
+    host.stop()
+
+
+def test_counters_show_restarts_and_resume_fallbacks(
+    db_path: Path, runner: DeterministicRunner
+) -> None:
+    from agenthost.providers.scripted import Crash
+
+    provider = ScriptedProvider().on("boom", Crash())
+    host = Host.start(
+        store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
+    )
+    session = host.create_session()
+    session.chat().send("boom").result(timeout=10)
+    host.stop()
+    provider.fail_resume(code=-32603, message="Session not found: x")
+    host = Host.start(
+        store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
+    )
+    host.open_session(session.id)
+    counts = host.counters()
+    assert counts["resume_fallbacks"] == 1
+    assert counts["provider_restarts"] == 0
     host.stop()
