@@ -40,14 +40,23 @@ def test_a_transient_resume_error_past_the_retries_propagates_and_leaves_the_ses
 ) -> None:
     provider = ScriptedProvider()
     session_id = stored_session(db_path, provider)
-    provider.fail_resume(code=-32603, message=NETWORK, times=3)
-    with start(db_path, provider) as host:
-        with pytest.raises(AgentHostError) as caught:
-            host.open_session(session_id)
-        assert caught.value.code is ErrorCode.PROVIDER_ERROR
-        assert "network fetch failed" in caught.value.message
+    provider.fail_resume(code=-32603, message=NETWORK, times=10)
+    clock = FakeClock()
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": provider},
+        clock=clock,
+        resume_retry=RetryPolicy(attempts=3, sleep=no_sleep),
+    )
+    with host:
+        for _ in range(3):  # three attempts each
+            with pytest.raises(AgentHostError) as caught:
+                host.open_session(session_id)
+            assert caught.value.code is ErrorCode.PROVIDER_ERROR
+            assert "network fetch failed" in caught.value.message
+        clock.advance(3600)  # no GC ever takes it
         assert [s.turn_count for s in host.list_sessions()] == [1]
-        chat = host.open_session(session_id).chat()  # later, the network is back
+        chat = host.open_session(session_id).chat()  # the last failure, then the network is back
         assert [t.user_text for t in chat.state().turns] == ["remember me"]
         assert chat.send("again").result(timeout=10).state is OutcomeState.COMPLETE
 

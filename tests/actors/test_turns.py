@@ -112,12 +112,18 @@ def test_cancel_ends_the_running_turn_as_cancelled(shaped) -> None:
 
 def test_a_crash_mid_turn_abandons_the_turn_and_the_next_send_works(shaped) -> None:
     host, provider = shaped
-    provider.on("boom", Say("half"), Crash())
+    provider.on("boom", Say("half"), Gate("g"), Crash())
     chat = host.create_session().chat()
-    outcome = chat.send("boom").result(timeout=10)
+    crashing = chat.send("boom")
+    provider.wait_reached("g")
+    queued = chat.send("queued")
+    provider.open("g")
+    outcome = crashing.result(timeout=10)
     assert outcome.state is OutcomeState.ERROR
     assert outcome.error is not None and outcome.error.code is ErrorCode.EXECUTION_ABANDONED
+    assert [m.text for m in chat.state().pending] == ["queued"]  # the queue survives
     assert chat.send("again").result(timeout=10).text == "echo: again"
+    assert queued.result(timeout=10).text == "echo: queued"
     assert len(host.list_sessions()) == 1
 
 

@@ -158,3 +158,30 @@ def test_migrations_are_numbered_and_recorded(db_path: Path) -> None:
     store = SqliteStore(db_path)
     store.open()  # reopening applies nothing twice
     store.close()
+
+
+def test_a_store_written_by_the_first_schema_is_upgraded_in_place(db_path: Path) -> None:
+    import importlib.resources
+
+    first = (
+        importlib.resources.files("agenthost.store") / "migrations" / "0001_initial.sql"
+    ).read_text()
+    with sqlite3.connect(db_path) as db:
+        db.executescript(first)
+        db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        db.execute("INSERT INTO schema_version VALUES (1)")
+        db.execute("INSERT INTO sessions VALUES ('s1', 'scripted', 'old', 1, 1)")
+        db.execute("INSERT INTO chats (id, session_id, position) VALUES ('c1', 's1', 0)")
+        db.execute(
+            "INSERT INTO turns (id, chat_id, session_id, seq, user_text, assistant_text, state,"
+            " started_at) VALUES ('t1', 'c1', 's1', 0, 'hi', 'hello', 'complete', 1)"
+        )
+    host = start(db_path)
+    try:
+        chat = host.open_session("s1").chat()
+        assert [(t.user_text, t.assistant_text) for t in chat.state().turns] == [("hi", "hello")]
+        assert chat.send("again").result(timeout=10).state is OutcomeState.COMPLETE
+    finally:
+        host.stop()
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == 4
