@@ -115,18 +115,51 @@ E = TypeVar("E", bound=ChatEvent)
 
 
 @attrs.define
+class _Stream:
+    """A turn's assistant text as it streams: its markdown parts, and what has
+    not become stable (persisted) yet. Used for turns and subagents alike."""
+
+    session_id: str
+    chat_id: str
+    turn_id: str
+    unflushed: list[str] = attrs.field(factory=list)
+    part_id: str | None = None
+    parts: int = 0
+
+    def delta(self, text: str) -> ApplyActions:
+        actions: list[ChatEvent] = []
+        if self.part_id is None:
+            self.parts += 1
+            self.part_id = f"{self.turn_id}-md{self.parts}"
+            part = MarkdownPart(id=self.part_id)
+            actions.append(ResponsePartAdded(turn_id=self.turn_id, part=part))
+        actions.append(AssistantDelta(turn_id=self.turn_id, part_id=self.part_id, text=text))
+        self.unflushed.append(text)
+        return ApplyActions(
+            actions=tuple(
+                attrs.evolve(a, session_id=self.session_id, chat_id=self.chat_id) for a in actions
+            )
+        )
+
+    def stable(self) -> AssistantStable | None:
+        """What became stable (a message ended, or the stream did), to persist."""
+        text = "".join(self.unflushed)
+        self.unflushed.clear()
+        self.part_id = None
+        return AssistantStable(turn_id=self.turn_id, text=text) if text else None
+
+
+@attrs.define
 class _Turn:
     """Per-turn record; dropped when the turn ends. `key` is the provider's run."""
 
     turn_id: str
     key: str
     text: str
+    stream: _Stream
     history: tuple[Turn, ...] = ()
     sent: bool = False
     own_echo_seen: bool = False
-    unflushed: list[str] = attrs.field(factory=list)
-    part_id: str | None = None
-    parts: int = 0
     finish_reason: str | None = None
     settled: CallSettled | None = None
     requests: dict[str, OpenRequest] = attrs.field(factory=dict)
@@ -159,12 +192,10 @@ class _Spawn:
     parent_turn_id: str
     turn_id: str
     background: bool
+    stream: _Stream
     ref: Ref | None = None
     waiting: list[object] = attrs.field(factory=list)  # for its chat, until the chat runs
     resolved: bool = False  # the spawning call finished with the subagent's work
-    unflushed: list[str] = attrs.field(factory=list)
-    part_id: str | None = None
-    parts: int = 0
 
 
 class TurnTrackerActor(HostedActor):
@@ -294,6 +325,7 @@ class TurnTrackerActor(HostedActor):
             turn_id=message.turn_id,
             key=message.turn_id,
             text=message.text,
+            stream=_Stream(self.session_id, self.chat_id, message.turn_id),
             history=message.history,
             last_event_at=self.services.clock.now(),
         )
@@ -400,7 +432,7 @@ class TurnTrackerActor(HostedActor):
             case ReplyDelta():
                 self._delta(turn, event.text)
             case ReplyMessage():
-                if event.text and not turn.unflushed:
+                if event.text and not turn.stream.unflushed:
                     self._delta(turn, event.text)
                 turn.finish_reason = event.finish_reason
                 self._stable(turn)
@@ -410,26 +442,13 @@ class TurnTrackerActor(HostedActor):
                 self._call_settled(turn, event)
 
     def _delta(self, turn: _Turn, text: str) -> None:
-        actions: list[ChatEvent] = []
-        if turn.part_id is None:
-            turn.parts += 1
-            turn.part_id = f"{turn.turn_id}-md{turn.parts}"
-            part = MarkdownPart(id=turn.part_id)
-            actions.append(self._stamp(ResponsePartAdded(turn_id=turn.turn_id, part=part)))
-        actions.append(
-            self._stamp(AssistantDelta(turn_id=turn.turn_id, part_id=turn.part_id, text=text))
-        )
-        turn.unflushed.append(text)
-        self.send(self.chat, ApplyActions(actions=tuple(actions)))
+        self.send(self.chat, turn.stream.delta(text))
 
     def _stable(self, turn: _Turn) -> None:
         """Assistant text became stable (a message ended, or the stream did): persist it."""
-        if turn.unflushed:
-            self.send(
-                self.chat, AssistantStable(turn_id=turn.turn_id, text="".join(turn.unflushed))
-            )
-            turn.unflushed.clear()
-        turn.part_id = None
+        stable = turn.stream.stable()
+        if stable is not None:
+            self.send(self.chat, stable)
 
     def _call_settled(self, turn: _Turn, event: CallSettled) -> None:
         turn.settled = event
@@ -458,13 +477,16 @@ class TurnTrackerActor(HostedActor):
 
     # -- subagents ----------------------------------------------------------------------
     def _spawn(self, turn: _Turn, event: SubagentStarted) -> None:
+        chat_id = uuid.uuid4().hex
+        turn_id = uuid.uuid4().hex
         spawn = _Spawn(
             subagent_id=event.subagent_id,
-            chat_id=uuid.uuid4().hex,
+            chat_id=chat_id,
             tool_call_id=event.tool_call_id,
             parent_turn_id=turn.turn_id,
-            turn_id=uuid.uuid4().hex,
+            turn_id=turn_id,
             background=event.background,
+            stream=_Stream(self.session_id, chat_id, turn_id),
         )
         self._spawns[spawn.subagent_id] = spawn
         self.send(
@@ -510,32 +532,16 @@ class TurnTrackerActor(HostedActor):
             return  # its turn already ended
         match event:
             case ReplyDelta():
-                actions: list[ChatEvent] = []
-                if spawn.part_id is None:
-                    spawn.parts += 1
-                    spawn.part_id = f"{spawn.turn_id}-md{spawn.parts}"
-                    part = MarkdownPart(id=spawn.part_id)
-                    actions.append(ResponsePartAdded(turn_id=spawn.turn_id, part=part))
-                actions.append(
-                    AssistantDelta(turn_id=spawn.turn_id, part_id=spawn.part_id, text=event.text)
-                )
-                spawn.unflushed.append(event.text)
-                stamped = tuple(
-                    attrs.evolve(a, session_id=self.session_id, chat_id=spawn.chat_id)
-                    for a in actions
-                )
-                self._to_spawn(spawn, ApplyActions(actions=stamped))
+                self._to_spawn(spawn, spawn.stream.delta(event.text))
             case ReplyMessage():
                 self._flush_spawn(spawn)
             case Idle():
                 self._end_spawn(spawn, TurnCompleted(turn_id=spawn.turn_id))
 
     def _flush_spawn(self, spawn: _Spawn) -> None:
-        if spawn.unflushed:
-            text = "".join(spawn.unflushed)
-            self._to_spawn(spawn, AssistantStable(turn_id=spawn.turn_id, text=text))
-            spawn.unflushed.clear()
-        spawn.part_id = None
+        stable = spawn.stream.stable()
+        if stable is not None:
+            self._to_spawn(spawn, stable)
 
     def _end_spawn(self, spawn: _Spawn, action: TurnCompleted | TurnCancelled | TurnFailed) -> None:
         """A subagent's turn ends once: its record goes with it."""
@@ -907,6 +913,7 @@ class TurnTrackerActor(HostedActor):
             turn_id=turn_id,
             key=echo.turn_id,
             text=entry.text,
+            stream=_Stream(self.session_id, self.chat_id, turn_id),
             sent=True,
             own_echo_seen=True,
             last_event_at=self.services.clock.now(),

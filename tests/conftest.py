@@ -1,6 +1,7 @@
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -39,3 +40,20 @@ def host(db_path: Path, provider: ScriptedProvider, clock: FakeClock) -> Iterato
     started = Host.start(store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock)
     yield started
     started.stop()
+
+
+@pytest.fixture
+def start_host(db_path: Path, clock: FakeClock) -> Iterator[Callable[..., Host]]:
+    """Start hosts on this test's store and clock; all are stopped at the end."""
+    hosts: list[Host] = []
+
+    def start(provider: ScriptedProvider, **options: Any) -> Host:
+        started = Host.start(
+            store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock, **options
+        )
+        hosts.append(started)
+        return started
+
+    yield start
+    for started in hosts:
+        started.stop()

@@ -23,6 +23,7 @@ from agenthost.messages.provider import SteerAnswered, UserMessageEcho
 from agenthost.providers.scripted import Crash, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.store.records import SaveTurnEnded
+from tests.fakes.runner import delivered
 
 IMMEDIATE = RestartPolicy(intensity=10, backoff_min=0.0, backoff_max=0.0)
 
@@ -34,10 +35,6 @@ def start(db_path: Path, provider: ScriptedProvider, store: SqliteStore | None =
         clock=FakeClock(),
         restart_policy=IMMEDIATE,
     )
-
-
-def delivered(runner: DeterministicRunner, test):  # type: ignore[no-untyped-def]
-    return lambda: any(test(d.message) for d in runner.history)
 
 
 def test_a_resume_that_fails_after_a_crash_is_retried_and_the_chat_goes_on(db_path: Path) -> None:

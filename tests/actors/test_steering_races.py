@@ -1,7 +1,6 @@
 """Steering races on the deterministic runner (mailboxes FIFO, the test picks
 which actor goes next)."""
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,17 +14,7 @@ from agenthost.messages.provider import ProviderSteer, ProviderWithdraw, SteerAn
 from agenthost.messages.state import TurnState
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
-
-Choose = Callable[[list[Delivery], list[int]], int | None]
-
-
-def holding(blocked: Callable[[Delivery], bool]) -> Choose:
-    """Deliver the oldest deliverable message that is not blocked."""
-
-    def choose(pending: list[Delivery], deliverable: list[int]) -> int | None:
-        return next((i for i in deliverable if not blocked(pending[i])), None)
-
-    return choose
+from tests.fakes.runner import delivered, holding
 
 
 def to_connection(d: Delivery) -> bool:
@@ -34,10 +23,6 @@ def to_connection(d: Delivery) -> bool:
 
 def answer_to_connection(d: Delivery) -> bool:
     return to_connection(d) and isinstance(d.message, CallDone)
-
-
-def delivered(runner: DeterministicRunner, test: Callable[[object], bool]) -> Callable[[], bool]:
-    return lambda: any(test(d.message) for d in runner.history)
 
 
 @pytest.mark.parametrize("echo_ids", [True, False], ids=["echo-with-id", "echo-without-id"])

@@ -1,7 +1,6 @@
 """Subagents: a tool call spawns a chat of its own; resolved spawns end with their
 parent's turn, background ones run on, and a cancel ends them all."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,17 +15,8 @@ from tests.fakes.events import drain_events
 
 
 @pytest.fixture
-def start(db_path: Path, clock: FakeClock) -> Iterator:
-    hosts: list[Host] = []
-
-    def make(provider: ScriptedProvider) -> Host:
-        host = Host.start(store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock)
-        hosts.append(host)
-        return host
-
-    yield make
-    for host in hosts:
-        host.stop()
+def start(start_host):  # type: ignore[no-untyped-def]
+    return start_host
 
 
 def subagent_chat(session: Session, parent: Chat) -> Chat:

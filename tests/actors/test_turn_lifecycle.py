@@ -1,7 +1,6 @@
 """Tools, permissions, user input, client tools and closing abandoned turns
 (DESIGN.md rules 2 and 6)."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,17 +31,8 @@ from agenthost.store import SqliteStore
 
 
 @pytest.fixture
-def start(db_path: Path, clock: FakeClock) -> Iterator:
-    hosts: list[Host] = []
-
-    def make(provider: ScriptedProvider) -> Host:
-        host = Host.start(store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock)
-        hosts.append(host)
-        return host
-
-    yield make
-    for host in hosts:
-        host.stop()
+def start(start_host):  # type: ignore[no-untyped-def]
+    return start_host
 
 
 def next_of(sub, kind: type, timeout: float = 10.0):  # type: ignore[no-untyped-def]
