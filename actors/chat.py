@@ -34,9 +34,12 @@ from agenthost.actors.protocol import (
     Committed,
     Diagnose,
     EndTurn,
+    PrepareRelease,
     ProposeDrain,
     RecordSteering,
     Ref,
+    ReleaseAborted,
+    ReleaseVote,
     RemovalOutcome,
     RemoveSteering,
     RequeueSteering,
@@ -129,6 +132,19 @@ class SteerReply:
     ticket: Ticket | None = None
 
 
+CLIENT_COMMANDS = (
+    SendMessage,
+    SteerMessage,
+    RemovePendingMessage,
+    EditPendingMessage,
+    ReorderQueue,
+    AnswerRequest,
+    CancelTurn,
+    TruncateChat,
+    Attach,
+)
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
 
@@ -171,6 +187,8 @@ class ChatActor(HostedActor):
         self._removals: dict[str, list[RuntimeFuture]] = {}
         self._answers: dict[str, deque[RuntimeFuture]] = {}
         self._reported_status = state.status
+        # While the session decides to leave memory: client commands held meanwhile.
+        self._closing: list[tuple[Any, RuntimeFuture]] | None = None
         self._reported_subscribers = 0
         # Queued when a turn ended without success: they wait for a successful turn.
         self._held: set[str] = {m.id for m in state.queued_messages}
@@ -222,6 +240,11 @@ class ChatActor(HostedActor):
         for futures in (*self._removals.values(), *self._answers.values()):
             for future in futures:
                 future.set_exception(exc_info=(AgentHostError, stopped, None))
+        released = AgentHostError(
+            code=ErrorCode.HOST_STOPPED, message="The session left memory; it is restored on use."
+        )
+        for _, future in self._closing or []:
+            future.set_exception(exc_info=(AgentHostError, released, None))
         for subscription in self._subscribers:
             subscription.close()
 
@@ -273,9 +296,9 @@ class ChatActor(HostedActor):
         if message.error is not None:
             # Not durable. Those waiting on a turn's end hear it; publication goes on
             # (holding it would wedge the chat) and the log says what was lost.
-            self._log.error("store_write_lost", up_to=message.seq, error=message.error.message)
+            self._log.error("store_write_lost", seq=message.seq, error=message.error.message)
             for seq, _, _, ticket in self._outbox:
-                if seq <= message.seq and ticket is not None:
+                if seq == message.seq and ticket is not None:
                     ticket.fail(message.error)
         self._committed = max(self._committed, message.seq)
         self._publish_ready()
@@ -333,6 +356,40 @@ class ChatActor(HostedActor):
                 code=ErrorCode.INVALID_ARGUMENT,
                 message="This is a subagent's chat: its parent's turn drives it.",
             )
+
+    # -- leaving memory --------------------------------------------------------------------------
+    def on_receive(self, message: Any) -> Any:
+        if self._closing is not None and isinstance(message, CLIENT_COMMANDS):
+            future = RuntimeFuture()  # answered when the session stays, or fails when it goes
+            self._closing.append((message, future))
+            return future
+        return super().on_receive(message)
+
+    @handles(PrepareRelease)
+    def _prepare_release(self, message: PrepareRelease) -> None:
+        """Agree only with nothing running, watched or waited on; for a deletion,
+        only while the chat never held anything (DESIGN.md rule 4)."""
+        waited_on = (
+            self._tickets
+            or self._removals
+            or self._answers
+            or any(ticket is not None for _, _, _, ticket in self._outbox)
+        )
+        ok = not (self._busy() or self._subscribers or waited_on)
+        if message.collect:
+            ok = ok and not self._state.turns and not self._state.pending
+        if ok:
+            self._closing = []
+        self.send(self.session, ReleaseVote(chat_id=self.chat_id, ok=ok))
+
+    @handles(ReleaseAborted)
+    def _release_aborted(self, message: ReleaseAborted) -> None:
+        held, self._closing = self._closing or [], None
+        for command, future in held:
+            try:
+                future.set(super().on_receive(command))
+            except Exception:
+                future.set_exception()
 
     # -- client commands ---------------------------------------------------------------------
     @handles(SendMessage)

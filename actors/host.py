@@ -78,6 +78,7 @@ class HostActor(HostedActor):
         self.counters: dict[str, int] = {"released": 0, "draft_gc_disposed": 0, "disposed": 0}
         self._sessions: dict[str, Ref] = {}  # resident, least recently used first
         self._idle: set[str] = set()  # resident and neither watched nor running a turn
+        self._last_activity: dict[str, SessionActivity] = {}
         self._disposals: dict[str, list[RuntimeFuture]] = {}
         self._waiters: dict[str, list[RuntimeFuture]] = {}
         self._restoring: set[str] = set()
@@ -140,7 +141,11 @@ class HostActor(HostedActor):
 
     @handles(SessionSaved)
     def _saved(self, message: SessionSaved) -> None:
-        self._answer(message.session_id, None)
+        if message.error is not None:  # not durable: it must not live on in memory
+            ref = self._sessions.pop(message.session_id, None)
+            if ref is not None:
+                ref.stop(block=False)
+        self._answer(message.session_id, message.error)
 
     @handles(AdoptSession)
     def _adopt(self, message: AdoptSession) -> RuntimeFuture | SessionInfo:
@@ -176,6 +181,11 @@ class HostActor(HostedActor):
     def _import(self, message: ImportRecord) -> RuntimeFuture:
         """An imported or forked session: durable, resident, and never an unused draft."""
         record = message.record
+        if record.session_id in self._sessions:
+            raise AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message=f"session {record.session_id} exists already",
+            )
         if record.provider not in self.services.providers:
             raise AgentHostError(
                 code=ErrorCode.PROVIDER_UNAVAILABLE,
@@ -208,6 +218,7 @@ class HostActor(HostedActor):
         caller removed its worktree first (or was refused)."""
         ref = self._sessions.pop(message.session_id, None)
         self._idle.discard(message.session_id)
+        self._last_activity.pop(message.session_id, None)
         self.counters["disposed"] += 1
         timer = self._timers.pop(message.session_id, None)
         if timer is not None:
@@ -230,7 +241,10 @@ class HostActor(HostedActor):
     @handles(SessionDisposed)
     def _disposed(self, message: SessionDisposed) -> None:
         for future in self._disposals.pop(message.session_id, []):
-            future.set(None)
+            if message.error is None:
+                future.set(None)
+            else:
+                future.set_exception(exc_info=(AgentHostError, message.error, None))
 
     @handles(GetCounters)
     def _counters(self, message: GetCounters) -> dict[str, int]:
@@ -247,6 +261,9 @@ class HostActor(HostedActor):
                 )
             return
         self._restoring.discard(message.session_id)
+        last = self._last_activity.get(message.session_id)
+        if message.error is None and last is not None:
+            self._activity(last)
         if message.error is not None:
             log.warning(
                 "session_open_failed", session_id=message.session_id, error=message.error.message
@@ -264,8 +281,9 @@ class HostActor(HostedActor):
         previous = self._timers.pop(message.session_id, None)
         if previous is not None:
             previous[1].cancel()
-        if message.session_id not in self._sessions:
-            return
+        self._last_activity[message.session_id] = message
+        if message.session_id not in self._sessions or message.session_id in self._restoring:
+            return  # a session still resuming is armed once it is ready
         self._sessions[message.session_id] = self._sessions.pop(message.session_id)  # used now
         if message.watched or message.active:
             self._idle.discard(message.session_id)
@@ -307,6 +325,7 @@ class HostActor(HostedActor):
     @handles(SessionReleased)
     def _released(self, message: SessionReleased) -> None:
         self._sessions.pop(message.session_id, None)
+        self._last_activity.pop(message.session_id, None)
         self._idle.discard(message.session_id)
         timer = self._timers.pop(message.session_id, None)
         if timer is not None:

@@ -48,6 +48,7 @@ class Flush:
 @attrs.frozen
 class SessionSaved:
     session_id: str
+    error: AgentHostError | None = None
 
 
 @attrs.frozen
@@ -125,6 +126,7 @@ class ImportRecord:
 @attrs.frozen
 class SessionDisposed:
     session_id: str
+    error: AgentHostError | None = None
 
 
 @attrs.frozen
@@ -133,6 +135,25 @@ class ReleaseIfIdle:
     instead if it is still an unused draft. The session re-checks both."""
 
     collect: bool
+
+
+@attrs.frozen
+class PrepareRelease:
+    """session -> chat: may the session leave memory (or, `collect`, be deleted)?
+    A chat that agrees holds every client command until the answer is known."""
+
+    collect: bool
+
+
+@attrs.frozen
+class ReleaseVote:
+    chat_id: str
+    ok: bool
+
+
+@attrs.frozen
+class ReleaseAborted:
+    """session -> chat: it stays after all; run the commands held meanwhile."""
 
 
 @attrs.frozen

@@ -17,8 +17,11 @@ from agenthost.actors.protocol import (
     ClientRemoved,
     ClientToolsChanged,
     GetChat,
+    PrepareRelease,
     Ref,
+    ReleaseAborted,
     ReleaseIfIdle,
+    ReleaseVote,
     SessionActivity,
     SessionReady,
     SessionReleased,
@@ -79,6 +82,8 @@ class SessionActor(HostedActor):
         self._unused_draft = not restored and not used
         self._reported: SessionActivity | None = None
         self.worktree = worktree
+        self._votes: set[str] | None = None  # chats yet to agree to leaving memory
+        self._collect = False
         self._log = log.bind(session_id=session_id)
 
     def on_start(self) -> None:
@@ -112,10 +117,34 @@ class SessionActor(HostedActor):
 
     @handles(ReleaseIfIdle)
     def _release_if_idle(self, message: ReleaseIfIdle) -> None:
-        """The timer fired: re-check every condition now, not as they were when it was armed."""
-        if self._watched() or self._active():
+        """The timer fired: re-check every condition now, not as they were when it
+        was armed, then ask every chat (which may have accepted a command the
+        session has not heard of yet); only if all agree does the session go."""
+        if self._watched() or self._active() or self._votes is not None:
             return
-        disposed = message.collect and self._unused_draft
+        self._votes = set(self._chats)
+        self._collect = message.collect and self._unused_draft
+        for ref in self._chats.values():
+            self.send(ref, PrepareRelease(collect=self._collect))
+        if not self._votes:
+            self._leave()
+
+    @handles(ReleaseVote)
+    def _vote(self, message: ReleaseVote) -> None:
+        if self._votes is None:
+            return
+        if not message.ok:
+            self._votes = None
+            self._tell_chats(ReleaseAborted())
+            self._reported = None  # the host re-arms from the facts as they are now
+            self._report()
+            return
+        self._votes.discard(message.chat_id)
+        if not self._votes:
+            self._leave()
+
+    def _leave(self) -> None:
+        disposed = self._collect and self._unused_draft
         if disposed:
             self.send(self.services.store, Write(op=DeleteSession(session_id=self.session_id)))
             if self.worktree is not None and self.services.worktrees is not None:

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import structlog
 
-from agenthost.actors.protocol import Committed, Flush, ListSessionRows, LoadSession, Write
+from agenthost.actors.protocol import Flush, ListSessionRows, LoadSession, Write
 from agenthost.actors.runtime import Actor, ThreadingRuntime, handles
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
@@ -21,6 +21,12 @@ from agenthost.store.sqlite import SqliteStore
 log = structlog.get_logger(__name__)
 
 MAX_BATCH = 2000
+
+
+def _failed(ack: Any, reason: str) -> Any:
+    """The ack of a write that did not become durable: it carries the error."""
+    error = AgentHostError(code=ErrorCode.STORE_ERROR, message=f"not stored: {reason}")
+    return attrs.evolve(ack, error=error) if attrs.has(type(ack)) else ack
 
 
 class StoreActor(Actor):
@@ -33,18 +39,18 @@ class StoreActor(Actor):
         self._store = store
         self._acks: list[tuple[Any, Any]] = []
         self._uncommitted = 0
-        self._failed: str | None = None
         self.commits = 0
 
     @handles(Write)
     def _write(self, message: Write) -> None:
+        ack = message.ack
         try:
             self._store.apply(message.op)
-        except sqlite3.Error as exc:
+        except sqlite3.Error as exc:  # this write alone is undone; its ack says so
             log.error("store_write_failed", op=type(message.op).__name__, exc_info=True)
-            self._failed = self._failed or str(exc)
+            ack = _failed(ack, str(exc))
         if message.ack_to is not None:
-            self._acks.append((message.ack_to, message.ack))
+            self._acks.append((message.ack_to, ack))
         self._uncommitted += 1
         self._commit_if_drained()
 
@@ -68,32 +74,19 @@ class StoreActor(Actor):
             self._commit()
 
     def _commit(self) -> None:
-        """Commit the batch and ack it; a batch that failed is rolled back and
-        every write in it is acked with the error: nothing is acked that is not durable."""
-        failure, self._failed = self._failed, None
-        if failure is None:
-            try:
-                self._store.commit()
-                self.commits += 1
-            except sqlite3.Error as exc:
-                log.error("store_commit_failed", exc_info=True)
-                failure = str(exc)
-        if failure is not None:
-            self._store.rollback()
-        self._uncommitted = 0
+        """Commit the batch and ack it. A commit that fails is rolled back and every
+        write in it is acked with the error: nothing is acked that is not durable."""
         acks, self._acks = self._acks, []
-        error = (
-            None
-            if failure is None
-            else AgentHostError(code=ErrorCode.STORE_ERROR, message=f"not stored: {failure}")
-        )
+        try:
+            self._store.commit()
+            self.commits += 1
+        except sqlite3.Error as exc:
+            log.error("store_commit_failed", exc_info=True)
+            self._store.rollback()
+            acks = [(ref, _failed(ack, str(exc))) for ref, ack in acks]
+        self._uncommitted = 0
         for ref, ack in acks:
-            self.send(
-                ref,
-                ack
-                if error is None or not isinstance(ack, Committed)
-                else attrs.evolve(ack, error=error),
-            )
+            self.send(ref, ack)
 
     def on_stop(self) -> None:
         self._commit()

@@ -163,7 +163,7 @@ class _Turn:
     finish_reason: str | None = None
     settled: CallSettled | None = None
     requests: dict[str, OpenRequest] = attrs.field(factory=dict)
-    tool_calls: set[str] = attrs.field(factory=set)
+    tool_calls: dict[str, str] = attrs.field(factory=dict)  # tool call id -> tool name
     answered: set[str] = attrs.field(factory=set)
     early: dict[str, AnswerRequest] = attrs.field(factory=dict)
     last_event_at: float = 0.0
@@ -392,7 +392,7 @@ class TurnTrackerActor(HostedActor):
         turn.last_event_at = self.services.clock.now()
         match event:
             case ProviderToolCallStarted():
-                turn.tool_calls.add(event.tool_call_id)
+                turn.tool_calls[event.tool_call_id] = event.name
                 actions: list[ChatEvent] = [
                     self._stamp(
                         ToolCallStarted(
@@ -457,10 +457,10 @@ class TurnTrackerActor(HostedActor):
     def _close_if_abandoned(self, turn: _Turn) -> None:
         """DESIGN.md rule 2: the send settled and the turn is still active. Never
         while a request the user can see or the provider tracks is open."""
-        assert self._capabilities is not None
         settled = turn.settled
         if settled is None or turn.requests or self._turn is not turn:
             return
+        assert self._capabilities is not None  # a settled call came over a connection
         if settled.settlement is Settlement.RESOLVED:
             if self._capabilities.call_settles_with_turn:
                 self._log.warning("turn_completion_lost", turn_id=turn.turn_id)
@@ -653,6 +653,12 @@ class TurnTrackerActor(HostedActor):
                 and request_id not in turn.answered
                 and request_id not in turn.early
             ):
+                owner = self._owners.get(turn.tool_calls[request_id])
+                if message.client_id is not None and message.client_id != owner:
+                    return AgentHostError(
+                        code=ErrorCode.INVALID_ARGUMENT,
+                        message="only the client that executes this tool may answer its call",
+                    )
                 turn.early[request_id] = message  # a client tool's result ahead of its request
                 return None
             return AgentHostError(

@@ -68,19 +68,33 @@ class WorktreeActor(Actor):
         log.info("worktree_created", session_id=message.session_id, path=str(path))
         return Worktree(path=str(path), repo=repo, base=base)
 
+    def _unpushed(self, cwd: str, tip: str, base: str) -> int:
+        """Commits reachable from `tip` that are neither in `base` nor on any remote."""
+        return int(self._git(cwd, "rev-list", "--count", tip, "--not", base, "--remotes") or 0)
+
+    def _branch_exists(self, repo: str, branch: str) -> bool:
+        try:
+            self._git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
+        except AgentHostError:
+            return False
+        return True
+
     @handles(RemoveWorktree)
     def _remove(self, message: RemoveWorktree) -> None:
         tree = message.worktree
-        if Path(tree.path).exists() and not message.force:
-            changed = [
-                line[3:] for line in self._git(tree.path, "status", "--porcelain").splitlines()
-            ]
-            unpushed = int(
-                self._git(
-                    tree.path, "rev-list", "--count", f"{tree.base}..HEAD", "--not", "--remotes"
-                )
-                or 0
-            )
+        branch = branch_of(message.session_id)
+        here = Path(tree.path).exists()
+        if not message.force:
+            # The branch is checked in the repository whatever state the worktree is
+            # in (gone, detached, on another branch): that is where commits would go.
+            unpushed = 0
+            if self._branch_exists(tree.repo, branch):
+                unpushed = self._unpushed(tree.repo, branch, tree.base)
+            changed: list[str] = []
+            if here:
+                status = self._git(tree.path, "status", "--porcelain")
+                changed = [line[3:] for line in status.splitlines()]
+                unpushed = max(unpushed, self._unpushed(tree.path, "HEAD", tree.base))
             if changed or unpushed:
                 lost = []
                 if changed:
@@ -94,11 +108,13 @@ class WorktreeActor(Actor):
                         "dispose with force=True to remove it anyway."
                     ),
                 )
-        if Path(tree.path).exists():
-            self._git(tree.repo, "worktree", "remove", "--force", tree.path)
+        force = ("--force",) if message.force else ()
+        if here:  # unforced, git itself refuses if files changed since the check
+            self._git(tree.repo, "worktree", "remove", *force, tree.path)
         self._git(tree.repo, "worktree", "prune")
-        try:
-            self._git(tree.repo, "branch", "-D", branch_of(message.session_id))
-        except AgentHostError:
-            log.info("worktree_branch_kept", session_id=message.session_id)
+        if self._branch_exists(tree.repo, branch):
+            try:
+                self._git(tree.repo, "branch", "-D" if message.force else "-d", branch)
+            except AgentHostError:
+                log.info("worktree_branch_kept", session_id=message.session_id)
         log.info("worktree_removed", session_id=message.session_id, forced=message.force)

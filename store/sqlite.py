@@ -151,6 +151,18 @@ class SqliteStore:
 
     # -- writes ---------------------------------------------------------------------
     def apply(self, op: StoreOp) -> None:
+        """Apply one write, all or nothing: a failure undoes it alone, not its batch."""
+        db = self._conn
+        db.execute("SAVEPOINT write")
+        try:
+            self._apply(op)
+        except BaseException:
+            db.execute("ROLLBACK TO write")
+            db.execute("RELEASE write")
+            raise
+        db.execute("RELEASE write")
+
+    def _apply(self, op: StoreOp) -> None:
         db = self._conn
         match op:
             case SaveSession():
@@ -261,7 +273,7 @@ class SqliteStore:
             "SELECT 1 FROM sessions WHERE id = ?", (record.session_id,)
         ).fetchone():
             raise sqlite3.IntegrityError(f"session {record.session_id} exists already")
-        self.apply(
+        self._apply(
             SaveSession(
                 session_id=record.session_id,
                 provider=record.provider,
@@ -272,11 +284,11 @@ class SqliteStore:
             )
         )
         for chat in record.chats:
-            self.apply(
+            self._apply(
                 SaveChat(session_id=record.session_id, chat_id=chat.chat_id, origin=chat.origin)
             )
             for seq, turn in enumerate(chat.turns):
-                self.apply(
+                self._apply(
                     SaveTurnStarted(
                         session_id=record.session_id,
                         chat_id=chat.chat_id,
@@ -286,7 +298,7 @@ class SqliteStore:
                         started_at=record.created_at,
                     )
                 )
-                self.apply(
+                self._apply(
                     SaveTurnEnded(
                         turn_id=turn.id,
                         state=turn.state,
@@ -296,7 +308,7 @@ class SqliteStore:
                     )
                 )
                 for position, steering in enumerate(turn.steering):
-                    self.apply(
+                    self._apply(
                         SaveSteeringRecorded(
                             turn_id=turn.id,
                             pending_id=steering.id,
@@ -305,7 +317,7 @@ class SqliteStore:
                         )
                     )
             for position, pending in enumerate(chat.pending):
-                self.apply(
+                self._apply(
                     SavePending(
                         session_id=record.session_id,
                         chat_id=chat.chat_id,

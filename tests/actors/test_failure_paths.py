@@ -215,3 +215,35 @@ def test_steering_sent_after_a_cancel_is_not_dropped_as_cancelled(db_path: Path)
         assert [t.user_text for t in chat.state().turns] == ["first", "s2 after the cancel"]
         assert "s1" not in provider.model_inputs
         host.stop()
+
+
+def test_one_failed_write_is_undone_alone_not_with_its_batch(db_path: Path) -> None:
+    """A dispose and two sends land in one batch; the send on the disposed
+    session fails its write; the other session's turn is still stored."""
+    from agenthost.messages.commands import DisposeSession, SendMessage
+
+    with use_runtime(DeterministicRunner()) as runner:
+        host = start(db_path, ScriptedProvider())
+        a, b = host.create_session(), host.create_session()
+        chat_a, chat_b = a.chat(), b.chat()
+        chat_a.send("a1").result(timeout=10)
+        chat_b.send("b1").result(timeout=10)
+        runner.run()
+        disposed = host.services.host.ask(DisposeSession(session_id=a.id), block=False)
+        chat_a._ref.ask(SendMessage(text="a2 racing the dispose"), block=False)
+        other = chat_b._ref.ask(SendMessage(text="b2"), block=False)
+        for actor in ("HostActor", "ChatActor", "ChatActor"):
+            runner.deliver(
+                next(i for i in runner.deliverable() if runner.pending()[i].actor == actor)
+            )
+        runner.run()
+        disposed.get(timeout=10).get(timeout=10)
+        assert other.get(timeout=10).outcome.get(timeout=10).state is OutcomeState.COMPLETE
+        runner.run()
+        host.stop()
+    import sqlite3 as sql
+
+    with sql.connect(db_path) as db:
+        assert [r[0] for r in db.execute("SELECT id FROM sessions")] == [b.id]
+        turns = db.execute("SELECT user_text FROM turns WHERE session_id = ?", (b.id,)).fetchall()
+        assert [t[0] for t in turns] == ["b1", "b2"]

@@ -220,3 +220,57 @@ def test_counters_show_restarts_and_resume_fallbacks(
     assert counts["resume_fallbacks"] == 1
     assert counts["provider_restarts"] == 0
     host.stop()
+
+
+@pytest.mark.parametrize("used", [False, True], ids=["draft", "used"])
+def test_a_send_accepted_while_the_session_decides_to_go_keeps_it(
+    used: bool, db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    """The timer fired and the session was asked to go, but the chat accepted a
+    send first: the chat vetoes, nothing is deleted, the turn runs."""
+    from agenthost.actors.protocol import ReleaseIfIdle
+
+    host = start(db_path, clock)
+    session = host.create_session()
+    chat = session.chat()
+    if used:
+        chat.send("first").result(timeout=10)
+    runner.run()
+    clock.advance(GRACE)
+    while not any(isinstance(d.message, ReleaseIfIdle) for d in runner.pending()):
+        runner.deliver(
+            next(i for i in runner.deliverable() if runner.pending()[i].actor == "HostActor")
+        )
+    accepted = chat._ref.ask(SendMessage(text="my important message"), block=False)
+    runner.deliver(
+        next(i for i in runner.deliverable() if runner.pending()[i].actor == "ChatActor")
+    )
+    ticket = accepted.get(timeout=10)
+    runner.run()
+    assert ticket.outcome.get(timeout=10).state is OutcomeState.COMPLETE
+    assert session.id in stored(host)
+    assert counters(host) == {"released": 0, "draft_gc_disposed": 0}
+    host.stop()
+
+
+def test_a_held_queued_message_with_a_waiting_handle_keeps_its_session_in_memory(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    from agenthost.providers.scripted import Gate, Reject
+
+    provider = ScriptedProvider().on("boom", Gate("g"), Reject("no"))
+    host = Host.start(store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock)
+    chat = host.create_session().chat()
+    failing = chat.send("boom")
+    queued = chat.send("queued")
+    runner.run(until=lambda: provider.parked_at("g"))
+    provider.open("g")
+    assert failing.result(timeout=10).state is OutcomeState.ERROR  # the queue is held now
+    runner.run()
+    clock.advance(GRACE)
+    runner.run()
+    assert counters(host)["released"] == 0
+    assert not queued.done()  # its handle still waits, and can still be answered
+    assert chat.send("ok").result(timeout=10).state is OutcomeState.COMPLETE
+    assert queued.result(timeout=10).state is OutcomeState.COMPLETE
+    host.stop()

@@ -188,3 +188,25 @@ def test_a_worktree_with_uncommitted_changes_or_unpushed_commits_is_never_remove
     session.dispose(force=True)
     assert not Path(tree.path).exists()
     assert host.list_sessions() == []
+
+
+@pytest.mark.parametrize("state", ["missing", "detached"])
+def test_unpushed_commits_on_the_session_branch_are_never_removed_unforced(
+    host: Host, repo: Path, state: str
+) -> None:
+    import shutil
+
+    session = host.create_session(worktree_of=repo)
+    tree = session.worktree
+    assert tree is not None
+    Path(tree.path, "work.txt").write_text("precious\n")
+    git(Path(tree.path), "add", "work.txt")
+    git(Path(tree.path), "commit", "-q", "-m", "work")
+    if state == "missing":
+        shutil.rmtree(tree.path)  # the folder is gone; the branch holds the work
+    else:
+        git(Path(tree.path), "checkout", "-q", "--detach", tree.base)
+    with pytest.raises(AgentHostError) as caught:
+        session.dispose()
+    assert "1 unpushed commit" in caught.value.message
+    assert f"agenthost/{session.id}" in git(repo, "branch", "--list")
