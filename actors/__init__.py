@@ -1,16 +1,19 @@
 """The pykka actors and the public surface.
 
 Belongs here: HostActor, SupervisorActor, SessionActor, ChatActor,
-TurnTrackerActor, QueueDrainActor, ProviderConnectionActor, StoreActor, the
-runtime that runs them, the clock, and the synchronous surface (Host,
-Session, Chat, TurnHandle). Invariants:
+TurnTrackerActor, QueueDrainActor, ProviderConnectionActor, StoreActor,
+WorktreeActor, the runtime that runs them, the clock, and the surface (Host,
+Session, Chat, TurnHandle; agenthost.actors.aio for asyncio). Invariants:
 1. An actor's state is touched only by its own handlers; only frozen values
    and actor refs cross between actors.
 2. No handler blocks: no `ask(...).get()` in a handler (answers come back as
-   messages or deferred futures), no I/O except in the StoreActor.
+   messages or deferred futures), no I/O except in the StoreActor and the
+   WorktreeActor, which run on threads of their own.
 3. Time comes from the injected clock; nothing here sleeps.
 4. Every turn ends exactly once, through TurnTrackerActor._end, and its end
    reaches subscribers only after the store committed it.
+5. A session leaves memory, or is deleted as an unused draft, only when every
+   chat agrees at that moment; the store keeps it either way unless deleted.
 """
 
 from agenthost.actors.clock import FakeClock, SystemClock

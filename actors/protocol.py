@@ -76,11 +76,6 @@ class GetChat:
 
 
 @attrs.frozen
-class StopHost:
-    pass
-
-
-@attrs.frozen
 class SubscribersChanged:
     """chat -> session: how many subscribers the chat has now."""
 

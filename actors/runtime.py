@@ -121,7 +121,6 @@ class DeterministicRunner:
         self._cond = threading.Condition()
         self._driver: int | None = None
         self._actors: list[Actor] = []
-        self.delivered = 0
         self.history: list[Delivery] = []
 
     # -- runtime hooks -------------------------------------------------------
@@ -184,15 +183,9 @@ class DeterministicRunner:
                 )
             del self._items[index]
         self._process(actor, envelope)
-        self.delivered += 1
         delivery = Delivery(type(actor).__name__, envelope.message)
         self.history.append(delivery)
         return delivery
-
-    def wait_pending(self, timeout: float = ASK_TIMEOUT_S) -> bool:
-        """Wait until a message is pending (one from another thread); False on timeout."""
-        with self._cond:
-            return self._cond.wait_for(lambda: bool(self._items), timeout)
 
     def run(
         self,

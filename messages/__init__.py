@@ -8,37 +8,50 @@ reducers and the wire conversion. Invariants:
 3. Reducers are pure: the same state and action give the same state.
 """
 
-from agenthost.messages.commands import OutcomeState, SendMessageReply, TurnOutcome
+from agenthost.messages.commands import OutcomeState, TurnOutcome
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.reducers import reduce, reduce_chat
 from agenthost.messages.state import (
     ActiveTurn,
+    ChatOrigin,
     ChatState,
     ChatStatus,
+    ClientTool,
+    OpenRequest,
     PendingKind,
     PendingMessage,
+    RequestKind,
     SessionSummary,
+    ToolCall,
+    ToolCallStatus,
     Turn,
     TurnState,
     UserMessage,
+    Worktree,
 )
 from agenthost.messages.wire import from_wire, to_wire
 
 __all__ = [
     "ActiveTurn",
     "AgentHostError",
+    "ChatOrigin",
     "ChatState",
     "ChatStatus",
+    "ClientTool",
     "ErrorCode",
+    "OpenRequest",
     "OutcomeState",
     "PendingKind",
     "PendingMessage",
-    "SendMessageReply",
+    "RequestKind",
     "SessionSummary",
+    "ToolCall",
+    "ToolCallStatus",
     "Turn",
     "TurnOutcome",
     "TurnState",
     "UserMessage",
+    "Worktree",
     "from_wire",
     "reduce",
     "reduce_chat",

@@ -9,7 +9,7 @@ from enum import StrEnum
 import attrs
 
 from agenthost.messages.errors import AgentHostError
-from agenthost.messages.state import ClientTool, PendingMessage, Worktree
+from agenthost.messages.state import ClientTool, Worktree
 
 
 @attrs.frozen(kw_only=True)
@@ -154,32 +154,3 @@ class TurnDiagnostics:
     parked_client_tools: tuple[str, ...] = ()
     quiet_s: float = 0.0
     provider: tuple[tuple[str, str], ...] = ()
-
-
-@attrs.frozen(kw_only=True)
-class SendMessageReply:
-    """`turn_id` is None when the message was queued; `pending` is then its entry."""
-
-    turn_id: str | None
-    pending: PendingMessage | None = None
-
-
-COMMAND_TYPES = (
-    CreateSession,
-    OpenSession,
-    ListSessions,
-    DisposeSession,
-    SendMessage,
-    TruncateChat,
-    SteerMessage,
-    RemovePendingMessage,
-    EditPendingMessage,
-    ReorderQueue,
-    AnswerRequest,
-    GetDiagnostics,
-    SetClientTools,
-    RemoveClient,
-    GetSessionStatus,
-    CancelTurn,
-    GetChatState,
-)

@@ -248,7 +248,6 @@ class Lagged(ChatEvent):
     dropped: int = 0
 
 
-TurnEnded = TurnCompleted | TurnCancelled | TurnFailed
 TERMINAL_EVENTS = (TurnCompleted, TurnCancelled, TurnFailed)
 
 ChatAction = (
@@ -275,32 +274,4 @@ ChatAction = (
     | SteeringWithdrawn
     | SteeringNotWithdrawn
     | Truncated
-)
-Event = ChatSnapshot | ChatAction | Lagged
-EVENT_TYPES: tuple[type[ChatEvent], ...] = (
-    ChatSnapshot,
-    TurnStarted,
-    ResponsePartAdded,
-    AssistantDelta,
-    UsageReported,
-    TurnCompleted,
-    TurnCancelled,
-    TurnFailed,
-    ToolCallStarted,
-    ToolCallDelta,
-    ToolCallReady,
-    ToolCallConfirmed,
-    ToolCallCompleted,
-    ToolCallResultConfirmed,
-    ToolCallSubagentStarted,
-    RequestOpened,
-    RequestClosed,
-    PendingMessageAdded,
-    PendingMessageRemoved,
-    QueuedMessagesReordered,
-    SteeringRecorded,
-    SteeringWithdrawn,
-    SteeringNotWithdrawn,
-    Truncated,
-    Lagged,
 )

@@ -242,25 +242,3 @@ ProviderEvent = (
     | CallSettled
     | ConnectionFailed
 )
-PROVIDER_EVENT_TYPES = (
-    UserMessageEcho,
-    SteerAnswered,
-    WithdrawAnswered,
-    ReplyDelta,
-    ReplyMessage,
-    ToolCallStarted,
-    ToolCallCompleted,
-    HostRequestOpened,
-    SubagentStarted,
-    Idle,
-    CallSettled,
-    ConnectionFailed,
-)
-PROVIDER_COMMAND_TYPES = (
-    ProviderSend,
-    ProviderSteer,
-    ProviderWithdraw,
-    ProviderCancel,
-    ProviderAnswer,
-    ProviderResume,
-)
