@@ -196,13 +196,15 @@ def test_a_client_result_that_arrives_before_its_request_still_wins(start) -> No
 
 def test_a_permission_request_for_a_turn_no_longer_active_is_denied_not_dropped(start) -> None:
     provider = ScriptedProvider(obeys_cancel=False)
-    provider.on("go", Say("a"), Gate("g"), ToolCall("rm"))
+    provider.on("go", Say("a"), Gate("g"), ToolCall("rm"), Gate("answered"))
     chat = start(provider).create_session().chat()
     turn = chat.send("go")
     provider.wait_reached("g")
     chat.cancel()
     assert turn.result(timeout=10).state is OutcomeState.CANCELLED
-    provider.open("g")
+    provider.open("g")  # the old run goes on and asks for a permission
+    provider.wait_reached("answered")  # it got an answer: it was not dropped
+    provider.open("answered")
     assert chat.send("next").result(timeout=10).state is OutcomeState.COMPLETE
     [denial] = provider.answers
     assert denial.approved is False and denial.error is not None
