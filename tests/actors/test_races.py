@@ -4,6 +4,7 @@ Mailboxes stay FIFO (the runner refuses anything else); a race is decided by
 which message enters an actor's mailbox first, and the test chooses that.
 """
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,17 +15,18 @@ from agenthost.actors.runtime import Delivery
 from agenthost.messages import OutcomeState, TurnState
 from agenthost.messages.commands import CancelTurn
 from agenthost.messages.events import TERMINAL_EVENTS
-from agenthost.messages.provider import Idle
-from agenthost.providers.scripted import Gate, Say, ScriptedProvider
+from agenthost.messages.provider import CallSettled, Idle
+from agenthost.providers.scripted import DropCompletion, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 
 
-def is_idle(delivery: Delivery) -> bool:
-    return isinstance(delivery.message, FromProvider) and isinstance(delivery.message.event, Idle)
+def carries(kind: type) -> Callable[[Delivery], bool]:
+    def test(delivery: Delivery) -> bool:
+        return isinstance(delivery.message, FromProvider) and isinstance(
+            delivery.message.event, kind
+        )
 
-
-def all_but_idle(pending: list[Delivery], deliverable: list[int]) -> int | None:
-    return next((i for i in deliverable if not is_idle(pending[i])), None)
+    return test
 
 
 def deliver_first(runner: DeterministicRunner, kind: type) -> None:
@@ -32,11 +34,26 @@ def deliver_first(runner: DeterministicRunner, kind: type) -> None:
     runner.deliver(next(i for i in runner.deliverable() if isinstance(pending[i].message, kind)))
 
 
-@pytest.mark.parametrize("winner", ["idle", "cancel"])
-def test_a_cancel_racing_the_providers_idle_ends_the_turn_exactly_once(
-    winner: str, db_path: Path
+RACES = {
+    # A copilot-shaped turn ends on the provider's idle.
+    "idle": ("copilot", (Say("x"), Gate("g")), Idle),
+    # A claude-shaped turn whose call settles without a terminal event is closed by the host.
+    "close": ("claude", (Say("x"), Gate("g"), DropCompletion()), CallSettled),
+}
+
+
+@pytest.mark.parametrize("winner", ["provider", "cancel"])
+@pytest.mark.parametrize("end", sorted(RACES))
+def test_a_cancel_racing_the_turns_own_end_ends_it_exactly_once(
+    end: str, winner: str, db_path: Path
 ) -> None:
-    provider = ScriptedProvider().on("race", Say("x"), Gate("g"))
+    shape, steps, signal = RACES[end]
+    provider = ScriptedProvider(shape=shape).on("race", *steps)  # type: ignore[arg-type]
+    ended_by_provider = carries(signal)
+
+    def all_but_the_end(pending: list[Delivery], ok: list[int]) -> int | None:
+        return next((i for i in ok if not ended_by_provider(pending[i])), None)
+
     with use_runtime(DeterministicRunner()) as runner:
         host = Host.start(
             store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
@@ -47,20 +64,23 @@ def test_a_cancel_racing_the_providers_idle_ends_the_turn_exactly_once(
         runner.run(until=lambda: provider.parked_at("g"))
         runner.run()
 
-        if winner == "idle":  # the provider finishes before the cancel reaches the tracker
+        if winner == "provider":  # the turn's own end reaches the tracker before the cancel
             provider.open("g")
-            runner.run(until=lambda: any(is_idle(d) for d in runner.pending()), choose=all_but_idle)
-            runner.run(choose=all_but_idle)
+            runner.run(
+                until=lambda: any(ended_by_provider(d) for d in runner.pending()),
+                choose=all_but_the_end,
+            )
+            runner.run(choose=all_but_the_end)
             chat.cancel_nowait()
-            deliver_first(runner, CancelTurn)  # the tracker's cancel queues behind the idle
-        else:  # the cancel reaches the tracker before the provider's idle
+            deliver_first(runner, CancelTurn)  # the tracker's cancel queues behind that end
+        else:  # the cancel reaches the tracker first
             chat.cancel_nowait()
             deliver_first(runner, CancelTurn)
             provider.open("g")
         outcome = turn.result(timeout=10)
         runner.run()
 
-        expected = OutcomeState.COMPLETE if winner == "idle" else OutcomeState.CANCELLED
+        expected = OutcomeState.COMPLETE if winner == "provider" else OutcomeState.CANCELLED
         assert outcome.state is expected
         ends = []
         while (event := sub.next_nowait()) is not None:
@@ -70,58 +90,4 @@ def test_a_cancel_racing_the_providers_idle_ends_the_turn_exactly_once(
         [stored] = chat.state().turns
         assert stored.state is TurnState(expected.value)
         assert chat.send("after").result(timeout=10).state is OutcomeState.COMPLETE
-        host.stop()
-
-
-def is_settled(delivery: Delivery) -> bool:
-    from agenthost.messages.provider import CallSettled
-
-    return isinstance(delivery.message, FromProvider) and isinstance(
-        delivery.message.event, CallSettled
-    )
-
-
-@pytest.mark.parametrize("winner", ["close", "cancel"])
-def test_a_cancel_racing_the_close_of_an_abandoned_turn_ends_it_exactly_once(
-    winner: str, db_path: Path
-) -> None:
-    """Claude-shaped: the call settles without a terminal event, so the host closes
-    the turn; the user's cancel races that close."""
-    from agenthost.providers.scripted import DropCompletion
-
-    provider = ScriptedProvider(shape="claude").on("race", Say("x"), Gate("g"), DropCompletion())
-    with use_runtime(DeterministicRunner()) as runner:
-        host = Host.start(
-            store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
-        )
-        chat = host.create_session().chat()
-        sub = chat.subscribe()
-        turn = chat.send("race")
-        runner.run(until=lambda: provider.parked_at("g"))
-        runner.run()
-
-        def all_but_settled(pending: list[Delivery], ok: list[int]) -> int | None:
-            return next((i for i in ok if not is_settled(pending[i])), None)
-
-        if winner == "close":
-            provider.open("g")
-            runner.run(
-                until=lambda: any(is_settled(d) for d in runner.pending()), choose=all_but_settled
-            )
-            runner.run(choose=all_but_settled)
-            chat.cancel_nowait()
-            deliver_first(runner, CancelTurn)  # the cancel queues behind the settlement
-        else:
-            chat.cancel_nowait()
-            deliver_first(runner, CancelTurn)
-            provider.open("g")
-        outcome = turn.result(timeout=10)
-        runner.run()
-        expected = OutcomeState.COMPLETE if winner == "close" else OutcomeState.CANCELLED
-        assert outcome.state is expected
-        ends = []
-        while (event := sub.next_nowait()) is not None:
-            if isinstance(event, TERMINAL_EVENTS):
-                ends.append(event)
-        assert len(ends) == 1
         host.stop()
