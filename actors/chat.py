@@ -84,6 +84,8 @@ from agenthost.messages.events import (
     SteeringRecorded,
     SteeringWithdrawn,
     Truncated,
+    TurnCancelled,
+    TurnCompleted,
     TurnFailed,
     TurnStarted,
 )
@@ -143,6 +145,13 @@ CLIENT_COMMANDS = (
     TruncateChat,
     Attach,
 )
+
+
+ENDED_AS = {
+    TurnCompleted: TurnState.COMPLETE,
+    TurnCancelled: TurnState.CANCELLED,
+    TurnFailed: TurnState.ERROR,
+}
 
 
 def new_id() -> str:
@@ -652,12 +661,10 @@ class ChatActor(HostedActor):
             self._log.info("turn_end_ignored", turn_id=turn_id, reason="not active")
             return
         stable = "".join(self._stable.pop(turn_id, []))
-        self._state = reduce_chat(self._state, action, self.services.clock.wall_ms())
-        turn = self._state.turns[-1]
         seq = self._write(
             SaveTurnEnded(
                 turn_id=turn_id,
-                state=turn.state,
+                state=ENDED_AS[type(action)],
                 assistant_text=stable,
                 ended_at=self.services.clock.wall_ms(),
                 error=action.error if isinstance(action, TurnFailed) else None,
@@ -665,7 +672,9 @@ class ChatActor(HostedActor):
             ),
             gate=True,
         )
-        self._outbox.append((seq, action, self._state, self._tickets.pop(turn_id, None)))
+        # Its end reaches subscribers, and its sender, once the store committed it.
+        self._apply(action, after_write=seq, ticket=self._tickets.pop(turn_id, None))
+        turn = self._state.turns[-1]
         self._log.info(
             "turn_ended",
             turn_id=turn_id,
@@ -673,7 +682,6 @@ class ChatActor(HostedActor):
             error=None if turn.error is None else turn.error.code.value,
             assistant_chars=len(stable),
         )
-        self._publish_ready()
         if turn.state is TurnState.COMPLETE:
             self._held.clear()
         else:

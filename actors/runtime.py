@@ -436,20 +436,3 @@ def stop_all(timeout: float = STOP_TIMEOUT_S) -> None:
             future.get(timeout=timeout)
     with _live_lock:
         _live.clear()
-
-
-def ask(ref: ActorRef[Any], message: Any, timeout: float = ASK_TIMEOUT_S) -> Any:
-    """Ask from outside the actors (the public surface): never from a handler.
-
-    Raises:
-        TimeoutError: no reply within `timeout`.
-        AgentHostError: what the actor answered with, if it failed.
-    """
-    from agenthost.messages.errors import AgentHostError, ErrorCode
-
-    try:
-        return ref.ask(message, block=False).get(timeout=timeout)
-    except pykka.Timeout as exc:
-        raise TimeoutError(f"no reply to {type(message).__name__} within {timeout} s") from exc
-    except ActorDeadError as exc:
-        raise AgentHostError(code=ErrorCode.HOST_STOPPED, message=str(exc)) from exc

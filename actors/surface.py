@@ -17,7 +17,7 @@ import attrs
 import pykka
 import structlog
 
-from agenthost.actors.chat import Attach, ChatActor, Detach, SteerReply
+from agenthost.actors.chat import Attach, Detach, SteerReply
 from agenthost.actors.clock import Clock, SystemClock
 from agenthost.actors.context import ActorGroup, Services
 from agenthost.actors.handles import Subscription, Ticket
@@ -31,7 +31,7 @@ from agenthost.actors.protocol import (
     ListSessionRows,
     LoadSession,
 )
-from agenthost.actors.runtime import ASK_TIMEOUT_S, current_runtime
+from agenthost.actors.runtime import ASK_TIMEOUT_S
 from agenthost.actors.session import ChatInfo
 from agenthost.actors.store import StoreActor
 from agenthost.actors.supervisor import RestartPolicy, SupervisorActor
@@ -74,18 +74,24 @@ log = structlog.get_logger(__name__)
 DEFAULT_TIMEOUT = ASK_TIMEOUT_S
 
 
-def _ask(ref: pykka.ActorRef[Any], message: Any, timeout: float) -> Any:
-    """Ask an actor from the caller's thread; a deferred reply (a future) is awaited too."""
+def _wait(future: pykka.Future[Any], timeout: float, waiting_for: str) -> Any:
+    """Wait on an actor's reply from the caller's thread; a deferred reply (a future)
+    is awaited too, within the same `timeout`."""
     deadline = time.monotonic() + timeout
     try:
-        reply = ref.ask(message, block=False).get(timeout=timeout)
-        while isinstance(reply, pykka.Future):  # a deferred reply
+        reply = future.get(timeout=timeout)
+        while isinstance(reply, pykka.Future):
             reply = reply.get(timeout=max(deadline - time.monotonic(), 0.0))
     except pykka.Timeout as exc:
-        raise TimeoutError(f"no reply to {type(message).__name__} within {timeout} s") from exc
+        raise TimeoutError(f"{waiting_for} within {timeout} s") from exc
     except pykka.ActorDeadError as exc:
         raise AgentHostError(code=ErrorCode.HOST_STOPPED, message="the host has stopped") from exc
     return reply
+
+
+def _ask(ref: pykka.ActorRef[Any], message: Any, timeout: float) -> Any:
+    """Ask an actor from the caller's thread."""
+    return _wait(ref.ask(message, block=False), timeout, f"no reply to {type(message).__name__}")
 
 
 def default_store_path() -> Path:
@@ -526,14 +532,7 @@ class Removal:
         self._future = future
 
     def result(self, timeout: float = DEFAULT_TIMEOUT) -> bool:
-        deadline = time.monotonic() + timeout
-        try:
-            reply = self._future.get(timeout=timeout)
-            if isinstance(reply, pykka.Future):
-                reply = reply.get(timeout=max(deadline - time.monotonic(), 0.0))
-        except pykka.Timeout as exc:
-            raise TimeoutError(f"removal not settled within {timeout} s") from exc
-        return bool(reply)
+        return bool(_wait(self._future, timeout, "removal not settled"))
 
 
 EXPORT_FORMAT = 1
@@ -568,10 +567,8 @@ class TurnHandle:
         Raises:
             TimeoutError: not ended within `timeout`.
         """
-        try:
-            return self._ticket.outcome.get(timeout=timeout)
-        except pykka.Timeout as exc:
-            raise TimeoutError(f"turn not ended within {timeout} s") from exc
+        outcome: TurnOutcome = _wait(self._ticket.outcome, timeout, "turn not ended")
+        return outcome
 
     def done(self) -> bool:
         return self._ticket.outcome._result is not None
@@ -598,4 +595,4 @@ class TurnHandle:
         return future.__await__()
 
 
-__all__ = ["Chat", "ChatActor", "Host", "Session", "TurnHandle", "current_runtime"]
+__all__ = ["Chat", "Host", "Session", "TurnHandle"]
