@@ -39,7 +39,6 @@ class StoreActor(Actor):
         self._store = store
         self._acks: list[tuple[Any, Any]] = []
         self._uncommitted = 0
-        self.commits = 0
 
     @handles(Write)
     def _write(self, message: Write) -> None:
@@ -79,7 +78,6 @@ class StoreActor(Actor):
         acks, self._acks = self._acks, []
         try:
             self._store.commit()
-            self.commits += 1
         except sqlite3.Error as exc:
             log.error("store_commit_failed", exc_info=True)
             self._store.rollback()

@@ -249,29 +249,3 @@ class Lagged(ChatEvent):
 
 
 TERMINAL_EVENTS = (TurnCompleted, TurnCancelled, TurnFailed)
-
-ChatAction = (
-    TurnStarted
-    | ResponsePartAdded
-    | AssistantDelta
-    | UsageReported
-    | TurnCompleted
-    | TurnCancelled
-    | TurnFailed
-    | ToolCallStarted
-    | ToolCallDelta
-    | ToolCallReady
-    | ToolCallConfirmed
-    | ToolCallCompleted
-    | ToolCallResultConfirmed
-    | ToolCallSubagentStarted
-    | RequestOpened
-    | RequestClosed
-    | PendingMessageAdded
-    | PendingMessageRemoved
-    | QueuedMessagesReordered
-    | SteeringRecorded
-    | SteeringWithdrawn
-    | SteeringNotWithdrawn
-    | Truncated
-)
