@@ -13,6 +13,7 @@ spawn from their provider loop's thread (or a long-lived executor thread),
 which lives as long as the host.
 """
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -79,10 +80,8 @@ def main() -> None:
     parent = os.environ.pop(PARENT_ENV, None)
     if cli is None or parent is None:
         sys.exit(f"{LAUNCHER}: run only by agenthost ({CLI_ENV} and {PARENT_ENV} unset)")
-    try:
+    with contextlib.suppress(OSError):  # already a group leader: no terminal to lose either
         os.setsid()
-    except OSError:
-        pass  # already a group leader: it has no terminal to lose either
     if sys.platform.startswith("linux"):
         _arm_parent_death_signal()
     if os.getppid() != int(parent):
