@@ -43,12 +43,54 @@ class TruncateChat:
 
 @attrs.frozen(kw_only=True)
 class SendMessage:
+    """`client_id`: the client that sent it (None: the embedding program)."""
+
     text: str
+    client_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)
 class SteerMessage:
     text: str
+    client_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SetDraft:
+    text: str | None
+    client_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SetReadOnly:
+    read_only: bool
+
+
+@attrs.frozen(kw_only=True)
+class CreateChat:
+    pass
+
+
+@attrs.frozen(kw_only=True)
+class DisposeChat:
+    chat_id: str
+
+
+@attrs.frozen(kw_only=True)
+class SetSessionFlags:
+    """A client's change to the session entry: title, read, archived, config.
+    Only the fields given change."""
+
+    title: str | None = None
+    read: bool | None = None
+    archived: bool | None = None
+    config: tuple[tuple[str, str], ...] | None = None
+    client_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class GetSessionSummary:
+    pass
 
 
 @attrs.frozen(kw_only=True)

@@ -18,6 +18,7 @@ from agenthost.messages.state import (
     PendingKind,
     PendingMessage,
     ResponsePart,
+    SessionState,
     Usage,
     UserMessage,
 )
@@ -248,4 +249,83 @@ class Lagged(ChatEvent):
     dropped: int = 0
 
 
+@attrs.frozen(kw_only=True)
+class DraftChanged(ChatEvent):
+    wire_type: ClassVar[str] = "chat/draftChanged"
+    draft: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ChatTitleChanged(ChatEvent):
+    """A chat's title changed (`by_user`: the user named it)."""
+
+    wire_type: ClassVar[str] = "x-chat/titleChanged"
+    title: str
+    by_user: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class ReadOnlyChanged(ChatEvent):
+    """A chat became read-only, or writable again (a host flag, not chat state)."""
+
+    wire_type: ClassVar[str] = "x-chat/readOnlyChanged"
+    read_only: bool
+
+
 TERMINAL_EVENTS = (TurnCompleted, TurnCancelled, TurnFailed)
+
+
+# -- session actions ------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class SessionEvent:
+    wire_type: ClassVar[str] = ""
+    session_id: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class SessionTitleChanged(SessionEvent):
+    """`by_user` False: a title the host derived, which never replaces the user's."""
+
+    wire_type: ClassVar[str] = "session/titleChanged"
+    title: str
+    by_user: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class IsReadChanged(SessionEvent):
+    wire_type: ClassVar[str] = "session/isReadChanged"
+    read: bool
+
+
+@attrs.frozen(kw_only=True)
+class IsArchivedChanged(SessionEvent):
+    wire_type: ClassVar[str] = "session/isArchivedChanged"
+    archived: bool
+
+
+@attrs.frozen(kw_only=True)
+class ConfigChanged(SessionEvent):
+    """Set config values (an empty value removes the key)."""
+
+    wire_type: ClassVar[str] = "session/configChanged"
+    config: tuple[tuple[str, str], ...]
+
+
+@attrs.frozen(kw_only=True)
+class InputNeededSet(SessionEvent):
+    wire_type: ClassVar[str] = "session/inputNeededSet"
+    chat_id: str
+
+
+@attrs.frozen(kw_only=True)
+class InputNeededRemoved(SessionEvent):
+    wire_type: ClassVar[str] = "session/inputNeededRemoved"
+    chat_id: str
+
+
+@attrs.frozen(kw_only=True)
+class SessionSnapshot(SessionEvent):
+    wire_type: ClassVar[str] = "x-session/snapshot"
+    state: SessionState

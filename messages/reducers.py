@@ -28,12 +28,21 @@ from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import (
     AssistantDelta,
     ChatEvent,
+    ChatTitleChanged,
+    ConfigChanged,
+    DraftChanged,
+    InputNeededRemoved,
+    InputNeededSet,
+    IsArchivedChanged,
+    IsReadChanged,
     PendingMessageAdded,
     PendingMessageRemoved,
     QueuedMessagesReordered,
     RequestClosed,
     RequestOpened,
     ResponsePartAdded,
+    SessionEvent,
+    SessionTitleChanged,
     SteeringRecorded,
     ToolCallCompleted,
     ToolCallConfirmed,
@@ -57,6 +66,7 @@ from agenthost.messages.state import (
     PendingKind,
     PendingMessage,
     ResponsePart,
+    SessionState,
     ToolCall,
     ToolCallPart,
     ToolCallStatus,
@@ -89,6 +99,48 @@ def reduce(state: object, action: ChatEvent, now_ms: int = 0) -> object:
 
 
 reduce.register(ChatState, reduce_chat)
+
+
+@_handles(DraftChanged)
+def _draft(state: ChatState, action: DraftChanged, now_ms: int) -> ChatState:
+    return attrs.evolve(state, draft=action.draft or None, modified_at=now_ms)
+
+
+@_handles(ChatTitleChanged)
+def _chat_title(state: ChatState, action: ChatTitleChanged, now_ms: int) -> ChatState:
+    return attrs.evolve(state, title=action.title, modified_at=now_ms)
+
+
+def reduce_session(state: SessionState, action: SessionEvent, now_ms: int = 0) -> SessionState:
+    """The session reducer: a derived title never replaces the user's; input
+    needed is a set of chats; unknown actions are no-ops."""
+    match action:
+        case SessionTitleChanged(title=title, by_user=by_user):
+            if state.user_titled and not by_user:
+                return state
+            return attrs.evolve(state, title=title, user_titled=state.user_titled or by_user)
+        case IsReadChanged(read=read):
+            return attrs.evolve(state, read=read)
+        case IsArchivedChanged(archived=archived):
+            return attrs.evolve(state, archived=archived)
+        case ConfigChanged(config=changes):
+            config = dict(state.config)
+            for key, value in changes:
+                if value:
+                    config[key] = value
+                else:
+                    config.pop(key, None)
+            return attrs.evolve(state, config=tuple(sorted(config.items())))
+        case InputNeededSet(chat_id=chat_id) if chat_id not in state.input_needed:
+            return attrs.evolve(state, input_needed=(*state.input_needed, chat_id))
+        case InputNeededRemoved(chat_id=chat_id):
+            return attrs.evolve(
+                state, input_needed=tuple(c for c in state.input_needed if c != chat_id)
+            )
+    return state
+
+
+reduce.register(SessionState, reduce_session)
 
 
 @_handles(TurnStarted)

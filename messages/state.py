@@ -259,12 +259,34 @@ class Worktree:
 
 
 @attrs.frozen(kw_only=True)
+class SessionState:
+    """A session's own entry: AHP's session metadata (title, the IsRead and
+    IsArchived status bits, config, input needed). `user_titled`: the title
+    is the user's, so titles the host derives no longer replace it.
+    `input_needed` lists the chats that wait on the user."""
+
+    title: str = ""
+    user_titled: bool = False
+    read: bool = True
+    archived: bool = False
+    config: tuple[tuple[str, str], ...] = ()
+    input_needed: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
 class SessionSummary:
+    """One row of list_sessions. `status` is the ChatStatus the session's chats add
+    up to (idle for a session not in memory)."""
+
     id: str
     title: str
     provider: str
     turn_count: int
     created_at: int = 0
+    status: ChatStatus = ChatStatus.IDLE
+    unread: bool = False
+    archived: bool = False
+    input_needed: bool = False
 
 
 def chat_resource(chat_id: str) -> str:

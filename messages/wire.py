@@ -97,7 +97,7 @@ _TAGGED: dict[type, str] = {
     if isinstance(value, type)
     and attrs.has(value)
     and value.__module__ == module.__name__
-    and value is not events.ChatEvent  # the base, never sent
+    and value not in (events.ChatEvent, events.SessionEvent)  # the bases, never sent
 }
 _BY_TAG: dict[str, type] = {tag: cls for cls, tag in _TAGGED.items()}
 

@@ -9,7 +9,14 @@ from collections.abc import Callable
 import attrs
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
-from agenthost.messages.state import ChatOrigin, PendingMessage, Turn, TurnState, Worktree
+from agenthost.messages.state import (
+    ChatOrigin,
+    PendingMessage,
+    SessionState,
+    Turn,
+    TurnState,
+    Worktree,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -102,6 +109,49 @@ class ImportSession:
     record: "SessionRecord"
 
 
+@attrs.frozen(kw_only=True)
+class SaveSessionState:
+    """The session entry: title and flags (input needed is not kept: it is live)."""
+
+    session_id: str
+    state: SessionState
+
+
+@attrs.frozen(kw_only=True)
+class SaveChatMeta:
+    """A chat's title and read-only flag (None: unchanged)."""
+
+    chat_id: str
+    title: str | None = None
+    read_only: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class DeleteChat:
+    chat_id: str
+
+
+@attrs.frozen(kw_only=True)
+class MementoKey:
+    """A contribution's memento: per session (`chat_id` "") or per chat."""
+
+    session_id: str
+    chat_id: str
+    contribution: str
+    key: str
+
+
+@attrs.frozen(kw_only=True)
+class SetMemento:
+    key: MementoKey
+    value: str  # JSON
+
+
+@attrs.frozen(kw_only=True)
+class DeleteMemento:
+    key: MementoKey
+
+
 StoreOp = (
     SaveSession
     | SaveChat
@@ -114,6 +164,11 @@ StoreOp = (
     | DeleteSession
     | TruncateChat
     | ImportSession
+    | SaveSessionState
+    | SaveChatMeta
+    | DeleteChat
+    | SetMemento
+    | DeleteMemento
 )
 
 
@@ -125,6 +180,7 @@ class ChatRecord:
     turns: tuple[Turn, ...]
     pending: tuple[PendingMessage, ...]
     origin: ChatOrigin = attrs.field(factory=ChatOrigin)
+    read_only: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -135,6 +191,8 @@ class SessionRecord:
     created_at: int
     chats: tuple[ChatRecord, ...]
     worktree: Worktree | None = None
+    state: SessionState = attrs.field(factory=SessionState)
+    mementos: tuple[SetMemento, ...] = ()
 
 
 def fork_record(

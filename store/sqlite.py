@@ -12,6 +12,7 @@ restored as running.
 
 import fcntl
 import importlib.resources
+import json
 import os
 import re
 import sqlite3
@@ -30,6 +31,7 @@ from agenthost.messages.state import (
     OriginKind,
     PendingKind,
     PendingMessage,
+    SessionState,
     SessionSummary,
     Turn,
     TurnState,
@@ -38,17 +40,23 @@ from agenthost.messages.state import (
 )
 from agenthost.store.records import (
     ChatRecord,
+    DeleteChat,
+    DeleteMemento,
     DeletePending,
     DeleteSession,
     ImportSession,
+    MementoKey,
     SaveAssistantText,
     SaveChat,
+    SaveChatMeta,
     SavePending,
     SaveSession,
+    SaveSessionState,
     SaveSteeringRecorded,
     SaveTurnEnded,
     SaveTurnStarted,
     SessionRecord,
+    SetMemento,
     StoreOp,
     TruncateChat,
 )
@@ -255,13 +263,52 @@ class SqliteStore:
                 db.execute(f"DELETE FROM turns WHERE {doomed}", (op.chat_id, *op.keep))
             case ImportSession():
                 self._import(op.record)
+            case SaveSessionState(session_id=session_id, state=state):
+                db.execute(
+                    "UPDATE sessions SET title = ?, user_titled = ?, is_read = ?, is_archived = ?,"
+                    " config = ? WHERE id = ?",
+                    (
+                        state.title,
+                        state.user_titled,
+                        state.read,
+                        state.archived,
+                        json.dumps(dict(state.config)),
+                        session_id,
+                    ),
+                )
+            case SaveChatMeta(chat_id=chat_id, title=title, read_only=read_only):
+                db.execute(
+                    "UPDATE chats SET title = COALESCE(?, title),"
+                    " read_only = COALESCE(?, read_only) WHERE id = ?",
+                    (title, read_only, chat_id),
+                )
+            case SetMemento(key=key, value=value):
+                db.execute(
+                    "INSERT OR REPLACE INTO mementos VALUES (?, ?, ?, ?, ?)",
+                    (key.session_id, key.chat_id, key.contribution, key.key, value),
+                )
+            case DeleteMemento(key=key):
+                db.execute(
+                    "DELETE FROM mementos WHERE session_id = ? AND chat_id = ?"
+                    " AND contribution = ? AND key = ?",
+                    (key.session_id, key.chat_id, key.contribution, key.key),
+                )
+            case DeleteChat(chat_id=chat_id):
+                db.execute(
+                    "DELETE FROM turn_steering WHERE turn_id IN"
+                    " (SELECT id FROM turns WHERE chat_id = ?)",
+                    (chat_id,),
+                )
+                for table in ("pending_messages", "turns", "mementos"):
+                    db.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,))
+                db.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
             case DeleteSession():
                 db.execute(
                     "DELETE FROM turn_steering WHERE turn_id IN"
                     " (SELECT id FROM turns WHERE session_id = ?)",
                     (op.session_id,),
                 )
-                for table in ("pending_messages", "turns"):
+                for table in ("pending_messages", "turns", "mementos"):
                     db.execute(f"DELETE FROM {table} WHERE session_id = ?", (op.session_id,))
                 db.execute("DELETE FROM chats WHERE session_id = ?", (op.session_id,))
                 db.execute("DELETE FROM sessions WHERE id = ?", (op.session_id,))
@@ -283,9 +330,13 @@ class SqliteStore:
                 worktree=record.worktree,
             )
         )
+        self._apply(SaveSessionState(session_id=record.session_id, state=record.state))
         for chat in record.chats:
             self._apply(
                 SaveChat(session_id=record.session_id, chat_id=chat.chat_id, origin=chat.origin)
+            )
+            self._apply(
+                SaveChatMeta(chat_id=chat.chat_id, title=chat.title, read_only=chat.read_only)
             )
             for seq, turn in enumerate(chat.turns):
                 self._apply(
@@ -330,19 +381,27 @@ class SqliteStore:
     def list_sessions(self) -> list[SessionSummary]:
         rows = self._conn.execute(
             "SELECT s.id, s.title, s.provider, s.created_at,"
-            " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id)"
+            " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.is_read, s.is_archived"
             " FROM sessions s ORDER BY s.created_at, s.id"
         ).fetchall()
         return [
-            SessionSummary(id=r[0], title=r[1], provider=r[2], created_at=r[3], turn_count=r[4])
+            SessionSummary(
+                id=r[0],
+                title=r[1],
+                provider=r[2],
+                created_at=r[3],
+                turn_count=r[4],
+                unread=not r[5],
+                archived=bool(r[6]),
+            )
             for r in rows
         ]
 
     def load_session(self, session_id: str) -> SessionRecord | None:
         db = self._conn
         row = db.execute(
-            "SELECT provider, title, created_at, worktree_path, worktree_repo, worktree_base"
-            " FROM sessions WHERE id = ?",
+            "SELECT provider, title, created_at, worktree_path, worktree_repo, worktree_base,"
+            " user_titled, is_read, is_archived, config FROM sessions WHERE id = ?",
             (session_id,),
         ).fetchone()
         if row is None:
@@ -353,9 +412,10 @@ class SqliteStore:
                 origin=ChatOrigin(
                     kind=ChatOriginKind(kind), chat_id=origin_chat, tool_call_id=origin_tool_call
                 ),
+                read_only=bool(read_only),
             )
-            for chat_id, title, draft, kind, origin_chat, origin_tool_call in db.execute(
-                "SELECT id, title, draft, origin_kind, origin_chat, origin_tool_call"
+            for chat_id, title, draft, kind, origin_chat, origin_tool_call, read_only in db.execute(
+                "SELECT id, title, draft, origin_kind, origin_chat, origin_tool_call, read_only"
                 " FROM chats WHERE session_id = ? ORDER BY position",
                 (session_id,),
             ).fetchall()
@@ -368,6 +428,23 @@ class SqliteStore:
             created_at=row[2],
             chats=chats,
             worktree=worktree,
+            state=SessionState(
+                title=row[1],
+                user_titled=bool(row[6]),
+                read=bool(row[7]),
+                archived=bool(row[8]),
+                config=tuple(sorted(json.loads(row[9]).items())),
+            ),
+            mementos=tuple(
+                SetMemento(
+                    key=MementoKey(session_id=session_id, chat_id=c, contribution=n, key=k),
+                    value=v,
+                )
+                for c, n, k, v in db.execute(
+                    "SELECT chat_id, contribution, key, value FROM mementos WHERE session_id = ?",
+                    (session_id,),
+                ).fetchall()
+            ),
         )
 
     def _load_chat(self, chat_id: str, title: str, draft: str | None) -> ChatRecord:
