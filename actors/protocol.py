@@ -165,6 +165,7 @@ class BeginTurn:
     turn_id: str
     text: str
     history: tuple[Turn, ...] = ()
+    instructions: str = ""
 
 
 @attrs.frozen

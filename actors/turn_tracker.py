@@ -73,6 +73,7 @@ from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     AssistantDelta,
     ChatEvent,
+    UsageReported,
     RequestClosed,
     RequestOpened,
     RequestOutcome,
@@ -102,12 +103,13 @@ from agenthost.messages.provider import (
     Settlement,
     SteerAnswered,
     SubagentStarted,
+    UsageUpdated,
     UserMessageEcho,
     WithdrawAnswered,
 )
 from agenthost.messages.provider import ToolCallCompleted as ProviderToolCallCompleted
 from agenthost.messages.provider import ToolCallStarted as ProviderToolCallStarted
-from agenthost.messages.state import MarkdownPart, OpenRequest, RequestKind, Turn
+from agenthost.messages.state import MarkdownPart, OpenRequest, RequestKind, Turn, Usage
 
 log = structlog.get_logger(__name__)
 
@@ -158,6 +160,7 @@ class _Turn:
     text: str
     stream: _Stream
     history: tuple[Turn, ...] = ()
+    instructions: str = ""
     sent: bool = False
     own_echo_seen: bool = False
     finish_reason: str | None = None
@@ -327,6 +330,7 @@ class TurnTrackerActor(HostedActor):
             text=message.text,
             stream=_Stream(self.session_id, self.chat_id, message.turn_id),
             history=message.history,
+            instructions=message.instructions,
             last_event_at=self.services.clock.now(),
         )
         self._turn = turn
@@ -350,6 +354,7 @@ class TurnTrackerActor(HostedActor):
                 turn_id=turn.key,
                 text=turn.text,
                 history=history,
+                instructions=turn.instructions,
             ),
         )
 
@@ -431,6 +436,11 @@ class TurnTrackerActor(HostedActor):
                 self._request_opened(turn, event)
             case ReplyDelta():
                 self._delta(turn, event.text)
+            case UsageUpdated():
+                usage = Usage(
+                    prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens
+                )
+                self._apply(UsageReported(turn_id=turn.turn_id, usage=usage))
             case ReplyMessage():
                 if event.text and not turn.stream.unflushed:
                     self._delta(turn, event.text)

@@ -2,7 +2,7 @@
 
 Host -> provider: ProviderSend, ProviderSteer, ProviderWithdraw, ProviderCancel,
 ProviderResume. Provider -> host: UserMessageEcho, ReplyDelta, ReplyMessage,
-ToolCallStarted, ToolCallCompleted, Idle, CallSettled, ConnectionFailed.
+UsageUpdated, ToolCallStarted, ToolCallCompleted, Idle, CallSettled, ConnectionFailed.
 Providers differ; each declares `Capabilities` and the host never infers them.
 """
 
@@ -34,13 +34,15 @@ class HistoryMessage:
 
 @attrs.frozen(kw_only=True)
 class ProviderSend:
-    """Start a turn. `history` is sent only to providers without a stateful prompt."""
+    """Start a turn. `history` is sent only to providers without a stateful prompt.
+    `instructions`: what the host's contributions add for this turn (system text)."""
 
     session_id: str
     chat_id: str
     turn_id: str
     text: str
     history: tuple[HistoryMessage, ...] = ()
+    instructions: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -145,6 +147,15 @@ class ReplyMessage:
 
 
 @attrs.frozen(kw_only=True)
+class UsageUpdated:
+    """Token usage of the turn so far (the latest report wins)."""
+
+    turn_id: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@attrs.frozen(kw_only=True)
 class ToolCallStarted:
     """A tool call began. Without `needs_permission` it runs at once; with it a
     HostRequestOpened(permission) follows."""
@@ -234,6 +245,7 @@ ProviderEvent = (
     | WithdrawAnswered
     | ReplyDelta
     | ReplyMessage
+    | UsageUpdated
     | ToolCallStarted
     | ToolCallCompleted
     | HostRequestOpened

@@ -41,6 +41,7 @@ from agenthost.messages.provider import (
     SubagentStarted,
     ToolCallCompleted,
     ToolCallStarted,
+    UsageUpdated,
     UserMessageEcho,
 )
 from agenthost.providers.base import (
@@ -207,6 +208,7 @@ class ScriptedProvider(Provider):
         ] = defaultdict(list)
         self._reached: dict[str, int] = defaultdict(int)
         self._prompts: list[tuple[str, str]] = []
+        self._instructions: list[str] = []
         self._inputs: list[str] = []
         self._answers: list[ProviderAnswer] = []
         self._steered = 0
@@ -307,6 +309,12 @@ class ScriptedProvider(Provider):
         with self._lock:
             return [text for _, text in self._prompts]
 
+    @property
+    def instructions(self) -> list[str]:
+        """The instructions each send carried, in order (beside `prompts`)."""
+        with self._lock:
+            return list(self._instructions)
+
     def prompts_for(self, session_id: str) -> list[str]:
         with self._lock:
             return [text for sid, text in self._prompts if sid == session_id]
@@ -319,9 +327,10 @@ class ScriptedProvider(Provider):
         with self._lock:
             return self._scripts.get(text)
 
-    def _record_prompt(self, session_id: str, text: str) -> None:
+    def _record_prompt(self, session_id: str, text: str, instructions: str = "") -> None:
         with self._lock:
             self._prompts.append((session_id, text))
+            self._instructions.append(instructions)
 
     def _record_steered(self) -> None:
         with self._lock:
@@ -428,7 +437,7 @@ class ScriptedAdapter(ProviderAdapter):
         self._early_answers: dict[str, ProviderAnswer] = {}
 
     async def send(self, message: ProviderSend) -> str | None:
-        self.backend._record_prompt(message.session_id, message.text)
+        self.backend._record_prompt(message.session_id, message.text, message.instructions)
         message_id = self.backend._next_id()
         steps = self._steps_for(message.text)
         run = _Run(key=message.turn_id)
@@ -580,8 +589,14 @@ class ScriptedAdapter(ProviderAdapter):
                     await self._boundary(run, said)
         if not terminal:
             return
+        reply = "".join(said)
+        self._emit(
+            UsageUpdated(
+                turn_id=key, prompt_tokens=len(text.split()), completion_tokens=len(reply.split())
+            )
+        )
         if finish is not None:
-            self._emit(ReplyMessage(turn_id=key, text="".join(said), finish_reason=finish))
+            self._emit(ReplyMessage(turn_id=key, text=reply, finish_reason=finish))
         self._emit(Idle(turn_id=key))
 
     async def _spawn(self, key: str, prompt: str, background: bool, drop_end: bool) -> None:

@@ -330,7 +330,8 @@ class SqliteStore:
                 worktree=record.worktree,
             )
         )
-        self._apply(SaveSessionState(session_id=record.session_id, state=record.state))
+        state = attrs.evolve(record.state, title=record.title)
+        self._apply(SaveSessionState(session_id=record.session_id, state=state))
         for chat in record.chats:
             self._apply(
                 SaveChat(session_id=record.session_id, chat_id=chat.chat_id, origin=chat.origin)
