@@ -73,7 +73,6 @@ from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     AssistantDelta,
     ChatEvent,
-    UsageReported,
     RequestClosed,
     RequestOpened,
     RequestOutcome,
@@ -86,6 +85,7 @@ from agenthost.messages.events import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    UsageReported,
 )
 from agenthost.messages.provider import (
     CallSettled,
