@@ -19,6 +19,22 @@ import attrs
 import structlog
 
 from agenthost.actors.context import Services
+from agenthost.actors.contributions import (
+    Accept,
+    ChatKey,
+    ClientAction,
+    Dispatch,
+    Dispatcher,
+    Handled,
+    IncomingRequest,
+    OutgoingTurn,
+    Reject,
+    RequestKind,
+    RequestSource,
+    TurnEnd,
+    TurnEndReason,
+)
+from agenthost.actors.contributions.queue_drain import sender_of
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
@@ -33,6 +49,7 @@ from agenthost.actors.protocol import (
     ClientToolsChanged,
     Committed,
     Diagnose,
+    DrainQueue,
     EndTurn,
     PrepareRelease,
     ProposeDrain,
@@ -43,6 +60,7 @@ from agenthost.actors.protocol import (
     RemovalOutcome,
     RemoveSteering,
     RequeueSteering,
+    SessionStateChanged,
     SpawnSubagentChat,
     StartHeldSteering,
     StartProviderTurn,
@@ -68,6 +86,8 @@ from agenthost.messages.commands import (
     RemovePendingMessage,
     ReorderQueue,
     SendMessage,
+    SetDraft,
+    SetReadOnly,
     SteerMessage,
     TruncateChat,
     TurnOutcome,
@@ -76,9 +96,11 @@ from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     ChatEvent,
     ChatSnapshot,
+    DraftChanged,
     PendingMessageAdded,
     PendingMessageRemoved,
     QueuedMessagesReordered,
+    ReadOnlyChanged,
     RemovalReason,
     SteeringNotWithdrawn,
     SteeringRecorded,
@@ -97,12 +119,15 @@ from agenthost.messages.state import (
     OriginKind,
     PendingKind,
     PendingMessage,
+    SessionState,
+    Turn,
     TurnState,
     UserMessage,
 )
 from agenthost.store.records import (
     DeletePending,
     SaveAssistantText,
+    SaveChatMeta,
     SavePending,
     SaveSteeringRecorded,
     SaveTurnEnded,
@@ -137,6 +162,8 @@ class SteerReply:
 CLIENT_COMMANDS = (
     SendMessage,
     SteerMessage,
+    SetDraft,
+    SetReadOnly,
     RemovePendingMessage,
     EditPendingMessage,
     ReorderQueue,
@@ -152,6 +179,23 @@ ENDED_AS = {
     TurnCancelled: TurnState.CANCELLED,
     TurnFailed: TurnState.ERROR,
 }
+
+
+@attrs.frozen
+class Origin:
+    """An action a client caused (`client_id` None: the embedding program)."""
+
+    client_id: str | None = None
+
+
+def _end_reason(turn: Turn) -> TurnEndReason:
+    if turn.state is TurnState.COMPLETE:
+        return TurnEndReason.SUCCESS
+    if turn.state is TurnState.CANCELLED:
+        return TurnEndReason.CANCELLED
+    if turn.error is not None and turn.error.code is ErrorCode.EXECUTION_ABANDONED:
+        return TurnEndReason.ABANDONED
+    return TurnEndReason.ERROR
 
 
 def new_id() -> str:
@@ -177,10 +221,18 @@ class ChatActor(HostedActor):
         session: Ref,
         resume: bool,
         client_tools: tuple[tuple[str, str], ...] = (),
+        session_state: SessionState | None = None,
+        default: bool = True,
+        read_only: bool = False,
     ) -> None:
         super().__init__(services)
         self.session_id = session_id
         self.chat_id = chat_id
+        self._key = ChatKey(session_id=session_id, chat_id=chat_id)
+        self._contributions: Dispatcher = services.contributions
+        self._session = session_state or SessionState()
+        self.default = default
+        self._read_only = read_only
         self.provider = provider
         self.session = session
         self.resume = resume
@@ -196,6 +248,7 @@ class ChatActor(HostedActor):
         self._removals: dict[str, list[RuntimeFuture]] = {}
         self._answers: dict[str, deque[RuntimeFuture]] = {}
         self._reported_status = state.status
+        self._reported_turns = len(state.turns)
         # While the session decides to leave memory: client commands held meanwhile.
         self._closing: list[tuple[Any, RuntimeFuture]] | None = None
         self._reported_subscribers = 0
@@ -213,6 +266,8 @@ class ChatActor(HostedActor):
         return self._state.origin.kind is ChatOriginKind.TOOL
 
     def on_start(self) -> None:
+        self.services.directory.register(f"{self.session_id}/{self.chat_id}", self.actor_ref)
+        self._hydrate()
         if self.driven:
             self.send(self.session, ChatReady(chat_id=self.chat_id))
             return
@@ -234,7 +289,15 @@ class ChatActor(HostedActor):
             self._to_queue(pending)
         self._held.update(m.id for m in self._state.queued_messages)
 
+    def _hydrate(self) -> None:
+        """Contributions restore what they keep, before the chat is listed."""
+        state = self._state
+        turns = self._contributions.hydrate_turns(state.turns, self._key)
+        title, draft = self._contributions.hydrate_chat(state.title, state.draft, self._key)
+        self._state = self._published = attrs.evolve(state, turns=turns, title=title, draft=draft)
+
     def on_stop(self) -> None:
+        self.services.directory.unregister(f"{self.session_id}/{self.chat_id}", self.actor_ref)
         for child in (self._tracker, self._drain):
             if child is not None and child.is_alive():
                 child.stop(block=False)
@@ -258,10 +321,50 @@ class ChatActor(HostedActor):
             subscription.close()
 
     # -- state, persistence, publication -----------------------------------------------------
-    def _apply(self, action: ChatEvent, after_write: int = 0, ticket: Any = None) -> None:
-        self._state = reduce_chat(self._state, action, self.services.clock.wall_ms())
+    def _apply(
+        self,
+        action: ChatEvent,
+        after_write: int = 0,
+        ticket: Any = None,
+        origin: Origin | None = None,
+    ) -> None:
+        before = self._state
+        self._state = reduce_chat(before, action, self.services.clock.wall_ms())
         self._outbox.append((after_write, action, self._state, ticket))
         self._publish_ready()
+        self._dispatched(action, before, origin)
+
+    def _dispatched(
+        self, action: ChatEvent, before: ChatState, origin: Origin | None, rejection: str = ""
+    ) -> None:
+        """Tell the contributions: every action, and which a client applied."""
+        contributions = self._contributions
+        client_id = None if origin is None else origin.client_id
+        if contributions.observes_dispatch():
+            contributions.did_dispatch(
+                Dispatch(
+                    chat=self._key,
+                    action=action,
+                    from_client=origin is not None,
+                    client_id=client_id,
+                    before=before,
+                    state=self._state,
+                    session=self._session,
+                    rejection=rejection or None,
+                    default_chat=self.default,
+                    subagent=self.driven,
+                )
+            )
+        if origin is not None and not rejection:
+            contributions.did_apply_client_action(
+                ClientAction(
+                    chat=self._key,
+                    action=action,
+                    client_id=client_id,
+                    state=self._state,
+                    session=self._session,
+                )
+            )
 
     def _write(self, op: StoreOp, gate: bool = False) -> int:
         self._write_seq += 1
@@ -282,11 +385,18 @@ class ChatActor(HostedActor):
                 self._report_subscribers()
             if ticket is not None:
                 ticket.resolve(self._outcome(ticket))
-        if self._published.status != self._reported_status:
-            self._reported_status = self._published.status
+        published = self._published
+        if (published.status, len(published.turns)) != (
+            self._reported_status,
+            self._reported_turns,
+        ):
+            self._reported_status = published.status
+            self._reported_turns = len(published.turns)
             self.send(
                 self.session,
-                ChatStatusChanged(chat_id=self.chat_id, status=int(self._published.status)),
+                ChatStatusChanged(
+                    chat_id=self.chat_id, status=int(published.status), turns=len(published.turns)
+                ),
             )
 
     def _outcome(self, ticket: Ticket) -> TurnOutcome:
@@ -318,11 +428,14 @@ class ChatActor(HostedActor):
     def _pending(self, pending_id: str) -> PendingMessage | None:
         return next((m for m in self._state.pending if m.id == pending_id), None)
 
-    def _remove_pending(self, pending: PendingMessage, reason: RemovalReason) -> None:
+    def _remove_pending(
+        self, pending: PendingMessage, reason: RemovalReason, origin: Origin | None = None
+    ) -> None:
         self._apply(
             self._stamp(
                 PendingMessageRemoved(kind=pending.kind, pending_id=pending.id, reason=reason)
-            )
+            ),
+            origin=origin,
         )
         self._write(DeletePending(pending_id=pending.id))
 
@@ -337,9 +450,9 @@ class ChatActor(HostedActor):
                 )
             )
 
-    def _add_pending(self, kind: PendingKind, text: str) -> PendingMessage:
+    def _add_pending(self, kind: PendingKind, text: str, origin: Origin) -> PendingMessage:
         pending = PendingMessage(id=new_id(), kind=kind, message=UserMessage(text=text))
-        self._apply(self._stamp(PendingMessageAdded(pending=pending)))
+        self._apply(self._stamp(PendingMessageAdded(pending=pending)), origin=origin)
         position = len(
             self._state.steering_messages
             if kind is PendingKind.STEERING
@@ -400,15 +513,97 @@ class ChatActor(HostedActor):
             except Exception:
                 future.set_exception()
 
+    # -- admission -----------------------------------------------------------------------
+    def _request(
+        self,
+        kind: RequestKind,
+        text: str,
+        client_id: str | None,
+        source: RequestSource = RequestSource.CLIENT,
+        pending_id: str | None = None,
+    ) -> IncomingRequest:
+        return IncomingRequest(
+            chat=self._key,
+            kind=kind,
+            text=text,
+            source=source,
+            client_id=client_id,
+            state=self._state,
+            session=self._session,
+            read_only=self._read_only,
+            default_chat=self.default,
+            subagent=self.driven,
+            pending_id=pending_id,
+        )
+
+    def _admit(
+        self,
+        request: IncomingRequest,
+        ticket: Ticket,
+        message: UserMessage,
+        from_pending: str | None = None,
+    ) -> Ticket:
+        """Run admission; start the turn, or settle the request without one."""
+        verdict = self._contributions.incoming(request)
+        if isinstance(verdict, Accept):
+            origin = Origin(request.client_id) if request.source is RequestSource.CLIENT else None
+            self._start_turn(message, ticket=ticket, from_pending=from_pending, origin=origin)
+        else:
+            self._settle(request, verdict, ticket, message, from_pending)
+        return ticket
+
+    def _settle(
+        self,
+        request: IncomingRequest,
+        verdict: Handled | Reject,
+        ticket: Ticket,
+        message: UserMessage,
+        from_pending: str | None = None,
+    ) -> None:
+        """A request that ends without a turn: a local command, or a refusal."""
+        pending = None if from_pending is None else self._pending(from_pending)
+        if isinstance(verdict, Handled):
+            if pending is not None:
+                self._remove_pending(pending, RemovalReason.CONSUMED)
+            for action in verdict.actions:
+                self._apply(self._stamp(action), origin=Origin(request.client_id))
+            ticket.resolve(TurnOutcome(state=OutcomeState.HANDLED, text=verdict.reply))
+            self._turn_ended(TurnEndReason.LOCAL_COMMAND, None, request.client_id)
+            return
+        self._log.info("request_rejected", stage=verdict.stage, code=verdict.error.code.value)
+        if pending is not None:
+            self._remove_pending(pending, RemovalReason.REJECTED)
+        refused = self._stamp(
+            TurnStarted(turn_id=new_id(), message=message, queued_message_id=from_pending)
+        )
+        origin = Origin(request.client_id) if request.source is RequestSource.CLIENT else None
+        self._dispatched(refused, self._state, origin, rejection=verdict.error.message)
+        ticket.resolve(TurnOutcome(state=OutcomeState.REJECTED, error=verdict.error))
+        self._turn_ended(TurnEndReason.REJECTED, None, request.client_id)
+
+    def _turn_ended(self, reason: TurnEndReason, turn: Turn | None, client_id: str | None) -> None:
+        self._contributions.turn_end(
+            TurnEnd(
+                chat=self._key,
+                reason=reason,
+                state=self._state,
+                session=self._session,
+                turn=turn,
+                resumable=turn is not None and turn.error is not None and turn.error.resumable,
+                subagent=self.driven,
+                default_chat=self.default,
+                client_id=client_id,
+            )
+        )
+
     # -- client commands ---------------------------------------------------------------------
     @handles(SendMessage)
     def _send(self, message: SendMessage) -> Ticket:
         self._refuse_if_driven()
         if not self._busy():
-            ticket = Ticket()
-            self._start_turn(UserMessage(text=message.text), ticket=ticket)
-            return ticket
-        pending = self._add_pending(PendingKind.QUEUED, message.text)
+            request = self._request(RequestKind.SEND, message.text, message.client_id)
+            return self._admit(request, Ticket(), UserMessage(text=message.text))
+        pending = self._add_pending(PendingKind.QUEUED, message.text, Origin(message.client_id))
         ticket = Ticket(pending_id=pending.id)
         self._tickets[pending.id] = ticket
         return ticket
@@ -416,15 +611,24 @@ class ChatActor(HostedActor):
     @handles(SteerMessage)
     def _steer(self, message: SteerMessage) -> SteerReply:
         self._refuse_if_driven()
+        request = self._request(RequestKind.STEER, message.text, message.client_id)
         if not self._busy():  # while idle, steering is simply a send
             pending_id = new_id()
             ticket = Ticket(pending_id=pending_id)
             pending = PendingMessage(
                 id=pending_id, kind=PendingKind.STEERING, message=UserMessage(text=message.text)
             )
-            self._start_turn(UserMessage(text=message.text), ticket=ticket, from_pending=pending_id)
+            self._admit(request, ticket, UserMessage(text=message.text), from_pending=pending_id)
             return SteerReply(pending=pending, ticket=ticket)
-        pending = self._add_pending(PendingKind.STEERING, message.text)
+        verdict = self._contributions.incoming(request)
+        if not isinstance(verdict, Accept):  # settled at once, like a send while idle
+            ticket = Ticket()
+            self._settle(request, verdict, ticket, UserMessage(text=message.text))
+            pending = PendingMessage(
+                id=new_id(), kind=PendingKind.STEERING, message=UserMessage(text=message.text)
+            )
+            return SteerReply(pending=pending, ticket=ticket)
+        pending = self._add_pending(PendingKind.STEERING, message.text, Origin(message.client_id))
         self.send(
             self._drain,
             Steer(pending_id=pending.id, text=pending.text, for_turn=self._state.active_turn_id),
@@ -437,7 +641,7 @@ class ChatActor(HostedActor):
         if pending is None:
             raise _not_pending(message.pending_id)
         if pending.kind is PendingKind.QUEUED:
-            self._remove_pending(pending, RemovalReason.CLIENT)
+            self._remove_pending(pending, RemovalReason.CLIENT, Origin(message.client_id))
             ticket = self._tickets.pop(pending.id, None)
             if ticket is not None:
                 ticket.resolve(TurnOutcome(state=OutcomeState.REMOVED))
@@ -457,13 +661,15 @@ class ChatActor(HostedActor):
         if pending.kind is PendingKind.STEERING:
             raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
         edited = attrs.evolve(pending, message=attrs.evolve(pending.message, text=message.text))
-        self._apply(self._stamp(PendingMessageAdded(pending=edited)))
+        self._apply(self._stamp(PendingMessageAdded(pending=edited)), origin=Origin())
         self._save_queue_positions()
         return edited
 
     @handles(ReorderQueue)
     def _reorder(self, message: ReorderQueue) -> tuple[PendingMessage, ...]:
-        self._apply(self._stamp(QueuedMessagesReordered(order=message.pending_ids)))
+        self._apply(
+            self._stamp(QueuedMessagesReordered(order=message.pending_ids)), origin=Origin()
+        )
         self._save_queue_positions()
         return self._state.queued_messages
 
@@ -509,7 +715,7 @@ class ChatActor(HostedActor):
                 code=ErrorCode.NOT_FOUND,
                 message=f"chat {self.chat_id} has no turn {message.turn_id}",
             )
-        self._apply(self._stamp(Truncated(turn_id=message.turn_id)))
+        self._apply(self._stamp(Truncated(turn_id=message.turn_id)), origin=Origin())
         self._write(
             TruncateStoredChat(chat_id=self.chat_id, keep=tuple(t.id for t in self._state.turns))
         )
@@ -522,6 +728,27 @@ class ChatActor(HostedActor):
             return False
         self.send(self._tracker, CancelActiveTurn(turn_id=active.id))
         return True
+
+    @handles(SetDraft)
+    def _set_draft(self, message: SetDraft) -> None:
+        draft = DraftChanged(draft=message.text or None)
+        self._apply(self._stamp(draft), origin=Origin(message.client_id))
+
+    @handles(SetReadOnly)
+    def _set_read_only(self, message: SetReadOnly) -> None:
+        if message.read_only == self._read_only:
+            return
+        self._read_only = message.read_only
+        self._write(SaveChatMeta(chat_id=self.chat_id, read_only=message.read_only))
+        self._apply(self._stamp(ReadOnlyChanged(read_only=message.read_only)), origin=Origin())
+
+    @handles(SessionStateChanged)
+    def _session_changed(self, message: SessionStateChanged) -> None:
+        self._session = message.state
+
+    @handles(DrainQueue)
+    def _drain_queue(self, message: DrainQueue) -> None:
+        self._propose_drain()
 
     @handles(GetChatState)
     def _get_state(self, message: GetChatState) -> ChatState:
@@ -554,8 +781,10 @@ class ChatActor(HostedActor):
         ticket: Ticket | None = None,
         from_pending: str | None = None,
         turn_id: str | None = None,
+        origin: Origin | None = None,
     ) -> str:
-        """Start a turn; with `turn_id` given the provider already started it (steering)."""
+        """Start a turn; with `turn_id` given the provider already started it (steering).
+        The provider gets the text and instructions as the contributions leave them."""
         provider_started = turn_id is not None
         turn_id = turn_id or new_id()
         history = self._state.turns
@@ -564,7 +793,8 @@ class ChatActor(HostedActor):
         self._apply(
             self._stamp(
                 TurnStarted(turn_id=turn_id, message=message, queued_message_id=from_pending)
-            )
+            ),
+            origin=origin,
         )
         if ticket is not None:
             ticket.started(turn_id)
@@ -582,7 +812,24 @@ class ChatActor(HostedActor):
         self._turn_seq += 1
         self._stable[turn_id] = []
         if not provider_started:
-            self.send(self._tracker, BeginTurn(turn_id=turn_id, text=message.text, history=history))
+            outgoing = self._contributions.outgoing(
+                OutgoingTurn(
+                    chat=self._key,
+                    turn_id=turn_id,
+                    text=message.text,
+                    state=self._state,
+                    session=self._session,
+                )
+            )
+            self.send(
+                self._tracker,
+                BeginTurn(
+                    turn_id=turn_id,
+                    text=outgoing.text,
+                    history=history,
+                    instructions=outgoing.instructions,
+                ),
+            )
         return turn_id
 
     def _propose_drain(self) -> None:
@@ -606,9 +853,15 @@ class ChatActor(HostedActor):
             # The proposal is stale (the queue changed since): propose the head again.
             self._propose_drain()
             return
-        self._start_turn(
-            pending.message, ticket=self._tickets.pop(pending.id, None), from_pending=pending.id
+        request = self._request(
+            RequestKind.SEND,
+            pending.text,
+            sender_of(self.services.mementos, self._key, pending.id),
+            source=RequestSource.QUEUE,
+            pending_id=pending.id,
         )
+        ticket = self._tickets.pop(pending.id, None) or Ticket(pending_id=pending.id)
+        self._admit(request, ticket, pending.message, from_pending=pending.id)
 
     @handles(StartProviderTurn)
     def _start_provider_turn(self, message: StartProviderTurn) -> None:
@@ -686,7 +939,7 @@ class ChatActor(HostedActor):
             self._held.clear()
         else:
             self._held.update(m.id for m in self._state.queued_messages)
-        self._propose_drain()
+        self._turn_ended(_end_reason(turn), turn, None)  # queue_drain drains after a success
 
     @handles(SteeringCancelled)
     def _steering_cancelled(self, message: SteeringCancelled) -> None:

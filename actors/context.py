@@ -38,6 +38,28 @@ class ActorGroup:
         return len(self._refs)
 
 
+class Directory:
+    """Live sessions and chats by key (a session id, or "session/chat"), for
+    contributions that tell them to act. Thread-safe, O(1)."""
+
+    def __init__(self) -> None:
+        self._refs: dict[str, ActorRef[Any]] = {}
+        self._lock = threading.Lock()
+
+    def register(self, key: str, ref: ActorRef[Any]) -> None:
+        with self._lock:
+            self._refs[key] = ref
+
+    def unregister(self, key: str, ref: ActorRef[Any]) -> None:
+        with self._lock:
+            if self._refs.get(key) is ref:
+                del self._refs[key]
+
+    def get(self, key: str) -> ActorRef[Any] | None:
+        with self._lock:
+            return self._refs.get(key)
+
+
 @attrs.define(kw_only=True)
 class Services:
     """Injected into every actor of one host. Immutable after the host starts."""
@@ -52,3 +74,6 @@ class Services:
     supervisor: ActorRef[Any] | None = None
     host: ActorRef[Any] | None = None
     subscriber_queue_size: int = 10_000
+    directory: Directory = attrs.field(factory=Directory)
+    contributions: Any = None  # the Dispatcher (actors.contributions), set at start
+    mementos: Any = None  # the MementoCache, set at start

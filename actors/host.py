@@ -8,6 +8,7 @@ resume is stopped and forgotten in memory; its stored rows stay untouched.
 
 import itertools
 import uuid
+from typing import Any
 
 import attrs
 import structlog
@@ -69,6 +70,20 @@ def _chat_states(record: SessionRecord) -> tuple[ChatState, ...]:
     )
 
 
+def _from_record(record: SessionRecord) -> dict[str, Any]:
+    """A stored session's SessionActor arguments."""
+    return {
+        "session_id": record.session_id,
+        "provider": record.provider,
+        "chats": _chat_states(record),
+        "chat_ids": tuple(chat.chat_id for chat in record.chats),
+        "worktree": record.worktree,
+        "state": attrs.evolve(record.state, title=record.title),
+        "read_only": tuple(chat.chat_id for chat in record.chats if chat.read_only),
+        "created_at": record.created_at,
+    }
+
+
 class HostActor(HostedActor):
     def __init__(self, services: Services, lifecycle: Lifecycle | None = None) -> None:
         super().__init__(services)
@@ -112,6 +127,7 @@ class HostActor(HostedActor):
         session_id = message.session_id or uuid.uuid4().hex
         chat_id = uuid.uuid4().hex
         now = self.services.clock.wall_ms()
+        self.services.mementos.load(session_id, ())
         self._sessions[session_id] = SessionActor.start(
             self.services,
             session_id=session_id,
@@ -120,6 +136,7 @@ class HostActor(HostedActor):
             chat_ids=(chat_id,),
             restored=False,
             worktree=message.worktree,
+            created_at=now,
         )
         self.send(
             self.services.store,
@@ -163,18 +180,12 @@ class HostActor(HostedActor):
                     "which this host does not configure"
                 ),
             )
-        chats = _chat_states(record)
+        self.services.mementos.load(record.session_id, record.mementos)
         self._sessions[record.session_id] = SessionActor.start(
-            self.services,
-            session_id=record.session_id,
-            provider=record.provider,
-            chats=chats,
-            chat_ids=tuple(chat.chat_id for chat in record.chats),
-            restored=True,
-            worktree=record.worktree,
+            self.services, restored=True, **_from_record(record)
         )
         self._restoring.add(record.session_id)
-        log.info("session_restored", session_id=record.session_id, chats=len(chats))
+        log.info("session_restored", session_id=record.session_id, chats=len(record.chats))
         return self._wait_for(record.session_id)
 
     @handles(ImportRecord)
@@ -191,15 +202,9 @@ class HostActor(HostedActor):
                 code=ErrorCode.PROVIDER_UNAVAILABLE,
                 message=f"this host does not configure the provider {record.provider!r}",
             )
+        self.services.mementos.load(record.session_id, ())
         self._sessions[record.session_id] = SessionActor.start(
-            self.services,
-            session_id=record.session_id,
-            provider=record.provider,
-            chats=_chat_states(record),
-            chat_ids=tuple(chat.chat_id for chat in record.chats),
-            restored=False,
-            used=True,
-            worktree=record.worktree,
+            self.services, restored=False, used=True, **_from_record(record)
         )
         self.send(
             self.services.store,
@@ -225,6 +230,7 @@ class HostActor(HostedActor):
             timer[1].cancel()
         if ref is not None:
             ref.stop(block=False)
+        self.services.mementos.forget(message.session_id)
         future = RuntimeFuture()
         self._disposals.setdefault(message.session_id, []).append(future)
         self.send(
@@ -330,6 +336,7 @@ class HostActor(HostedActor):
         timer = self._timers.pop(message.session_id, None)
         if timer is not None:
             timer[1].cancel()
+        self.services.mementos.forget(message.session_id)
         key = "draft_gc_disposed" if message.disposed else "released"
         self.counters[key] += 1
         log.info(key, session_id=message.session_id)

@@ -11,9 +11,9 @@ import attrs
 from pykka import ActorRef
 
 from agenthost.messages.errors import AgentHostError
-from agenthost.messages.events import ChatEvent
+from agenthost.messages.events import ChatEvent, SessionEvent
 from agenthost.messages.provider import Capabilities, ProviderEvent
-from agenthost.messages.state import Turn
+from agenthost.messages.state import SessionState, Turn
 from agenthost.store.records import SessionRecord, StoreOp
 
 Ref = ActorRef[Any]
@@ -328,6 +328,7 @@ class ChatStatusChanged:
 
     chat_id: str
     status: int
+    turns: int = 0
 
 
 # -- subagents ----------------------------------------------------------------------
@@ -481,3 +482,23 @@ class StartSteeringTurn:
     turn_id: str
     pending_id: str
     text: str
+
+
+# -- contributions ----------------------------------------------------------------
+@attrs.frozen
+class ApplySessionAction:
+    """A contribution's (host-origin) session action."""
+
+    action: SessionEvent
+
+
+@attrs.frozen
+class DrainQueue:
+    """A contribution asks a chat to drain its queue (the chat re-checks)."""
+
+
+@attrs.frozen
+class SessionStateChanged:
+    """session -> its chats: the session entry as it is now."""
+
+    state: SessionState

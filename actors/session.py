@@ -5,13 +5,17 @@ tells the host once every chat's provider session is open (SessionReady),
 or that one failed to open, with the provider's error.
 """
 
+import uuid
+
 import attrs
 import structlog
 
 from agenthost.actors.chat import ChatActor
 from agenthost.actors.context import Services
+from agenthost.actors.contributions import ChatKey, ClientAction, Dispatch, Dispatcher
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
+    ApplySessionAction,
     ChatReady,
     ChatStatusChanged,
     ClientRemoved,
@@ -25,6 +29,7 @@ from agenthost.actors.protocol import (
     SessionActivity,
     SessionReady,
     SessionReleased,
+    SessionStateChanged,
     SpawnSubagentChat,
     SubagentChatStarted,
     SubscribersChanged,
@@ -32,20 +37,41 @@ from agenthost.actors.protocol import (
 )
 from agenthost.actors.runtime import handles
 from agenthost.actors.worktree import RemoveWorktree
-from agenthost.messages.commands import GetSessionStatus, RemoveClient, SetClientTools
+from agenthost.messages.commands import (
+    CreateChat,
+    DisposeChat,
+    GetSessionState,
+    GetSessionStatus,
+    GetSessionSummary,
+    RemoveClient,
+    SetClientTools,
+    SetSessionFlags,
+)
 from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.events import (
+    ConfigChanged,
+    IsArchivedChanged,
+    IsReadChanged,
+    SessionEvent,
+    SessionTitleChanged,
+)
+from agenthost.messages.reducers import reduce_session
 from agenthost.messages.state import (
     ChatOrigin,
     ChatOriginKind,
     ChatState,
     ChatStatus,
     ClientTool,
+    SessionState,
+    SessionSummary,
     Worktree,
     chat_resource,
 )
-from agenthost.store.records import DeleteSession, SaveChat
+from agenthost.store.records import DeleteChat, DeleteSession, SaveChat
 
 log = structlog.get_logger(__name__)
+
+MAX_TITLE = 200
 
 
 @attrs.frozen
@@ -66,11 +92,22 @@ class SessionActor(HostedActor):
         restored: bool,
         used: bool = False,
         worktree: Worktree | None = None,
+        state: SessionState | None = None,
+        read_only: tuple[str, ...] = (),
+        created_at: int = 0,
     ) -> None:
         super().__init__(services)
         self.session_id = session_id
         self.provider = provider
         self.restored = restored
+        self.created_at = created_at
+        self._entry = state or SessionState()
+        self._read_only = set(read_only)
+        self._default_chat = chat_ids[0] if chat_ids else ""
+        self._turns: dict[str, int] = {
+            c: len(s.turns) for c, s in zip(chat_ids, chats, strict=True)
+        }
+        self._contributions: Dispatcher = services.contributions
         self._initial = tuple(zip(chat_ids, chats, strict=True))
         self._chats: dict[str, Ref] = {}
         self._waiting: set[str] = set(chat_ids)
@@ -87,6 +124,7 @@ class SessionActor(HostedActor):
         self._log = log.bind(session_id=session_id)
 
     def on_start(self) -> None:
+        self.services.directory.register(self.session_id, self.actor_ref)
         for chat_id, state in self._initial:
             self._start_chat(chat_id, state)
         self._initial = ()
@@ -170,6 +208,9 @@ class SessionActor(HostedActor):
             session=self.actor_ref,
             resume=self.restored,
             client_tools=self._owners(),
+            session_state=self._entry,
+            default=chat_id == self._default_chat,
+            read_only=chat_id in self._read_only,
         )
         self._chats[chat_id] = ref
         return ref
@@ -191,6 +232,7 @@ class SessionActor(HostedActor):
         self.send(message.tracker, SubagentChatStarted(subagent_id=message.subagent_id, ref=ref))
 
     def on_stop(self) -> None:
+        self.services.directory.unregister(self.session_id, self.actor_ref)
         for ref in reversed(list(self._chats.values())):
             if ref.is_alive():
                 ref.stop(block=False)
@@ -235,8 +277,130 @@ class SessionActor(HostedActor):
     @handles(ChatStatusChanged)
     def _chat_status(self, message: ChatStatusChanged) -> None:
         self._statuses[message.chat_id] = message.status
+        self._turns[message.chat_id] = message.turns
         if ChatStatus(message.status) & ChatStatus.IN_PROGRESS:
             self._unused_draft = False  # any turn activity latches it off
+        self._report()
+
+    # -- the session entry ----------------------------------------------------------------
+    def _act(
+        self, action: SessionEvent, client_id: str | None, from_client: bool, rejection: str = ""
+    ) -> None:
+        """Reduce a session action (unless rejected) and tell the contributions."""
+        before = self._entry
+        action = attrs.evolve(action, session_id=self.session_id)
+        if not rejection:
+            self._entry = reduce_session(before, action, self.services.clock.wall_ms())
+        self._contributions.did_dispatch(
+            Dispatch(
+                chat=ChatKey(session_id=self.session_id),
+                action=action,
+                from_client=from_client,
+                client_id=client_id,
+                before=before,
+                state=self._entry,
+                session=self._entry,
+                rejection=rejection or None,
+            )
+        )
+        if from_client and not rejection:
+            self._contributions.did_apply_client_action(
+                ClientAction(
+                    chat=ChatKey(session_id=self.session_id),
+                    action=action,
+                    client_id=client_id,
+                    state=self._entry,
+                    session=self._entry,
+                )
+            )
+        if self._entry != before:
+            self._tell_chats(SessionStateChanged(state=self._entry))
+
+    @handles(ApplySessionAction)
+    def _apply_action(self, message: ApplySessionAction) -> None:
+        if message.action.session_id in ("", self.session_id):
+            self._act(message.action, client_id=None, from_client=False)
+
+    @handles(SetSessionFlags)
+    def _set_flags(self, message: SetSessionFlags) -> SessionSummary:
+        """A client's change to the entry: each field is one session action."""
+        actions: list[tuple[SessionEvent, str]] = []
+        if message.title is not None:
+            title = " ".join(message.title.split())
+            bad = not title or len(title) > MAX_TITLE
+            reason = f"A title is 1 to {MAX_TITLE} characters." if bad else ""
+            actions.append((SessionTitleChanged(title=title), reason))
+        if message.read is not None:
+            actions.append((IsReadChanged(read=message.read), ""))
+        if message.archived is not None:
+            actions.append((IsArchivedChanged(archived=message.archived), ""))
+        if message.config is not None:
+            bad = any(not key for key, _ in message.config)
+            actions.append(
+                (ConfigChanged(config=message.config), "empty config key" if bad else "")
+            )
+        for action, rejection in actions:
+            self._act(action, message.client_id, from_client=True, rejection=rejection)
+            if rejection:
+                raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=rejection)
+        return self._summary()
+
+    @handles(GetSessionState)
+    def _get_state(self, message: GetSessionState) -> SessionState:
+        return self._entry
+
+    @handles(GetSessionSummary)
+    def _get_summary(self, message: GetSessionSummary) -> SessionSummary:
+        return self._summary()
+
+    def _summary(self) -> SessionSummary:
+        entry = self._entry
+        return SessionSummary(
+            id=self.session_id,
+            title=entry.title,
+            provider=self.provider,
+            turn_count=sum(self._turns.values()),
+            created_at=self.created_at,
+            status=self._status(GetSessionStatus()),
+            unread=not entry.read,
+            archived=entry.archived,
+            input_needed=bool(entry.input_needed),
+        )
+
+    # -- chats ---------------------------------------------------------------------------
+    @handles(CreateChat)
+    def _create_chat(self, message: CreateChat) -> ChatInfo:
+        chat_id = uuid.uuid4().hex
+        now = self.services.clock.wall_ms()
+        self.send(
+            self.services.store,
+            Write(op=SaveChat(session_id=self.session_id, chat_id=chat_id, origin=ChatOrigin())),
+        )
+        ref = self._start_chat(chat_id, ChatState(resource=chat_resource(chat_id), modified_at=now))
+        self._unused_draft = False
+        self._report()
+        return ChatInfo(chat_id=chat_id, ref=ref)
+
+    @handles(DisposeChat)
+    def _dispose_chat(self, message: DisposeChat) -> None:
+        """Delete a chat: its actors, its rows, its mementos."""
+        if message.chat_id == self._default_chat:
+            raise AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message="The default chat goes only with its session: dispose the session.",
+            )
+        ref = self._chats.pop(message.chat_id, None)
+        if ref is None:
+            raise AgentHostError(
+                code=ErrorCode.NOT_FOUND,
+                message=f"session {self.session_id} has no chat {message.chat_id}",
+            )
+        ref.stop(block=False)
+        for table in (self._statuses, self._subscribers, self._turns):
+            table.pop(message.chat_id, None)
+        self.send(self.services.store, Write(op=DeleteChat(chat_id=message.chat_id)))
+        self.services.mementos.evict_chat(self.session_id, message.chat_id)
+        self._log.info("chat_disposed", chat_id=message.chat_id)
         self._report()
 
     @handles(GetSessionStatus)

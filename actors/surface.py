@@ -20,6 +20,14 @@ import structlog
 from agenthost.actors.chat import Attach, Detach, SteerReply
 from agenthost.actors.clock import Clock, SystemClock
 from agenthost.actors.context import ActorGroup, Services
+from agenthost.actors.contributions import (
+    Contribution,
+    MementoCache,
+    build_dispatcher,
+    check_ids,
+    injectable,
+)
+from agenthost.actors.contributions.builtin import BUILTINS
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.host import HostActor, Lifecycle, SessionInfo
 from agenthost.actors.protocol import (
@@ -39,17 +47,25 @@ from agenthost.actors.worktree import CreateWorktree, RemoveWorktree, WorktreeAc
 from agenthost.messages.commands import (
     AnswerRequest,
     CancelTurn,
+    CreateChat,
     CreateSession,
+    DisposeChat,
     DisposeSession,
     EditPendingMessage,
     GetChatState,
     GetDiagnostics,
+    GetSessionState,
     GetSessionStatus,
+    GetSessionSummary,
+    OutcomeState,
     RemoveClient,
     RemovePendingMessage,
     ReorderQueue,
     SendMessage,
     SetClientTools,
+    SetDraft,
+    SetReadOnly,
+    SetSessionFlags,
     SteerMessage,
     TruncateChat,
     TurnDiagnostics,
@@ -128,6 +144,7 @@ class Host:
         restart_intensity: tuple[int, float] | None = None,
         restart_backoff: tuple[float, float] | None = None,
         subscriber_queue_size: int = 10_000,
+        contributions: Sequence[type[Contribution]] = (),
     ) -> "Host":
         """Start a host.
 
@@ -135,14 +152,20 @@ class Host:
             store: the durable store (default: SQLite under the user's data folder).
             providers: provider name -> provider (default: {"scripted": ScriptedProvider()}).
             clock: the host clock (default: the system clock; tests pass a FakeClock).
+            contributions: your Contribution classes, run beside the built-ins; each is
+                constructed once, its constructor's parameters injected by name.
 
         Raises:
             AgentHostError: STORE_ERROR when the store cannot be opened or is in use.
+            ContributionError: two contributions share an id, or one asks for a
+                service that does not exist (nothing is started then).
         """
         if providers is None:
             from agenthost.providers.scripted import ScriptedProvider
 
             providers = {"scripted": ScriptedProvider()}
+        classes = (*BUILTINS, *contributions)
+        check_ids(classes)
         store = store or SqliteStore(default_store_path())
         store.open()
         loops = {name: provider.make_loop(name) for name, provider in providers.items()}
@@ -155,6 +178,12 @@ class Host:
             subscriber_queue_size=subscriber_queue_size,
             resume_retry=resume_retry or RetryPolicy(),
         )
+        services.mementos = MementoCache(services.store)
+        try:
+            services.contributions = build_dispatcher(classes, injectable(services))
+        except BaseException:
+            services.store.stop()
+            raise
         services.worktrees = WorktreeActor.start()
         policy = restart_policy or RestartPolicy()
         if restart_intensity is not None:
@@ -366,6 +395,44 @@ class Session:
         info: ChatInfo = self._call(GetChat(chat_id=chat_id), timeout)
         return Chat(self, info)
 
+    def create_chat(self, *, timeout: float = DEFAULT_TIMEOUT) -> "Chat":
+        """A new chat in this session, on the session's provider."""
+        return Chat(self, self._call(CreateChat(), timeout))
+
+    def dispose_chat(self, chat_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Delete a chat (not the default one) with its turns and mementos."""
+        self._call(DisposeChat(chat_id=chat_id), timeout)
+
+    def summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+        """Title, status, unread, archived, input needed: the session as listed."""
+        return self._call(GetSessionSummary(), timeout)
+
+    def rename(self, title: str, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+        """Name the session; the user's title is never replaced by a derived one."""
+        return self._flags(SetSessionFlags(title=title), timeout)
+
+    def archive(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+        """Archive the session: it becomes read-only until unarchived."""
+        return self._flags(SetSessionFlags(archived=True), timeout)
+
+    def unarchive(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+        return self._flags(SetSessionFlags(archived=False), timeout)
+
+    def mark_read(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+        return self._flags(SetSessionFlags(read=True), timeout)
+
+    def set_config(
+        self, values: Mapping[str, str], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> SessionSummary:
+        """Set session config values (an empty value removes the key)."""
+        return self._flags(SetSessionFlags(config=tuple(sorted(values.items()))), timeout)
+
+    def config(self, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
+        return dict(self._call(GetSessionState(), timeout).config)
+
+    def _flags(self, change: SetSessionFlags, timeout: float) -> SessionSummary:
+        return self._call(change, timeout)
+
     def _call(self, message: Any, timeout: float) -> Any:
         """Ask the session; one released from memory meanwhile is restored first."""
         try:
@@ -414,19 +481,42 @@ class Chat:
         subscription._detach = detach
         return subscription
 
-    def send(self, text: str, *, timeout: float = DEFAULT_TIMEOUT) -> "TurnHandle":
-        """Send a message: it starts a turn, or is queued while one runs."""
+    def send(
+        self, text: str, *, client_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> "TurnHandle":
+        """Send a message: it starts a turn, or is queued while one runs.
+
+        Admission may refuse it (the outcome is "rejected", with the error) or
+        handle it without a turn (a local command: "handled").
+        """
         _check_text(text)
-        ticket: Ticket = self._call(SendMessage(text=text), timeout)
+        ticket: Ticket = self._call(SendMessage(text=text, client_id=client_id), timeout)
         return TurnHandle(ticket)
+
+    def set_draft(self, text: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Keep an unsent draft with the chat (None or "" clears it)."""
+        self._call(SetDraft(text=text), timeout)
+
+    def set_read_only(self, read_only: bool, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """A read-only chat refuses new turns; local commands still work."""
+        self._call(SetReadOnly(read_only=read_only), timeout)
 
     def steer(self, text: str, *, timeout: float = DEFAULT_TIMEOUT) -> PendingMessage:
         """Steer the running turn: the provider gets the message at once.
 
         While no turn runs it is simply a send. Returns the pending entry.
+
+        Raises:
+            AgentHostError: admission refused it (an archived session, a
+                read-only chat: READ_ONLY).
         """
         _check_text(text)
         reply: SteerReply = self._call(SteerMessage(text=text), timeout)
+        settled = reply.ticket is not None and reply.ticket.outcome._result is not None
+        if settled and reply.ticket is not None:
+            outcome: TurnOutcome = reply.ticket.outcome.get(timeout=0)
+            if outcome.state is OutcomeState.REJECTED and outcome.error is not None:
+                raise outcome.error
         return reply.pending
 
     def remove_pending(self, pending_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> bool:

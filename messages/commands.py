@@ -94,8 +94,14 @@ class GetSessionSummary:
 
 
 @attrs.frozen(kw_only=True)
+class GetSessionState:
+    pass
+
+
+@attrs.frozen(kw_only=True)
 class RemovePendingMessage:
     pending_id: str
+    client_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -23,6 +23,7 @@ class ErrorCode(StrEnum):
     HOST_STOPPED = "host_stopped"
     STORE_ERROR = "store_error"
     WORKTREE_DIRTY = "worktree_dirty"
+    READ_ONLY = "read_only"  # an archived session or a read-only chat refused a request
 
 
 @attrs.frozen(kw_only=True, auto_exc=False)

@@ -186,6 +186,7 @@ class RemovalReason(StrEnum):
     CANCELLED = "cancelled"
     WITHDRAWN = "withdrawn"
     REQUEUED = "requeued"  # steering the provider could not take became a queued message
+    REJECTED = "rejected"  # admission refused it when its turn came
 
 
 @attrs.frozen(kw_only=True)

@@ -112,12 +112,12 @@ def _chat_title(state: ChatState, action: ChatTitleChanged, now_ms: int) -> Chat
 
 
 def reduce_session(state: SessionState, action: SessionEvent, now_ms: int = 0) -> SessionState:
-    """The session reducer: a derived title never replaces the user's; input
+    """The session reducer: a derived title only fills an empty one; input
     needed is a set of chats; unknown actions are no-ops."""
     match action:
         case SessionTitleChanged(title=title, by_user=by_user):
-            if state.user_titled and not by_user:
-                return state
+            if not by_user and (state.user_titled or state.title):
+                return state  # a derived title is the first one, and never the user's
             return attrs.evolve(state, title=title, user_titled=state.user_titled or by_user)
         case IsReadChanged(read=read):
             return attrs.evolve(state, read=read)

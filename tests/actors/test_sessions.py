@@ -33,7 +33,7 @@ def test_fork_copies_the_turns_up_to_and_including_one(host: Host) -> None:
     forked = session.fork(ids[1])
     assert forked.id != session.id
     assert texts(forked.chat()) == ["one", "two"]
-    assert [s.title for s in host.list_sessions() if s.id == forked.id] == ["Forked"]
+    assert [s.title for s in host.list_sessions() if s.id == forked.id] == ["Forked: one"]
     assert forked.chat().send("four").result(timeout=10).state is OutcomeState.COMPLETE
     assert texts(chat) == ["one", "two", "three"]  # the source is untouched
     with pytest.raises(AgentHostError) as caught:

@@ -1,0 +1,28 @@
+"""input_needed (200): the session is input-needed while any chat waits on the user."""
+
+from agenthost.actors.contributions.base import Contribution, Dispatch
+from agenthost.actors.contributions.services import Sessions
+from agenthost.messages.events import InputNeededRemoved, InputNeededSet
+from agenthost.messages.state import ChatState, ChatStatus
+
+
+def _waits(state: object) -> bool:
+    return isinstance(state, ChatState) and (
+        state.status & ChatStatus.INPUT_NEEDED == ChatStatus.INPUT_NEEDED
+    )
+
+
+class InputNeeded(Contribution):
+    id = "input_needed"
+    order = 200
+
+    def __init__(self, sessions: Sessions) -> None:
+        self._sessions = sessions
+
+    def on_did_dispatch_action(self, dispatch: Dispatch) -> None:
+        chat_id = dispatch.chat.chat_id
+        waits = _waits(dispatch.state)
+        if chat_id is None or dispatch.rejection is not None or waits == _waits(dispatch.before):
+            return
+        action = InputNeededSet if waits else InputNeededRemoved
+        self._sessions.apply(dispatch.chat.session_id, action(chat_id=chat_id))

@@ -1,0 +1,44 @@
+"""local_command (50): slash commands handled without a turn.
+
+`/rename <title>` renames the chat (and, for the session's default chat, the
+session: see session_title); it runs before admission, so it works in
+read-only chats and archived sessions. `/help` lists the commands. Any
+other text, slash or not, goes on to the model.
+"""
+
+from agenthost.actors.contributions.base import (
+    ACCEPT,
+    Contribution,
+    Handled,
+    IncomingRequest,
+    Reject,
+    Verdict,
+)
+from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.events import ChatTitleChanged
+
+HELP = "Commands: /rename <title> names this chat; /help shows this list."
+MAX_TITLE = 200
+
+
+class LocalCommand(Contribution):
+    id = "local_command"
+    order = 50
+
+    def on_incoming_request(self, request: IncomingRequest) -> Verdict:
+        command, _, argument = request.text.strip().partition(" ")
+        if command == "/help":
+            return Handled(reply=HELP)
+        if command != "/rename":
+            return ACCEPT
+        title = " ".join(argument.split())
+        if not title or len(title) > MAX_TITLE:
+            return Reject(
+                error=AgentHostError(
+                    code=ErrorCode.INVALID_ARGUMENT,
+                    message=f"Usage: /rename <title> (1 to {MAX_TITLE} characters).",
+                )
+            )
+        return Handled(
+            reply=f"Renamed to {title}.", actions=(ChatTitleChanged(title=title, by_user=True),)
+        )

@@ -1,0 +1,19 @@
+"""mark_unread (500): a turn's end marks its session unread (not a local
+command's, not a rejected request's, not a subagent's)."""
+
+from agenthost.actors.contributions.base import Contribution, TurnEnd, TurnEndReason
+from agenthost.actors.contributions.services import Sessions
+from agenthost.messages.events import IsReadChanged
+
+
+class MarkUnread(Contribution):
+    id = "mark_unread"
+    order = 500
+
+    def __init__(self, sessions: Sessions) -> None:
+        self._sessions = sessions
+
+    def on_turn_end(self, end: TurnEnd) -> None:
+        if end.subagent or end.reason in (TurnEndReason.LOCAL_COMMAND, TurnEndReason.REJECTED):
+            return
+        self._sessions.apply(end.chat.session_id, IsReadChanged(read=False))
