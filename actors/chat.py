@@ -183,9 +183,11 @@ ENDED_AS = {
 
 @attrs.frozen
 class Origin:
-    """An action a client caused (`client_id` None: the embedding program)."""
+    """Who caused an action: a client (`client_id` None: the embedding program),
+    or, with `from_client` False, the host acting on a client's queued message."""
 
     client_id: str | None = None
+    from_client: bool = True
 
 
 def _end_reason(turn: Turn) -> TurnEndReason:
@@ -340,12 +342,13 @@ class ChatActor(HostedActor):
         """Tell the contributions: every action, and which a client applied."""
         contributions = self._contributions
         client_id = None if origin is None else origin.client_id
+        from_client = origin is not None and origin.from_client
         if contributions.observes_dispatch():
             contributions.did_dispatch(
                 Dispatch(
                     chat=self._key,
                     action=action,
-                    from_client=origin is not None,
+                    from_client=from_client,
                     client_id=client_id,
                     before=before,
                     state=self._state,
@@ -355,7 +358,7 @@ class ChatActor(HostedActor):
                     subagent=self.driven,
                 )
             )
-        if origin is not None and not rejection:
+        if from_client and not rejection:
             contributions.did_apply_client_action(
                 ClientAction(
                     chat=self._key,
@@ -546,7 +549,7 @@ class ChatActor(HostedActor):
         """Run admission; start the turn, or settle the request without one."""
         verdict = self._contributions.incoming(request)
         if isinstance(verdict, Accept):
-            origin = Origin(request.client_id) if request.source is RequestSource.CLIENT else None
+            origin = Origin(request.client_id, request.source is RequestSource.CLIENT)
             self._start_turn(message, ticket=ticket, from_pending=from_pending, origin=origin)
         else:
             self._settle(request, verdict, ticket, message, from_pending)
@@ -576,7 +579,7 @@ class ChatActor(HostedActor):
         refused = self._stamp(
             TurnStarted(turn_id=new_id(), message=message, queued_message_id=from_pending)
         )
-        origin = Origin(request.client_id) if request.source is RequestSource.CLIENT else None
+        origin = Origin(request.client_id, request.source is RequestSource.CLIENT)
         self._dispatched(refused, self._state, origin, rejection=verdict.error.message)
         ticket.resolve(TurnOutcome(state=OutcomeState.REJECTED, error=verdict.error))
         self._turn_ended(TurnEndReason.REJECTED, None, request.client_id)
