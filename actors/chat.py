@@ -139,6 +139,10 @@ from agenthost.store.records import TruncateChat as TruncateStoredChat
 log = structlog.get_logger(__name__)
 
 STEERING_BUSY = "Cannot change a steering message while it is being processed"
+STEERING_NOT_WITHDRAWN = AgentHostError(
+    code=ErrorCode.INVALID_ARGUMENT,
+    message="The model already had this steering message; it stays until the model reads it.",
+)
 
 
 @attrs.frozen
@@ -584,6 +588,11 @@ class ChatActor(HostedActor):
         ticket.resolve(TurnOutcome(state=OutcomeState.REJECTED, error=verdict.error))
         self._turn_ended(TurnEndReason.REJECTED, None, request.client_id)
 
+    def _refused(self, action: ChatEvent, error: AgentHostError, origin: Origin) -> AgentHostError:
+        """A client's action that is not applied: observed with its reason, then raised."""
+        self._dispatched(self._stamp(action), self._state, origin, rejection=error.message)
+        return error
+
     def _turn_ended(self, reason: TurnEndReason, turn: Turn | None, client_id: str | None) -> None:
         self._contributions.turn_end(
             TurnEnd(
@@ -642,7 +651,10 @@ class ChatActor(HostedActor):
     def _remove(self, message: RemovePendingMessage) -> RuntimeFuture | bool:
         pending = self._pending(message.pending_id)
         if pending is None:
-            raise _not_pending(message.pending_id)
+            removal = PendingMessageRemoved(kind=PendingKind.QUEUED, pending_id=message.pending_id)
+            raise self._refused(
+                removal, _not_pending(message.pending_id), Origin(message.client_id)
+            )
         if pending.kind is PendingKind.QUEUED:
             self._remove_pending(pending, RemovalReason.CLIENT, Origin(message.client_id))
             ticket = self._tickets.pop(pending.id, None)
@@ -658,12 +670,16 @@ class ChatActor(HostedActor):
 
     @handles(EditPendingMessage)
     def _edit(self, message: EditPendingMessage) -> PendingMessage:
-        pending = self._pending(message.pending_id)
-        if pending is None:
-            raise _not_pending(message.pending_id)
-        if pending.kind is PendingKind.STEERING:
-            raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
+        pending = self._pending(message.pending_id) or PendingMessage(
+            id=message.pending_id, kind=PendingKind.QUEUED, message=UserMessage(text="")
+        )
         edited = attrs.evolve(pending, message=attrs.evolve(pending.message, text=message.text))
+        if self._pending(message.pending_id) is None:
+            error = _not_pending(message.pending_id)
+            raise self._refused(PendingMessageAdded(pending=edited), error, Origin())
+        if pending.kind is PendingKind.STEERING:
+            error = AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
+            raise self._refused(PendingMessageAdded(pending=edited), error, Origin())
         self._apply(self._stamp(PendingMessageAdded(pending=edited)), origin=Origin())
         self._save_queue_positions()
         return edited
@@ -707,17 +723,20 @@ class ChatActor(HostedActor):
 
     @handles(TruncateChat)
     def _truncate(self, message: TruncateChat) -> ChatState:
+        truncation = Truncated(turn_id=message.turn_id)
         if self._state.active_turn is not None:
-            raise AgentHostError(
+            error = AgentHostError(
                 code=ErrorCode.INVALID_ARGUMENT,
                 message="A turn is running: cancel it before truncating the chat.",
             )
+            raise self._refused(truncation, error, Origin())
         ids = [t.id for t in self._state.turns]
         if message.turn_id is not None and message.turn_id not in ids:
-            raise AgentHostError(
+            error = AgentHostError(
                 code=ErrorCode.NOT_FOUND,
                 message=f"chat {self.chat_id} has no turn {message.turn_id}",
             )
+            raise self._refused(truncation, error, Origin())
         self._apply(self._stamp(Truncated(turn_id=message.turn_id)), origin=Origin())
         self._write(
             TruncateStoredChat(chat_id=self.chat_id, keep=tuple(t.id for t in self._state.turns))
@@ -728,6 +747,8 @@ class ChatActor(HostedActor):
     def _cancel(self, message: CancelTurn) -> bool:
         active = self._state.active_turn
         if active is None:
+            idle = AgentHostError(code=ErrorCode.NOT_FOUND, message="No turn is running.")
+            self._refused(TurnCancelled(turn_id=""), idle, Origin())
             return False
         self.send(self._tracker, CancelActiveTurn(turn_id=active.id))
         return True
@@ -994,8 +1015,10 @@ class ChatActor(HostedActor):
     def _removal_settled(self, message: SteeringRemovalSettled) -> None:
         pending = self._pending(message.pending_id)
         outcome = message.outcome
+        removal = PendingMessageRemoved(kind=PendingKind.STEERING, pending_id=message.pending_id)
         if outcome is RemovalOutcome.REJECTED:
             error = AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
+            self._refused(removal, error, Origin())
             for future in self._removals.pop(message.pending_id, []):
                 future.set_exception(exc_info=(AgentHostError, error, None))
             return
@@ -1015,6 +1038,7 @@ class ChatActor(HostedActor):
         if outcome is RemovalOutcome.NOT_WITHDRAWN:
             self._log.warning("steering_not_withdrawn", pending_id=message.pending_id)
             self._apply(self._stamp(SteeringNotWithdrawn(pending_id=message.pending_id)))
+            self._refused(removal, STEERING_NOT_WITHDRAWN, Origin())
         self._answer_removal(message.pending_id, False)
 
     def _answer_removal(self, pending_id: str, removed: bool) -> None:

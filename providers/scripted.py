@@ -589,14 +589,14 @@ class ScriptedAdapter(ProviderAdapter):
                     await self._boundary(run, said)
         if not terminal:
             return
-        reply = "".join(said)
+        full = "".join(said)
         self._emit(
             UsageUpdated(
-                turn_id=key, prompt_tokens=len(text.split()), completion_tokens=len(reply.split())
+                turn_id=key, prompt_tokens=len(text.split()), completion_tokens=len(full.split())
             )
         )
         if finish is not None:
-            self._emit(ReplyMessage(turn_id=key, text=reply, finish_reason=finish))
+            self._emit(ReplyMessage(turn_id=key, text=full, finish_reason=finish))
         self._emit(Idle(turn_id=key))
 
     async def _spawn(self, key: str, prompt: str, background: bool, drop_end: bool) -> None:

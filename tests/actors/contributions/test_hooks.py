@@ -22,12 +22,15 @@ from agenthost.actors.contributions import (
     TurnEndReason,
 )
 from agenthost.actors.protocol import EndTurn
-from agenthost.messages import ErrorCode, OutcomeState
+from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.events import (
     ChatTitleChanged,
     DraftChanged,
     IsArchivedChanged,
     PendingMessageAdded,
+    PendingMessageRemoved,
+    Truncated,
+    TurnCancelled,
     TurnCompleted,
     TurnStarted,
 )
@@ -269,3 +272,21 @@ def test_a_user_contribution_can_handle_a_request(start_host: Start) -> None:
     chat = start_host(ScriptedProvider(), contributions=[Shortcut]).create_session().chat()
     assert chat.send("/title").result(timeout=10).text == "ok"
     assert chat.state().title == "set"
+
+
+def test_refused_client_commands_are_dispatched_with_their_reason(
+    start_host: Start, recorder: type[Recorder]
+) -> None:
+    chat = start_host(ScriptedProvider(), contributions=[recorder]).create_session().chat()
+    assert chat.cancel() is False
+    with pytest.raises(AgentHostError):
+        chat.remove_pending("nope")
+    with pytest.raises(AgentHostError):
+        chat.truncate("no-such-turn")
+    rejected = [(type(d.action), d.rejection) for d in recorder.dispatched if d.rejection]
+    assert rejected == [
+        (TurnCancelled, "No turn is running."),
+        (PendingMessageRemoved, "message nope is not pending (it ran, or was removed)"),
+        (Truncated, f"chat {chat.id} has no turn no-such-turn"),
+    ]
+    assert recorder.applied == []
