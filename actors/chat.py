@@ -22,7 +22,6 @@ from agenthost.actors.context import Services
 from agenthost.actors.contributions import (
     Accept,
     ChatKey,
-    ClientAction,
     Dispatch,
     Dispatcher,
     Handled,
@@ -344,34 +343,20 @@ class ChatActor(HostedActor):
         self, action: ChatEvent, before: ChatState, origin: Origin | None, rejection: str = ""
     ) -> None:
         """Tell the contributions: every action, and which a client applied."""
-        contributions = self._contributions
-        client_id = None if origin is None else origin.client_id
-        from_client = origin is not None and origin.from_client
-        if contributions.observes_dispatch():
-            contributions.did_dispatch(
-                Dispatch(
-                    chat=self._key,
-                    action=action,
-                    from_client=from_client,
-                    client_id=client_id,
-                    before=before,
-                    state=self._state,
-                    session=self._session,
-                    rejection=rejection or None,
-                    default_chat=self.default,
-                    subagent=self.driven,
-                )
+        self._contributions.action_done(
+            Dispatch(
+                chat=self._key,
+                action=action,
+                from_client=origin is not None and origin.from_client,
+                client_id=None if origin is None else origin.client_id,
+                before=before,
+                state=self._state,
+                session=self._session,
+                rejection=rejection or None,
+                default_chat=self.default,
+                subagent=self.driven,
             )
-        if from_client and not rejection:
-            contributions.did_apply_client_action(
-                ClientAction(
-                    chat=self._key,
-                    action=action,
-                    client_id=client_id,
-                    state=self._state,
-                    session=self._session,
-                )
-            )
+        )
 
     def _write(self, op: StoreOp, gate: bool = False) -> int:
         self._write_seq += 1

@@ -12,7 +12,7 @@ import structlog
 
 from agenthost.actors.chat import ChatActor
 from agenthost.actors.context import Services
-from agenthost.actors.contributions import ChatKey, ClientAction, Dispatch, Dispatcher
+from agenthost.actors.contributions import ChatKey, Dispatch, Dispatcher
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
     ApplySessionAction,
@@ -291,7 +291,7 @@ class SessionActor(HostedActor):
         action = attrs.evolve(action, session_id=self.session_id)
         if not rejection:
             self._entry = reduce_session(before, action, self.services.clock.wall_ms())
-        self._contributions.did_dispatch(
+        self._contributions.action_done(
             Dispatch(
                 chat=ChatKey(session_id=self.session_id),
                 action=action,
@@ -303,16 +303,6 @@ class SessionActor(HostedActor):
                 rejection=rejection or None,
             )
         )
-        if from_client and not rejection:
-            self._contributions.did_apply_client_action(
-                ClientAction(
-                    chat=ChatKey(session_id=self.session_id),
-                    action=action,
-                    client_id=client_id,
-                    state=self._entry,
-                    session=self._entry,
-                )
-            )
         if self._entry != before:
             self._tell_chats(SessionStateChanged(state=self._entry))
 

@@ -104,8 +104,21 @@ class Dispatcher:
     def did_dispatch(self, dispatch: Dispatch) -> None:
         self._observe("on_did_dispatch_action", dispatch)
 
-    def observes_dispatch(self) -> bool:
-        return bool(self._by_hook["on_did_dispatch_action"])
+    def action_done(self, dispatch: Dispatch) -> None:
+        """An action was dispatched: observed by all, and, when a client's
+        action was applied, by on_did_apply_client_action too."""
+        if self._by_hook["on_did_dispatch_action"]:
+            self.did_dispatch(dispatch)
+        if dispatch.from_client and dispatch.rejection is None:
+            self.did_apply_client_action(
+                ClientAction(
+                    chat=dispatch.chat,
+                    action=dispatch.action,
+                    client_id=dispatch.client_id,
+                    state=dispatch.state,
+                    session=dispatch.session,
+                )
+            )
 
     # -- transforms ----------------------------------------------------------------------
     def outgoing(self, turn: OutgoingTurn) -> OutgoingResult:
