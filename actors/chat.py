@@ -442,8 +442,12 @@ class ChatActor(HostedActor):
                 )
             )
 
-    def _add_pending(self, kind: PendingKind, text: str, origin: Origin) -> PendingMessage:
-        pending = PendingMessage(id=new_id(), kind=kind, message=UserMessage(text=text))
+    def _add_pending(
+        self, kind: PendingKind, text: str, origin: Origin, pending_id: str | None = None
+    ) -> PendingMessage:
+        pending = PendingMessage(
+            id=pending_id or new_id(), kind=kind, message=UserMessage(text=text)
+        )
         self._apply(self._stamp(PendingMessageAdded(pending=pending)), origin=origin)
         position = len(
             self._state.steering_messages
@@ -534,12 +538,15 @@ class ChatActor(HostedActor):
         ticket: Ticket,
         message: UserMessage,
         from_pending: str | None = None,
+        turn_id: str | None = None,
     ) -> Ticket:
         """Run admission; start the turn, or settle the request without one."""
         verdict = self._contributions.incoming(request)
         if isinstance(verdict, Accept):
             origin = Origin(request.client_id, request.source is RequestSource.CLIENT)
-            self._start_turn(message, ticket=ticket, from_pending=from_pending, origin=origin)
+            self._start_turn(
+                message, ticket=ticket, from_pending=from_pending, origin=origin, chosen_id=turn_id
+            )
         else:
             self._settle(request, verdict, ticket, message, from_pending)
         return ticket
@@ -594,13 +601,27 @@ class ChatActor(HostedActor):
         )
 
     # -- client commands ---------------------------------------------------------------------
+    def _check_new_ids(self, *ids: str | None) -> None:
+        taken = {t.id for t in self._state.turns} | {m.id for m in self._state.pending}
+        if self._state.active_turn is not None:
+            taken.add(self._state.active_turn.id)
+        for chosen in ids:
+            if chosen is not None and (not chosen or chosen in taken):
+                raise AgentHostError(
+                    code=ErrorCode.INVALID_ARGUMENT, message=f"id {chosen!r} is empty or in use"
+                )
+
     @handles(SendMessage)
     def _send(self, message: SendMessage) -> Ticket:
         self._refuse_if_driven()
+        self._check_new_ids(message.turn_id, message.pending_id)
         if not self._busy():
             request = self._request(RequestKind.SEND, message.text, message.client_id)
-            return self._admit(request, Ticket(), UserMessage(text=message.text))
-        pending = self._add_pending(PendingKind.QUEUED, message.text, Origin(message.client_id))
+            user = UserMessage(text=message.text)
+            return self._admit(request, Ticket(), user, turn_id=message.turn_id)
+        pending = self._add_pending(
+            PendingKind.QUEUED, message.text, Origin(message.client_id), message.pending_id
+        )
         ticket = Ticket(pending_id=pending.id)
         self._tickets[pending.id] = ticket
         return ticket
@@ -608,9 +629,10 @@ class ChatActor(HostedActor):
     @handles(SteerMessage)
     def _steer(self, message: SteerMessage) -> SteerReply:
         self._refuse_if_driven()
+        self._check_new_ids(message.pending_id)
         request = self._request(RequestKind.STEER, message.text, message.client_id)
         if not self._busy():  # while idle, steering is simply a send
-            pending_id = new_id()
+            pending_id = message.pending_id or new_id()
             ticket = Ticket(pending_id=pending_id)
             pending = PendingMessage(
                 id=pending_id, kind=PendingKind.STEERING, message=UserMessage(text=message.text)
@@ -625,7 +647,9 @@ class ChatActor(HostedActor):
                 id=new_id(), kind=PendingKind.STEERING, message=UserMessage(text=message.text)
             )
             return SteerReply(pending=pending, ticket=ticket)
-        pending = self._add_pending(PendingKind.STEERING, message.text, Origin(message.client_id))
+        pending = self._add_pending(
+            PendingKind.STEERING, message.text, Origin(message.client_id), message.pending_id
+        )
         self.send(
             self._drain,
             Steer(pending_id=pending.id, text=pending.text, for_turn=self._state.active_turn_id),
@@ -791,11 +815,12 @@ class ChatActor(HostedActor):
         from_pending: str | None = None,
         turn_id: str | None = None,
         origin: Origin | None = None,
+        chosen_id: str | None = None,
     ) -> str:
         """Start a turn; with `turn_id` given the provider already started it (steering).
         The provider gets the text and instructions as the contributions leave them."""
         provider_started = turn_id is not None
-        turn_id = turn_id or new_id()
+        turn_id = turn_id or chosen_id or new_id()
         history = self._state.turns
         if from_pending is not None and self._pending(from_pending) is not None:
             self._write(DeletePending(pending_id=from_pending))

@@ -355,6 +355,7 @@ class SessionActor(HostedActor):
             unread=not entry.read,
             archived=entry.archived,
             input_needed=bool(entry.input_needed),
+            config=entry.config,
         )
 
     # -- chats ---------------------------------------------------------------------------

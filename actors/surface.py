@@ -482,15 +482,25 @@ class Chat:
         return subscription
 
     def send(
-        self, text: str, *, client_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
+        self,
+        text: str,
+        *,
+        client_id: str | None = None,
+        turn_id: str | None = None,
+        pending_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> "TurnHandle":
         """Send a message: it starts a turn, or is queued while one runs.
 
         Admission may refuse it (the outcome is "rejected", with the error) or
-        handle it without a turn (a local command: "handled").
+        handle it without a turn (a local command: "handled"). `turn_id` and
+        `pending_id` are ids the caller chose for the turn or the queue entry.
         """
         _check_text(text)
-        ticket: Ticket = self._call(SendMessage(text=text, client_id=client_id), timeout)
+        command = SendMessage(
+            text=text, client_id=client_id, turn_id=turn_id, pending_id=pending_id
+        )
+        ticket: Ticket = self._call(command, timeout)
         return TurnHandle(ticket)
 
     def set_draft(self, text: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -501,7 +511,14 @@ class Chat:
         """A read-only chat refuses new turns; local commands still work."""
         self._call(SetReadOnly(read_only=read_only), timeout)
 
-    def steer(self, text: str, *, timeout: float = DEFAULT_TIMEOUT) -> PendingMessage:
+    def steer(
+        self,
+        text: str,
+        *,
+        client_id: str | None = None,
+        pending_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> PendingMessage:
         """Steer the running turn: the provider gets the message at once.
 
         While no turn runs it is simply a send. Returns the pending entry.
@@ -511,7 +528,8 @@ class Chat:
                 read-only chat: READ_ONLY).
         """
         _check_text(text)
-        reply: SteerReply = self._call(SteerMessage(text=text), timeout)
+        command = SteerMessage(text=text, client_id=client_id, pending_id=pending_id)
+        reply: SteerReply = self._call(command, timeout)
         settled = reply.ticket is not None and reply.ticket.outcome._result is not None
         if settled and reply.ticket is not None:
             outcome: TurnOutcome = reply.ticket.outcome.get(timeout=0)
@@ -519,7 +537,9 @@ class Chat:
                 raise outcome.error
         return reply.pending
 
-    def remove_pending(self, pending_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+    def remove_pending(
+        self, pending_id: str, *, client_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> bool:
         """Remove a queued or steering message; returns once the removal is settled.
 
         Returns True when it was removed (a queued message, steering not yet
@@ -530,7 +550,8 @@ class Chat:
             AgentHostError: NOT_FOUND when it is no longer pending;
                 INVALID_ARGUMENT when the provider cannot withdraw steering it holds.
         """
-        return bool(self._call(RemovePendingMessage(pending_id=pending_id), timeout))
+        removal = RemovePendingMessage(pending_id=pending_id, client_id=client_id)
+        return bool(self._call(removal, timeout))
 
     def remove_pending_nowait(self, pending_id: str) -> "Removal":
         """Ask to remove a pending message; `.result(timeout)` waits for the settlement."""

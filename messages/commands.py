@@ -43,16 +43,21 @@ class TruncateChat:
 
 @attrs.frozen(kw_only=True)
 class SendMessage:
-    """`client_id`: the client that sent it (None: the embedding program)."""
+    """`client_id`: the client that sent it (None: the embedding program).
+    `turn_id` / `pending_id`: ids the client chose (AHP clients do) for the
+    turn it starts or the queue entry it makes; the host's own otherwise."""
 
     text: str
     client_id: str | None = None
+    turn_id: str | None = None
+    pending_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)
 class SteerMessage:
     text: str
     client_id: str | None = None
+    pending_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -287,6 +287,7 @@ class SessionSummary:
     unread: bool = False
     archived: bool = False
     input_needed: bool = False
+    config: tuple[tuple[str, str], ...] = ()
 
 
 def chat_resource(chat_id: str) -> str:

@@ -382,8 +382,8 @@ class SqliteStore:
     def list_sessions(self) -> list[SessionSummary]:
         rows = self._conn.execute(
             "SELECT s.id, s.title, s.provider, s.created_at,"
-            " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.is_read, s.is_archived"
-            " FROM sessions s ORDER BY s.created_at, s.id"
+            " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.is_read, s.is_archived,"
+            " s.config FROM sessions s ORDER BY s.created_at, s.id"
         ).fetchall()
         return [
             SessionSummary(
@@ -394,6 +394,7 @@ class SqliteStore:
                 turn_count=r[4],
                 unread=not r[5],
                 archived=bool(r[6]),
+                config=tuple(sorted(json.loads(r[7]).items())),
             )
             for r in rows
         ]
