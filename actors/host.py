@@ -125,6 +125,10 @@ class HostActor(HostedActor):
                 ),
             )
         session_id = message.session_id or uuid.uuid4().hex
+        if session_id in self._sessions:
+            raise AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT, message=f"session {session_id} exists already"
+            )
         chat_id = uuid.uuid4().hex
         now = self.services.clock.wall_ms()
         self.services.mementos.load(session_id, ())

@@ -76,6 +76,11 @@ class GetChat:
 
 
 @attrs.frozen
+class ListChats:
+    pass
+
+
+@attrs.frozen
 class SubscribersChanged:
     """chat -> session: how many subscribers the chat has now."""
 

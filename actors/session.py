@@ -21,6 +21,7 @@ from agenthost.actors.protocol import (
     ClientRemoved,
     ClientToolsChanged,
     GetChat,
+    ListChats,
     PrepareRelease,
     Ref,
     ReleaseAborted,
@@ -402,6 +403,10 @@ class SessionActor(HostedActor):
             if any(s & wanted == wanted for s in statuses):
                 return wanted
         return ChatStatus.IDLE
+
+    @handles(ListChats)
+    def _list_chats(self, message: ListChats) -> tuple[ChatInfo, ...]:
+        return tuple(ChatInfo(chat_id=chat_id, ref=ref) for chat_id, ref in self._chats.items())
 
     @handles(GetChat)
     def _get_chat(self, message: GetChat) -> ChatInfo:

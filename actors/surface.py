@@ -36,6 +36,7 @@ from agenthost.actors.protocol import (
     GetChat,
     GetCounters,
     ImportRecord,
+    ListChats,
     ListSessionRows,
     LoadSession,
 )
@@ -210,11 +211,13 @@ class Host:
         provider: str = "scripted",
         *,
         worktree_of: str | os.PathLike[str] | None = None,
+        session_id: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> "Session":
-        """A new session. With `worktree_of` (a git repository) it gets an isolated
-        git worktree of its own, on a branch `agenthost/<session id>`."""
-        session_id = uuid.uuid4().hex
+        """A new session (with the id given, or a new one). With `worktree_of` (a
+        git repository) it gets an isolated git worktree of its own, on a branch
+        `agenthost/<session id>`."""
+        session_id = session_id or uuid.uuid4().hex
         worktree = None
         if worktree_of is not None:
             worktree = _ask(
@@ -394,6 +397,10 @@ class Session:
         """The default chat, or the chat with this id."""
         info: ChatInfo = self._call(GetChat(chat_id=chat_id), timeout)
         return Chat(self, info)
+
+    def chats(self, *, timeout: float = DEFAULT_TIMEOUT) -> list["Chat"]:
+        """Every chat of the session, the default one first."""
+        return [Chat(self, info) for info in self._call(ListChats(), timeout)]
 
     def create_chat(self, *, timeout: float = DEFAULT_TIMEOUT) -> "Chat":
         """A new chat in this session, on the session's provider."""

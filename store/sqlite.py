@@ -176,7 +176,7 @@ class SqliteStore:
             case SaveSession():
                 tree = op.worktree
                 db.execute(
-                    "INSERT OR REPLACE INTO sessions (id, provider, title, created_at, modified_at,"
+                    "INSERT INTO sessions (id, provider, title, created_at, modified_at,"
                     " worktree_path, worktree_repo, worktree_base) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         op.session_id,

@@ -41,6 +41,22 @@ def test_fork_copies_the_turns_up_to_and_including_one(host: Host) -> None:
     assert caught.value.code is ErrorCode.NOT_FOUND
 
 
+def test_a_chosen_session_id_never_replaces_a_stored_session(db_path: Path) -> None:
+    host = start(db_path)
+    session = host.create_session(session_id="mine")
+    session.chat().send("keep me").result(timeout=10)
+    with pytest.raises(AgentHostError):  # resident
+        host.create_session(session_id="mine")
+    host.stop()
+    host = start(db_path)
+    try:
+        with pytest.raises(AgentHostError):  # only stored
+            host.create_session(session_id="mine")
+        assert texts(host.open_session("mine").chat()) == ["keep me"]
+    finally:
+        host.stop()
+
+
 def test_truncate_keeps_turns_up_to_one_durably(db_path: Path) -> None:
     host = start(db_path)
     session = host.create_session()
