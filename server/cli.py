@@ -136,6 +136,57 @@ def import_session(
         host.stop()
 
 
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="address to listen on (loopback by default)"),
+    port: int = typer.Option(8765, min=0, max=65535, help="port (0: any free one)"),
+    store: str | None = typer.Option(
+        None, help="sqlite:///path/to/agenthost.db (default: under the data directory)"
+    ),
+    provider: str = typer.Option("scripted", help="the provider when no manifest is given"),
+    token_file: Path | None = typer.Option(
+        None, help="lines of `token identity`; default: a generated token for `local`"
+    ),
+    drain_s: float = typer.Option(30.0, min=0, help="how long running turns may finish on stop"),
+) -> None:
+    """Serve the Agent Host Protocol over WebSocket at /ahp (and /, /healthz, /metrics)."""
+    import asyncio
+
+    from agenthost.actors import Host
+    from agenthost.actors.surface import default_store_path
+    from agenthost.server.serve import ServeConfig, new_token, read_tokens
+    from agenthost.server.serve import serve as run_server
+    from agenthost.store import SqliteStore
+
+    if provider != "scripted":
+        raise typer.BadParameter(
+            "only the scripted provider without a manifest", param_hint="--provider"
+        )
+    if store is not None and not store.startswith("sqlite:///"):
+        raise typer.BadParameter("use sqlite:///path", param_hint="--store")
+    path = Path(store.removeprefix("sqlite:///")) if store else default_store_path()
+    if token_file is not None:
+        tokens = read_tokens(token_file)
+        generated = None
+    else:
+        generated = new_token()
+        tokens = {generated: "local"}
+    running = Host.start(store=SqliteStore(path))
+
+    def ready(url: str) -> None:
+        print(f"agenthost: serving AHP at {url.replace('http', 'ws', 1)}ahp  (web page: {url})")
+        if generated is not None:
+            print(f"agenthost: token (identity `local`): {generated}")
+        sys.stdout.flush()
+
+    try:
+        asyncio.run(
+            run_server(running, tokens, ServeConfig(host=host, port=port, drain_s=drain_s), ready)
+        )
+    finally:
+        running.stop()
+
+
 def main() -> None:
     app()
 

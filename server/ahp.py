@@ -1,0 +1,944 @@
+"""The AHP server: JSON-RPC 2.0 over WebSocket at /ahp (aiohttp).
+
+One `AhpServer` serves one Host. Each WebSocket is a `Connection`: it
+authenticates in the upgrade request (a bearer token mapped to an
+identity), answers `ping` at any time, negotiates the protocol version in
+`initialize`, and then serves the AHP requests and `dispatchAction`. Blocking
+surface calls run on the server's executor; nothing blocks the event loop.
+
+Rules kept here:
+- a session is visible only to the identity that created it: anyone else is
+  told "not found", never its contents;
+- an accepted client action drives its side effect, and the host's event for
+  it goes out with the client's origin; an invalid one is echoed with a
+  rejectionReason and changes nothing; actions for unknown channels are ignored;
+- removing steering the provider already holds is accepted only once the
+  provider withdrew it (DESIGN.md rule 1), else echoed with a rejectionReason;
+- a subscriber too slow to keep up is cut off, never blocking the host;
+- tokens and prompt text are never logged.
+"""
+
+import asyncio
+import concurrent.futures
+import functools
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+import structlog
+from aiohttp import WSMsgType, web
+
+from agenthost.actors.surface import Chat, Host, Session
+from agenthost.messages.commands import OutcomeState
+from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.events import TERMINAL_EVENTS, ChatEvent, SteeringNotWithdrawn
+from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
+from agenthost.messages.state import PendingKind
+from agenthost.messages.wire import to_wire
+from agenthost.server.channels import (
+    CHAT_PREFIX,
+    ROOT,
+    SESSION_PREFIX,
+    ChatChannel,
+    Sequencer,
+    chat_uri,
+    session_uri,
+)
+
+log = structlog.get_logger(__name__)
+
+SUPPORTED_VERSIONS = ("1.1.0", "1.0.0", "0.9.0")
+OWNER_KEY = "ahp.owner"
+T = TypeVar("T")
+
+# JSON-RPC and AHP error codes
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+SERVER_ERROR = -32000
+NOT_FOUND = -32004
+UNSUPPORTED_VERSION = -32005
+NOT_INITIALIZED = -32002
+RATE_LIMITED = -32029
+
+
+@attrs.frozen(kw_only=True)
+class Limits:
+    """Bounds on what one connection may cost the server."""
+
+    frame_bytes: int = 1 << 20
+    json_depth: int = 64
+    subscriptions: int = 256
+    replay: int = 10_000
+    outbox: int = 10_000  # queued outgoing messages before a slow client is cut off
+    rate: float = 200.0  # messages per second, sustained
+    burst: int = 400
+    page: int = 100
+    client_tool_grace_s: float = 30.0
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def body(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+def _from_host_error(error: AgentHostError) -> RpcError:
+    code = {
+        ErrorCode.NOT_FOUND: NOT_FOUND,
+        ErrorCode.INVALID_ARGUMENT: INVALID_PARAMS,
+    }.get(error.code, SERVER_ERROR)
+    return RpcError(code, error.message, {"errorType": error.code.value})
+
+
+def _depth(value: Any, limit: int) -> bool:
+    """Whether `value` nests no deeper than `limit` (iteratively: no recursion limit)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return True
+
+
+def _field(params: Mapping[str, Any], name: str, kind: type[T], required: bool = True) -> T:
+    value = params.get(name)
+    if value is None and not required:
+        return value  # type: ignore[return-value]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise RpcError(INVALID_PARAMS, f"invalid params: {name!r} must be a {kind.__name__}")
+    return value
+
+
+def negotiate(offered: list[Any]) -> str | None:
+    """The first offered version within a caret range of one we support."""
+    for version in offered:
+        if not isinstance(version, str):
+            continue
+        parts = version.split(".")
+        if len(parts) != 3 or not all(p.isdigit() for p in parts):
+            continue
+        major, minor, _ = (int(p) for p in parts)
+        for supported in SUPPORTED_VERSIONS:
+            s_major, s_minor, _ = (int(p) for p in supported.split("."))
+            same_range = major == s_major and (major > 0 or minor == s_minor)
+            if same_range and (major, minor) >= (s_major, s_minor):
+                return version if version in SUPPORTED_VERSIONS else supported
+    return None
+
+
+@attrs.define
+class Metrics:
+    """What /metrics reports (Prometheus text)."""
+
+    turns: dict[str, int] = attrs.field(factory=dict)
+    rejected_actions: int = 0
+    steering_withdrawn: int = 0
+    steering_not_withdrawn: int = 0
+    connections: int = 0
+    latencies: list[float] = attrs.field(factory=list)
+
+    BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+    def render(self, counters: Mapping[str, int]) -> str:
+        lines = [
+            "# TYPE agenthost_live_sessions gauge",
+            f"agenthost_live_sessions {counters.get('resident', 0)}",
+            "# TYPE agenthost_connections gauge",
+            f"agenthost_connections {self.connections}",
+            "# TYPE agenthost_turns_total counter",
+        ]
+        lines += [
+            f'agenthost_turns_total{{outcome="{k}"}} {v}' for k, v in sorted(self.turns.items())
+        ]
+        lines += [
+            "# TYPE agenthost_rejected_actions_total counter",
+            f"agenthost_rejected_actions_total {self.rejected_actions}",
+            "# TYPE agenthost_steering_withdrawn_total counter",
+            f"agenthost_steering_withdrawn_total {self.steering_withdrawn}",
+            "# TYPE agenthost_steering_not_withdrawn_total counter",
+            f"agenthost_steering_not_withdrawn_total {self.steering_not_withdrawn}",
+            "# TYPE agenthost_provider_restarts_total counter",
+            f"agenthost_provider_restarts_total {counters.get('restarts', 0)}",
+            "# TYPE agenthost_gc_disposals_total counter",
+            f"agenthost_gc_disposals_total {counters.get('draft_gc_disposed', 0)}",
+            "# TYPE agenthost_turn_latency_seconds histogram",
+        ]
+        for bound in self.BUCKETS:
+            count = sum(1 for value in self.latencies if value <= bound)
+            lines.append(f'agenthost_turn_latency_seconds_bucket{{le="{bound}"}} {count}')
+        lines += [
+            f'agenthost_turn_latency_seconds_bucket{{le="+Inf"}} {len(self.latencies)}',
+            f"agenthost_turn_latency_seconds_sum {sum(self.latencies):.6f}",
+            f"agenthost_turn_latency_seconds_count {len(self.latencies)}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+class AhpServer:
+    """Serves one Host over AHP. `tokens` maps a bearer token to an identity."""
+
+    def __init__(
+        self,
+        host: Host,
+        tokens: Mapping[str, str],
+        *,
+        limits: Limits | None = None,
+        origins: tuple[str, ...] = (),
+        static_dir: str | None = None,
+    ) -> None:
+        self.host = host
+        self.tokens = dict(tokens)
+        self.limits = limits or Limits()
+        self.origins = origins
+        self.static_dir = static_dir
+        self.sequencer = Sequencer(self.limits.replay)
+        self.metrics = Metrics()
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=8, thread_name_prefix="ahp-call"
+        )
+        self.connections: set[Connection] = set()
+        self._channels: dict[str, ChatChannel] = {}
+        self._chat_sessions: dict[str, str] = {}  # chat id -> session id
+        self._owners: dict[str, str] = {}  # session id -> identity
+        self._client_ids: dict[str, str] = {}  # client id -> identity
+        self._grace: dict[str, asyncio.TimerHandle] = {}  # client id -> pending removal
+        self._client_sessions: dict[str, set[str]] = {}  # client id -> sessions it acted in
+        self._background: set[asyncio.Task[None]] = set()
+        self.accepting = True
+        self.running_turns = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # -- the aiohttp app ---------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self.limits.frame_bytes)
+        app.router.add_get("/ahp", self._websocket)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/metrics", self._metrics)
+        if self.static_dir is not None:
+            app.router.add_get("/", self._index)
+            app.router.add_static("/static/", self.static_dir)
+        app.on_shutdown.append(self._shutdown)
+        return app
+
+    async def _index(self, request: web.Request) -> web.StreamResponse:
+        assert self.static_dir is not None
+        return web.FileResponse(f"{self.static_dir}/index.html")
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "accepting": self.accepting})
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        counters = await self.call(self.host.counters)
+        return web.Response(text=self.metrics.render(counters), content_type="text/plain")
+
+    def _identity(self, request: web.Request) -> str | None:
+        header = request.headers.get("Authorization", "")
+        token = header[7:] if header.startswith("Bearer ") else request.query.get("token", "")
+        return self.tokens.get(token) if token else None
+
+    async def _websocket(self, request: web.Request) -> web.StreamResponse:
+        if not self.accepting:
+            raise web.HTTPServiceUnavailable(text="the server is stopping")
+        origin = request.headers.get("Origin")
+        if origin is not None and origin not in self._allowed_origins(request):
+            raise web.HTTPForbidden(text="origin not allowed")
+        identity = self._identity(request)
+        if identity is None:
+            raise web.HTTPUnauthorized(
+                text="a bearer token is required", headers={"WWW-Authenticate": "Bearer"}
+            )
+        ws = web.WebSocketResponse(max_msg_size=self.limits.frame_bytes, heartbeat=30.0)
+        await ws.prepare(request)
+        connection = Connection(self, ws, identity)
+        self.connections.add(connection)
+        self.metrics.connections = len(self.connections)
+        try:
+            await connection.run()
+        finally:
+            self.connections.discard(connection)
+            self.metrics.connections = len(self.connections)
+            connection.detach()
+        return ws
+
+    def _allowed_origins(self, request: web.Request) -> tuple[str, ...]:
+        own = f"{request.scheme}://{request.host}"
+        return (own, *self.origins)
+
+    def watch_turn(self, handle: Awaitable[Any], started: float) -> None:
+        """Count a client's running turn (for draining) and its latency (for /metrics)."""
+        self.running_turns += 1
+        self._idle.clear()
+
+        async def watch() -> None:
+            try:
+                await handle
+                self.metrics.latencies.append(time.monotonic() - started)
+            finally:
+                self.running_turns -= 1
+                if self.running_turns == 0:
+                    self._idle.set()
+
+        task = asyncio.get_running_loop().create_task(watch())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def drained(self, deadline_s: float) -> bool:
+        """Wait (up to the deadline) until no turn a client started is running."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), deadline_s)
+        except TimeoutError:
+            log.warning("drain_deadline_passed", running_turns=self.running_turns)
+            return False
+        return True
+
+    async def _shutdown(self, app: web.Application) -> None:
+        for connection in list(self.connections):
+            await connection.ws.close()
+        for channel in list(self._channels.values()):
+            await channel.close()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- helpers the connections share ---------------------------------------------------
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking surface call on the executor."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
+
+    def owner(self, session_id: str) -> str | None:
+        return self._owners.get(session_id)
+
+    async def session(self, session_id: str, identity: str) -> Session:
+        """The session, if `identity` owns it; otherwise "not found"."""
+        owner = self._owners.get(session_id)
+        if owner is None:
+            try:
+                session = await self.call(self.host.open_session, session_id)
+            except AgentHostError as error:
+                raise RpcError(NOT_FOUND, f"session {session_id} not found") from error
+            config = dict(await self.call(session.config))
+            owner = config.get(OWNER_KEY, "")
+            self._owners[session_id] = owner
+        if owner != identity:
+            raise RpcError(NOT_FOUND, f"session {session_id} not found")
+        return await self.call(self.host.open_session, session_id)
+
+    async def chat(self, chat_id: str, identity: str) -> tuple[Session, Chat]:
+        session_id = self._chat_sessions.get(chat_id)
+        if session_id is None:
+            await self._learn_chats(identity)
+            session_id = self._chat_sessions.get(chat_id)
+        if session_id is None:
+            raise RpcError(NOT_FOUND, f"chat {chat_id} not found")
+        session = await self.session(session_id, identity)
+        return session, await self.call(session.chat, chat_id)
+
+    async def _learn_chats(self, identity: str) -> None:
+        for summary in await self.call(self.host.list_sessions):
+            if dict(summary.config).get(OWNER_KEY) == identity:
+                self._owners[summary.id] = identity
+                session = await self.call(self.host.open_session, summary.id)
+                for chat in await self.call(session.chats):
+                    self._chat_sessions[chat.id] = summary.id
+
+    async def channel(self, chat: Chat) -> ChatChannel:
+        uri = chat_uri(chat.id)
+        channel = self._channels.get(uri)
+        if channel is None:
+            channel = ChatChannel(
+                uri,
+                chat.session.id,
+                self.sequencer,
+                lambda: int(time.time() * 1000),
+                self._count,
+            )
+            self._channels[uri] = channel
+            subscription = await self.call(chat.subscribe, maxsize=1_000_000)
+            await channel.open(subscription)
+        return channel
+
+    def _count(self, event: ChatEvent) -> None:
+        if isinstance(event, TERMINAL_EVENTS):
+            outcome = {"TurnCompleted": "complete", "TurnCancelled": "cancelled"}
+            key = outcome.get(type(event).__name__, "error")
+            self.metrics.turns[key] = self.metrics.turns.get(key, 0) + 1
+        elif isinstance(event, SteeringWithdrawnEvent):
+            self.metrics.steering_withdrawn += 1
+        elif isinstance(event, SteeringNotWithdrawn):
+            self.metrics.steering_not_withdrawn += 1
+
+    def claim_client(self, client_id: str, identity: str) -> bool:
+        """Bind a client id to an identity; another identity may not take it."""
+        bound = self._client_ids.setdefault(client_id, identity)
+        timer = self._grace.pop(client_id, None)
+        if timer is not None and bound == identity:
+            timer.cancel()
+        return bound == identity
+
+    def client_left(self, client_id: str) -> None:
+        """After a grace period, the client's parked tool calls fail (rule 6)."""
+        if any(c.client_id == client_id for c in self.connections):
+            return
+        loop = asyncio.get_running_loop()
+
+        def remove() -> None:
+            self._grace.pop(client_id, None)
+            for session_id in self._client_sessions.pop(client_id, set()):
+                task = loop.create_task(self._remove_client(session_id, client_id))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+        self._grace[client_id] = loop.call_later(self.limits.client_tool_grace_s, remove)
+
+    async def _remove_client(self, session_id: str, client_id: str) -> None:
+        try:
+            session = await self.call(self.host.open_session, session_id)
+            await self.call(session.remove_client, client_id)
+        except AgentHostError:
+            log.info("client_removal_skipped", session_id=session_id)
+
+    def touched(self, client_id: str | None, session_id: str) -> None:
+        if client_id is not None:
+            self._client_sessions.setdefault(client_id, set()).add(session_id)
+
+    def broadcast_root(self, identity: str, method: str, params: dict[str, Any]) -> None:
+        for connection in self.connections:
+            if connection.identity == identity and connection.initialized:
+                connection.offer({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def session_action(self, identity: str, session_id: str, action: Any, origin: Any) -> None:
+        """A session channel's accepted action, sequenced and sent to its subscribers."""
+        uri = session_uri(session_id)
+        envelope = self.sequencer.stamp(uri, to_wire(action), origin)
+        for connection in self.connections:
+            if uri in connection.channels:
+                connection.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+
+
+class Connection:
+    """One client's WebSocket."""
+
+    def __init__(self, server: AhpServer, ws: web.WebSocketResponse, identity: str) -> None:
+        self.server = server
+        self.ws = ws
+        self.identity = identity
+        self.limits = server.limits
+        self.client_id: str | None = None
+        self.version: str | None = None
+        self.channels: set[str] = set()
+        self._out: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(self.limits.outbox)
+        # A client's actions take effect in the order it sent them.
+        self._dispatches: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self.limits.outbox)
+        self._tokens = float(self.limits.burst)
+        self._refilled = time.monotonic()
+        self._cut = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._log = log.bind(identity=identity)
+
+    @property
+    def initialized(self) -> bool:
+        return self.version is not None
+
+    # -- output ------------------------------------------------------------------------
+    def offer(self, message: dict[str, Any]) -> None:
+        """Queue a message; a client too slow to take it is cut off."""
+        if self._cut:
+            return
+        try:
+            self._out.put_nowait(message)
+        except asyncio.QueueFull:
+            self._cut = True
+            self._log.warning("slow_client_cut_off", queued=self._out.qsize())
+            closing = asyncio.get_running_loop().create_task(
+                self.ws.close(code=1008, message=b"too slow")
+            )
+            self._tasks.add(closing)
+
+    async def _flush(self, last: dict[str, Any]) -> None:
+        """Send what is queued, then `last`, before the socket closes."""
+        while not self._out.empty():
+            queued = self._out.get_nowait()
+            if queued is not None:
+                await self.ws.send_str(json.dumps(queued))
+        await self.ws.send_str(json.dumps(last))
+
+    async def _writer(self) -> None:
+        while (message := await self._out.get()) is not None:
+            await self.ws.send_str(json.dumps(message))
+
+    # -- input -------------------------------------------------------------------------
+    async def _dispatcher(self) -> None:
+        while True:
+            await self._dispatch(await self._dispatches.get())
+
+    async def run(self) -> None:
+        writer = asyncio.get_running_loop().create_task(self._writer())
+        self._tasks.add(asyncio.get_running_loop().create_task(self._dispatcher()))
+        try:
+            async for frame in self.ws:
+                if frame.type is WSMsgType.TEXT:
+                    await self._receive(frame.data)
+                elif frame.type is WSMsgType.BINARY:
+                    self.offer(_error(None, RpcError(INVALID_REQUEST, "frames are JSON text")))
+        finally:
+            writer.cancel()
+            for task in self._tasks:
+                task.cancel()
+
+    def detach(self) -> None:
+        for uri in self.channels:
+            channel = self.server._channels.get(uri)
+            if channel is not None:
+                channel.subscribers.discard(self)
+        if self.client_id is not None:
+            self.server.client_left(self.client_id)
+
+    def _allow(self) -> bool:
+        now = time.monotonic()
+        self._tokens = min(
+            float(self.limits.burst), self._tokens + (now - self._refilled) * self.limits.rate
+        )
+        self._refilled = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+    async def _receive(self, text: str) -> None:
+        try:
+            message = json.loads(text)
+        except ValueError:
+            self.offer(_error(None, RpcError(PARSE_ERROR, "parse error: not JSON")))
+            return
+        if not _depth(message, self.limits.json_depth):
+            self.offer(_error(None, RpcError(INVALID_REQUEST, "JSON nested too deep")))
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            self.offer(_error(None, RpcError(INVALID_REQUEST, "not a JSON-RPC 2.0 message")))
+            return
+        request_id = message.get("id")
+        method = message.get("method")
+        if not isinstance(method, str):
+            if request_id is not None:
+                self.offer(_error(request_id, RpcError(INVALID_REQUEST, "no method")))
+            return
+        if not self._allow():
+            if request_id is not None:
+                self.offer(_error(request_id, RpcError(RATE_LIMITED, "rate limit exceeded")))
+            return
+        params = message.get("params", {})
+        if not isinstance(params, dict):
+            self.offer(
+                _error(request_id, RpcError(INVALID_PARAMS, "invalid params: not an object"))
+            )
+            return
+        if request_id is None:
+            await self._notification(method, params)
+            return
+        task = asyncio.get_running_loop().create_task(self._request(request_id, method, params))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+        handler = REQUESTS.get(method)
+        try:
+            if handler is None:
+                raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
+            if method not in ("ping", "initialize", "reconnect") and not self.initialized:
+                raise RpcError(NOT_INITIALIZED, "initialize first")
+            result = await handler(self, params)
+        except RpcError as error:
+            if error.code == UNSUPPORTED_VERSION:  # answer, then close
+                await self._flush(_error(request_id, error))
+                await self.ws.close(code=1002, message=b"unsupported protocol version")
+                return
+            self.offer(_error(request_id, error))
+            return
+        except AgentHostError as error:
+            self.offer(_error(request_id, _from_host_error(error)))
+            return
+        except Exception:
+            self._log.exception("request_failed", method=method)
+            self.offer(_error(request_id, RpcError(SERVER_ERROR, "internal error")))
+            return
+        self.offer({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    async def _notification(self, method: str, params: dict[str, Any]) -> None:
+        if not self.initialized:
+            return
+        if method == "unsubscribe":
+            uri = params.get("channel")
+            if isinstance(uri, str) and uri in self.channels:
+                self.channels.discard(uri)
+                channel = self.server._channels.get(uri)
+                if channel is not None:
+                    channel.subscribers.discard(self)
+        elif method == "dispatchAction":
+            try:
+                self._dispatches.put_nowait(params)
+            except asyncio.QueueFull:
+                action = params.get("action")
+                self._reject(str(params.get("channel")), action, None, "too many actions queued")
+
+    # -- requests ----------------------------------------------------------------------
+    async def _ping(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    async def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        offered = params.get("protocolVersions") or [params.get("protocolVersion")]
+        if not isinstance(offered, list):
+            raise RpcError(INVALID_PARAMS, "invalid params: 'protocolVersions' must be a list")
+        version = negotiate(offered)
+        if version is None:
+            raise RpcError(
+                UNSUPPORTED_VERSION,
+                "unsupported protocol version",
+                {"supportedVersions": list(SUPPORTED_VERSIONS)},
+            )
+        client_id = _field(params, "clientId", str)
+        if not self.server.claim_client(client_id, self.identity):
+            raise RpcError(INVALID_PARAMS, "invalid params: 'clientId' belongs to another identity")
+        self.client_id = client_id
+        self.version = version
+        snapshots = []
+        for uri in params.get("initialSubscriptions") or []:
+            if isinstance(uri, str):
+                snapshots.append(await self._subscribe_to(uri))
+        return {
+            "protocolVersion": version,
+            "serverSeq": self.server.sequencer.seq,
+            "snapshots": snapshots,
+            "serverInfo": {"name": "agenthost"},
+        }
+
+    async def _subscribe(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"snapshot": await self._subscribe_to(_field(params, "channel", str))}
+
+    async def _subscribe_to(self, uri: str) -> dict[str, Any]:
+        if uri not in self.channels and len(self.channels) >= self.limits.subscriptions:
+            raise RpcError(INVALID_PARAMS, "too many subscriptions on this connection")
+        if uri == ROOT:
+            self.channels.add(uri)
+            providers = sorted(self.server.host.services.providers)
+            agents = [{"provider": p, "displayName": p, "models": []} for p in providers]
+            return {
+                "resource": ROOT,
+                "state": {"agents": agents},
+                "fromSeq": self.server.sequencer.seq,
+            }
+        if uri.startswith(SESSION_PREFIX):
+            session = await self.server.session(uri[len(SESSION_PREFIX) :], self.identity)
+            self.channels.add(uri)
+            state = await self._session_state(session)
+            return {"resource": uri, "state": state, "fromSeq": self.server.sequencer.seq}
+        if uri.startswith(CHAT_PREFIX):
+            _, chat = await self.server.chat(uri[len(CHAT_PREFIX) :], self.identity)
+            channel = await self.server.channel(chat)
+            self.channels.add(uri)
+            channel.subscribers.add(self)
+            return channel.snapshot()
+        raise RpcError(NOT_FOUND, f"unknown channel {uri}")
+
+    async def _session_state(self, session: Session) -> dict[str, Any]:
+        summary = await self.server.call(session.summary)
+        chats = await self.server.call(session.chats)
+        for chat in chats:
+            self.server._chat_sessions[chat.id] = session.id
+        config = {k: v for k, v in summary.config if not k.startswith("ahp.")}
+        status = (
+            int(summary.status) | (0 if summary.unread else 32) | (64 if summary.archived else 0)
+        )
+        return {
+            "provider": summary.provider,
+            "title": summary.title,
+            "status": status,
+            "lifecycle": "ready",
+            "chats": [{"resource": chat_uri(c.id)} for c in chats],
+            "defaultChat": chat_uri(chats[0].id) if chats else None,
+            "inputNeeded": summary.input_needed,
+            "config": config,
+        }
+
+    async def _create_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        uri = _field(params, "channel", str)
+        if not uri.startswith(SESSION_PREFIX) or len(uri) == len(SESSION_PREFIX):
+            raise RpcError(INVALID_PARAMS, "invalid params: 'channel' must be ahp-session:/<id>")
+        session_id = uri[len(SESSION_PREFIX) :]
+        provider = _field(params, "provider", str, required=False) or _default_provider(self)
+        if session_id in self.server._owners:
+            raise RpcError(INVALID_PARAMS, f"invalid params: session {session_id} exists")
+        session = await self.server.call(
+            self.server.host.create_session, provider, session_id=session_id
+        )
+        await self.server.call(session.set_config, {OWNER_KEY: self.identity})
+        self.server._owners[session_id] = self.identity
+        state = await self._session_state(session)
+        self.server.broadcast_root(
+            self.identity, "root/sessionAdded", {"channel": ROOT, "summary": _summary(uri, state)}
+        )
+        return {"resource": uri, "state": state}
+
+    async def _dispose_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        uri = _field(params, "channel", str)
+        session = await self.server.session(uri.removeprefix(SESSION_PREFIX), self.identity)
+        await self.server.call(session.dispose)
+        self.server._owners.pop(session.id, None)
+        self.server.broadcast_root(
+            self.identity, "root/sessionRemoved", {"channel": ROOT, "resource": uri}
+        )
+        return {}
+
+    async def _create_chat(self, params: dict[str, Any]) -> dict[str, Any]:
+        uri = _field(params, "channel", str)
+        session = await self.server.session(uri.removeprefix(SESSION_PREFIX), self.identity)
+        chat = await self.server.call(session.create_chat)
+        self.server._chat_sessions[chat.id] = session.id
+        return {"resource": chat_uri(chat.id)}
+
+    async def _dispose_chat(self, params: dict[str, Any]) -> dict[str, Any]:
+        uri = _field(params, "channel", str)
+        session, chat = await self.server.chat(uri.removeprefix(CHAT_PREFIX), self.identity)
+        await self.server.call(session.dispose_chat, chat.id)
+        channel = self.server._channels.pop(uri, None)
+        if channel is not None:
+            await channel.close()
+        return {}
+
+    async def _list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
+        cursor = _cursor(params)
+        limit = _limit(params, self.limits.page)
+        mine = [
+            s
+            for s in await self.server.call(self.server.host.list_sessions)
+            if dict(s.config).get(OWNER_KEY) == self.identity
+        ]
+        page = mine[cursor : cursor + limit]
+        items = [
+            {
+                "resource": session_uri(s.id),
+                "provider": s.provider,
+                "title": s.title,
+                "status": int(s.status) | (0 if s.unread else 32) | (64 if s.archived else 0),
+                "turnCount": s.turn_count,
+            }
+            for s in page
+        ]
+        result: dict[str, Any] = {"items": items}
+        if cursor + limit < len(mine):
+            result["nextCursor"] = str(cursor + limit)
+        return result
+
+    async def _fetch_turns(self, params: dict[str, Any]) -> dict[str, Any]:
+        uri = _field(params, "channel", str)
+        _, chat = await self.server.chat(uri.removeprefix(CHAT_PREFIX), self.identity)
+        turns = (await self.server.call(chat.state)).turns
+        cursor = _cursor(params)
+        limit = _limit(params, self.limits.page)
+        result: dict[str, Any] = {"turns": [to_wire(t) for t in turns[cursor : cursor + limit]]}
+        if cursor + limit < len(turns):
+            result["nextCursor"] = str(cursor + limit)
+        return result
+
+    async def _reconnect(self, params: dict[str, Any]) -> dict[str, Any]:
+        client_id = _field(params, "clientId", str)
+        last_seen = _field(params, "lastSeenServerSeq", int)
+        wanted = [c for c in params.get("subscriptions") or [] if isinstance(c, str)]
+        if not self.server.claim_client(client_id, self.identity):
+            raise RpcError(INVALID_PARAMS, "invalid params: 'clientId' belongs to another identity")
+        self.client_id = client_id
+        self.version = self.version or SUPPORTED_VERSIONS[0]
+        snapshots: list[dict[str, Any]] = []
+        missing: list[str] = []
+        for uri in wanted:
+            try:
+                snapshots.append(await self._subscribe_to(uri))
+            except RpcError:
+                missing.append(uri)
+        replay = self.server.sequencer.since(last_seen, set(self.channels))
+        if replay is None:
+            return {"type": "snapshot", "snapshots": snapshots, "missing": missing}
+        return {"type": "replay", "actions": replay, "missing": missing}
+
+    # -- dispatchAction ------------------------------------------------------------------
+    async def _dispatch(self, params: dict[str, Any]) -> None:
+        uri = params.get("channel")
+        action = params.get("action")
+        client_seq = params.get("clientSeq")
+        if not isinstance(uri, str) or not isinstance(action, dict):
+            return
+        origin = {"clientId": self.client_id, "clientSeq": client_seq}
+        try:
+            if uri.startswith(CHAT_PREFIX):
+                session, chat = await self.server.chat(uri[len(CHAT_PREFIX) :], self.identity)
+                self.server.touched(self.client_id, session.id)
+                await self._chat_action(chat, action, origin)
+            elif uri.startswith(SESSION_PREFIX):
+                session = await self.server.session(uri[len(SESSION_PREFIX) :], self.identity)
+                await self._session_action(session, action, origin)
+        except RpcError as error:
+            if error.code == NOT_FOUND and "not found" in error.message:
+                return  # an unknown channel: ignored, as the protocol says
+            self._reject(uri, action, origin, error.message)
+        except AgentHostError as error:
+            self._reject(uri, action, origin, error.message)
+
+    def _reject(self, uri: str, action: Any, origin: Any, reason: str) -> None:
+        self.server.metrics.rejected_actions += 1
+        envelope = {"channel": uri, "action": action, "origin": origin, "rejectionReason": reason}
+        self.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+
+    async def _chat_action(self, chat: Chat, action: dict[str, Any], origin: Any) -> None:
+        call = self.server.call
+        channel = await self.server.channel(chat)
+        kind = action.get("type")
+        if kind == "chat/turnStarted":
+            text = _text(action)
+            turn_id = _field(action, "turnId", str)
+            channel.expect(("turn", turn_id), origin)
+            started = time.monotonic()
+            handle = await call(chat.send, text, client_id=self.client_id, turn_id=turn_id)
+            if handle.done():  # settled without a turn: refused, or a local command
+                outcome = handle.result(timeout=0)
+                if outcome.state is OutcomeState.REJECTED and outcome.error is not None:
+                    channel.forget(("turn", turn_id))
+                    raise outcome.error
+                return
+                self.server.watch_turn(handle, started)
+        elif kind == "chat/turnCancelled":
+            turn_id = _field(action, "turnId", str)
+            state = await call(chat.state)
+            if state.active_turn_id != turn_id:
+                raise RpcError(INVALID_PARAMS, f"turn {turn_id} is not running")
+            channel.expect(("cancelled", turn_id), origin)
+            await call(chat.cancel)
+        elif kind == "chat/pendingMessageSet":
+            pending_id = _field(action, "id", str)
+            text = _text(action)
+            channel.expect(("pending", pending_id), origin)
+            if action.get("kind") == PendingKind.STEERING.value:
+                await call(chat.steer, text, client_id=self.client_id, pending_id=pending_id)
+            elif pending_id in {m.id for m in (await call(chat.state)).queued_messages}:
+                await call(chat.edit_pending, pending_id, text)
+            else:
+                await call(chat.send, text, client_id=self.client_id, pending_id=pending_id)
+        elif kind == "chat/pendingMessageRemoved":
+            pending_id = _field(action, "id", str, required=False) or _field(
+                action, "pendingId", str
+            )
+            channel.expect(("removed", pending_id), origin)
+            removed = await call(chat.remove_pending, pending_id, client_id=self.client_id)
+            if not removed:
+                channel.forget(("removed", pending_id))
+                raise RpcError(INVALID_PARAMS, "the model already had this steering message")
+        elif kind == "chat/queuedMessagesReordered":
+            order = _field(action, "order", list)
+            channel.expect(("reordered",), origin)
+            await call(chat.reorder_queue, [str(i) for i in order])
+        elif kind == "chat/truncated":
+            channel.expect(("truncated",), origin)
+            await call(chat.truncate, action.get("turnId"))
+        elif kind == "chat/toolCallConfirmed":
+            approved = _field(action, "approved", bool)
+            await call(chat.answer, _field(action, "toolCallId", str), approved=approved)
+        elif kind == "chat/toolCallComplete":
+            result = action.get("result")
+            text = result if isinstance(result, str) else json.dumps(result)
+            call_id = _field(action, "toolCallId", str)
+            await call(chat.answer, call_id, result=text, client_id=self.client_id)
+        elif kind == "chat/inputCompleted":
+            answer = action.get("answer")
+            await call(chat.answer, _field(action, "requestId", str), answer=str(answer or ""))
+        elif kind == "chat/draftChanged":
+            draft = action.get("draft")
+            await call(chat.set_draft, draft if isinstance(draft, str) else None)
+        else:
+            raise RpcError(INVALID_PARAMS, f"{kind!r} cannot be dispatched by a client")
+
+    async def _session_action(self, session: Session, action: dict[str, Any], origin: Any) -> None:
+        call = self.server.call
+        kind = action.get("type")
+        if kind == "session/titleChanged":
+            await call(session.rename, _field(action, "title", str))
+        elif kind == "session/isReadChanged":
+            if _field(action, "isRead", bool):
+                await call(session.mark_read)
+            else:
+                raise RpcError(INVALID_PARAMS, "only the host marks a session unread")
+        elif kind == "session/isArchivedChanged":
+            archived = _field(action, "isArchived", bool)
+            await call(session.archive if archived else session.unarchive)
+        elif kind == "session/configChanged":
+            config = _field(action, "config", dict)
+            if any(not isinstance(v, str) or k.startswith("ahp.") for k, v in config.items()):
+                raise RpcError(
+                    INVALID_PARAMS, "config values are strings; 'ahp.' keys are reserved"
+                )
+            await call(session.set_config, config)
+        else:
+            raise RpcError(INVALID_PARAMS, f"{kind!r} cannot be dispatched by a client")
+        self.server.session_action(self.identity, session.id, action, origin)
+
+
+def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.body()}
+
+
+def _text(action: Mapping[str, Any]) -> str:
+    message = action.get("message")
+    text = message.get("text") if isinstance(message, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        raise RpcError(INVALID_PARAMS, "invalid params: 'message.text' must be a non-empty string")
+    return text
+
+
+def _cursor(params: Mapping[str, Any]) -> int:
+    cursor = params.get("cursor") or "0"
+    if not isinstance(cursor, str) or not cursor.isdigit():
+        raise RpcError(INVALID_PARAMS, "invalid params: 'cursor'")
+    return int(cursor)
+
+
+def _limit(params: Mapping[str, Any], default: int) -> int:
+    limit = params.get("limit", default)
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+        raise RpcError(INVALID_PARAMS, "invalid params: 'limit' must be 1 to 1000")
+    return limit
+
+
+def _summary(uri: str, state: Mapping[str, Any]) -> dict[str, Any]:
+    return {"resource": uri, **{k: state[k] for k in ("provider", "title", "status")}}
+
+
+def _default_provider(connection: Connection) -> str:
+    return sorted(connection.server.host.services.providers)[0]
+
+
+RequestHandler = Callable[[Connection, dict[str, Any]], Awaitable[dict[str, Any]]]
+REQUESTS: dict[str, RequestHandler] = {
+    "ping": Connection._ping,
+    "initialize": Connection._initialize,
+    "subscribe": Connection._subscribe,
+    "createSession": Connection._create_session,
+    "disposeSession": Connection._dispose_session,
+    "createChat": Connection._create_chat,
+    "disposeChat": Connection._dispose_chat,
+    "listSessions": Connection._list_sessions,
+    "fetchTurns": Connection._fetch_turns,
+    "reconnect": Connection._reconnect,
+}

@@ -1,0 +1,172 @@
+"""What the AHP server sequences: one stream per chat channel, numbered once.
+
+Every chat the server serves has one `ChatChannel`: a single subscription to
+the chat actor, whose events become AHP action envelopes stamped with the
+next `serverSeq` (one counter for the whole server), kept in a bounded replay
+buffer, and fanned out to the connections subscribed to that channel. The
+channel keeps the chat state as its own stream shows it, so a snapshot and
+its `fromSeq` always agree. A client-dispatched action carries its origin
+({clientId, clientSeq}) when the host's event for it goes out.
+"""
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol
+
+import structlog
+
+from agenthost.actors.handles import Subscription
+from agenthost.messages.events import (
+    ChatEvent,
+    ChatSnapshot,
+    Lagged,
+    PendingMessageAdded,
+    PendingMessageRemoved,
+    QueuedMessagesReordered,
+    Truncated,
+    TurnCancelled,
+    TurnStarted,
+)
+from agenthost.messages.reducers import reduce_chat
+from agenthost.messages.state import ChatState
+from agenthost.messages.wire import to_wire
+
+log = structlog.get_logger(__name__)
+
+ROOT = "ahp-root://"
+SESSION_PREFIX = "ahp-session:/"
+CHAT_PREFIX = "ahp-chat:/"
+
+
+def session_uri(session_id: str) -> str:
+    return f"{SESSION_PREFIX}{session_id}"
+
+
+def chat_uri(chat_id: str) -> str:
+    return f"{CHAT_PREFIX}{chat_id}"
+
+
+def action_wire(event: Any) -> dict[str, Any]:
+    """An event as an AHP action: its channel says which session and chat."""
+    data: dict[str, Any] = to_wire(event)
+    data.pop("sessionId", None)
+    data.pop("chatId", None)
+    return data
+
+
+def origin_key(event: ChatEvent) -> Hashable | None:
+    """What ties a host event to the client action that caused it."""
+    match event:
+        case TurnStarted(turn_id=turn_id):
+            return ("turn", turn_id)
+        case PendingMessageAdded(pending=pending):
+            return ("pending", pending.id)
+        case PendingMessageRemoved(pending_id=pending_id):
+            return ("removed", pending_id)
+        case TurnCancelled(turn_id=turn_id):
+            return ("cancelled", turn_id)
+        case QueuedMessagesReordered():
+            return ("reordered",)
+        case Truncated():
+            return ("truncated",)
+    return None
+
+
+class Subscriber(Protocol):
+    def offer(self, message: dict[str, Any]) -> None: ...
+
+
+class Sequencer:
+    """The server's one serverSeq counter and its bounded replay buffer."""
+
+    def __init__(self, replay: int) -> None:
+        self.seq = 0
+        self._buffer: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay)
+
+    def stamp(
+        self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        self.seq += 1
+        envelope = {"channel": channel, "action": action, "serverSeq": self.seq}
+        if origin is not None:
+            envelope["origin"] = origin
+        self._buffer.append((self.seq, channel, envelope))
+        return envelope
+
+    def since(self, last_seen: int, channels: set[str]) -> list[dict[str, Any]] | None:
+        """The envelopes of `channels` after `last_seen`, or None when the buffer
+        no longer reaches back that far."""
+        if last_seen > self.seq:
+            return None
+        oldest = self._buffer[0][0] if self._buffer else self.seq + 1
+        if last_seen < oldest - 1:
+            return None
+        return [env for seq, ch, env in self._buffer if seq > last_seen and ch in channels]
+
+
+class ChatChannel:
+    """One chat's stream: subscribed once, sequenced, and fanned out."""
+
+    def __init__(
+        self,
+        uri: str,
+        session_id: str,
+        sequencer: Sequencer,
+        now_ms: Callable[[], int],
+        on_event: Callable[[ChatEvent], None] = lambda event: None,
+    ) -> None:
+        self.uri = uri
+        self.session_id = session_id
+        self.state: ChatState | None = None
+        self.from_seq = 0
+        self.subscribers: set[Subscriber] = set()
+        self._sequencer = sequencer
+        self._now_ms = now_ms
+        self._on_event = on_event
+        self._origins: dict[Hashable, dict[str, Any]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._subscription: Subscription | None = None
+
+    def expect(self, key: Hashable, origin: dict[str, Any]) -> None:
+        """The next host event under `key` answers this client action."""
+        self._origins[key] = origin
+
+    def forget(self, key: Hashable) -> None:
+        self._origins.pop(key, None)
+
+    async def open(self, subscription: Subscription) -> None:
+        """Start from the subscription's snapshot; then follow it."""
+        first = await anext(aiter(subscription))
+        assert isinstance(first, ChatSnapshot)
+        self.state = first.state
+        self.from_seq = self._sequencer.seq
+        self._subscription = subscription
+        self._task = asyncio.get_running_loop().create_task(self._pump(subscription))
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"resource": self.uri, "state": to_wire(self.state), "fromSeq": self.from_seq}
+
+    async def _pump(self, subscription: Subscription) -> None:
+        async for event in subscription:
+            if isinstance(event, Lagged):  # never with the server's large queue; say so
+                log.error("channel_lagged", channel=self.uri)
+                break
+            if self.state is not None:
+                self.state = reduce_chat(self.state, event, self._now_ms())
+            key = origin_key(event)
+            origin = None if key is None else self._origins.pop(key, None)
+            envelope = self._sequencer.stamp(self.uri, action_wire(event), origin)
+            self.from_seq = self._sequencer.seq
+            self._on_event(event)
+            for subscriber in list(self.subscribers):
+                subscriber.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+
+    async def close(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -1,0 +1,90 @@
+"""`agenthost serve`: run an AHP server until SIGTERM or SIGINT.
+
+On a signal it stops accepting connections, lets running turns finish up to
+a deadline, flushes the store and exits 0.
+"""
+
+import asyncio
+import secrets
+import signal
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+import attrs
+import structlog
+from aiohttp import web
+
+from agenthost.actors.surface import Host
+from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.server.ahp import AhpServer, Limits
+
+log = structlog.get_logger(__name__)
+
+
+@attrs.frozen(kw_only=True)
+class ServeConfig:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    drain_s: float = 30.0
+    limits: Limits = attrs.field(factory=Limits)
+
+
+def read_tokens(path: Path) -> dict[str, str]:
+    """A token file: one `token identity` per line; `#` starts a comment.
+
+    Raises:
+        AgentHostError: INVALID_ARGUMENT naming the line (never the token).
+    """
+    tokens: dict[str, str] = {}
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2 or len(parts[0]) < 16:
+            raise AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message=f"{path}:{number}: expected `token identity`, a token of 16+ characters",
+            )
+        tokens[parts[0]] = parts[1]
+    if not tokens:
+        raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=f"{path}: no tokens")
+    return tokens
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def web_dir() -> str | None:
+    folder = resources.files("agenthost.server") / "web"
+    return str(folder) if folder.is_dir() else None
+
+
+async def serve(
+    host: Host,
+    tokens: dict[str, str],
+    config: ServeConfig,
+    ready: Callable[[str], None] = lambda url: None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve until `stop` is set, or (when no `stop` is given) SIGTERM or SIGINT;
+    then drain and return."""
+    server = AhpServer(host, tokens, limits=config.limits, static_dir=web_dir())
+    runner = web.AppRunner(server.app(), handle_signals=False, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, config.host, config.port)
+    await site.start()
+    if stop is None:
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    bound = runner.addresses[0] if runner.addresses else (config.host, config.port)
+    ready(f"http://{bound[0]}:{bound[1]}/")
+    await stop.wait()
+    log.info("server_stopping")
+    server.accepting = False
+    await site.stop()
+    await server.drained(config.drain_s)
+    await runner.cleanup()

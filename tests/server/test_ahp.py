@@ -1,0 +1,376 @@
+"""The AHP server over a real WebSocket on loopback, driven with raw JSON-RPC frames."""
+
+import asyncio
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+
+from agenthost.actors import Host
+from agenthost.providers.scripted import Gate, Say, ScriptedProvider
+from agenthost.server.ahp import Limits
+from tests.server.ahp_client import (
+    OTHER_TOKEN,
+    AhpClient,
+    RpcFailed,
+    Server,
+    action_of,
+    running,
+)
+
+
+def run(
+    host: Host, body: Callable[[Server], Awaitable[None]], limits: Limits | None = None
+) -> None:
+    async def main() -> None:
+        async with running(host, limits) as server:
+            await body(server)
+
+    asyncio.run(main())
+
+
+async def new_session(client: AhpClient) -> tuple[str, str]:
+    """A session and its default chat's channel."""
+    uri = f"ahp-session:/{uuid.uuid4()}"
+    created = await client.call("createSession", {"channel": uri})
+    return uri, created["state"]["defaultChat"]
+
+
+def by_origin(client_seq: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda n: n.get("params", {}).get("origin", {}).get("clientSeq") == client_seq
+
+
+def turn(text: str, turn_id: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "chat/turnStarted",
+        "turnId": turn_id or uuid.uuid4().hex,
+        "message": {"text": text},
+    }
+
+
+def test_handshake_ping_first_and_a_version_we_do_not_speak(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            assert await client.call("ping") == {}
+            with pytest.raises(RpcFailed) as early:
+                await client.call("listSessions")
+            assert early.value.code == -32002
+            with pytest.raises(RpcFailed) as refused:
+                await client.call(
+                    "initialize",
+                    {"channel": "ahp-root://", "protocolVersions": ["9.0.0"], "clientId": "c"},
+                )
+            assert refused.value.code == -32005
+            assert refused.value.error["data"]["supportedVersions"] == ["1.1.0", "1.0.0", "0.9.0"]
+            await asyncio.wait_for(client.closed.wait(), 10)
+        async with server.client() as client:
+            result = await client.initialize()
+            assert result["protocolVersion"] == "1.1.0"
+            assert await client.call("ping") == {}
+
+    run(host, body)
+
+
+def test_a_connection_without_a_valid_token_is_refused(host: Host) -> None:
+    async def body(server: Server) -> None:
+        for token in (None, "wrong-token-wrong-token"):
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                async with server.client(token=token):
+                    pass
+            assert refused.value.status == 401
+        with pytest.raises(aiohttp.WSServerHandshakeError) as foreign:
+            async with server.client(headers={"Origin": "https://evil.example"}):
+                pass
+        assert foreign.value.status == 403
+
+    run(host, body)
+
+
+def test_a_turn_from_dispatch_to_completion_with_origin_and_sequence(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize(client_id="alice-1")
+            session_uri, chat = await new_session(client)
+            snapshot = (await client.call("subscribe", {"channel": chat}))["snapshot"]
+            assert snapshot["resource"] == chat and snapshot["state"]["turns"] == []
+            action = turn("hello", "t-1")
+            client_seq = await client.dispatch(chat, action)
+            done = await client.wait_for(action_of("chat/turnComplete", turnId="t-1"))
+            started = next(
+                a for a in client.actions(chat) if a["action"]["type"] == "chat/turnStarted"
+            )
+            assert started["origin"] == {"clientId": "alice-1", "clientSeq": client_seq}
+            assert started["action"]["turnId"] == "t-1"
+            seqs = [a["serverSeq"] for a in client.actions(chat)]
+            assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+            assert done["params"]["serverSeq"] == seqs[-1]
+            fetched = await client.call("fetchTurns", {"channel": chat})
+            assert [t["message"]["text"] for t in fetched["turns"]] == ["hello"]
+            listed = await client.call("listSessions")
+            assert [s["resource"] for s in listed["items"]] == [session_uri]
+
+    run(host, body)
+
+
+def test_queued_and_steering_messages_and_their_removal(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("long", Say("a"), Gate("g"), Say("b"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            _, chat = await new_session(client)
+            await client.call("subscribe", {"channel": chat})
+            await client.dispatch(chat, turn("long", "t-long"))
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+            queued = {
+                "type": "chat/pendingMessageSet",
+                "kind": "queued",
+                "id": "q1",
+                "message": {"text": "later"},
+            }
+            await client.dispatch(chat, queued)
+            added = await client.wait_for(action_of("chat/pendingMessageSet"))
+            assert added["params"]["origin"]["clientId"] == "c1"
+            removal = {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": "q1"}
+            await client.dispatch(chat, removal)
+            removed = await client.wait_for(action_of("chat/pendingMessageRemoved"))
+            assert "rejectionReason" not in removed["params"]
+            steer = {
+                "type": "chat/pendingMessageSet",
+                "kind": "steering",
+                "id": "s1",
+                "message": {"text": "faster"},
+            }
+            steered = await client.dispatch(chat, steer)
+            await client.wait_for(by_origin(steered))
+            withdraw = {"type": "chat/pendingMessageRemoved", "kind": "steering", "id": "s1"}
+            withdrawn = await client.dispatch(chat, withdraw)
+            accepted = await client.wait_for(by_origin(withdrawn))  # the model had not read it
+            assert "rejectionReason" not in accepted["params"]
+            assert accepted["params"]["action"]["type"] == "chat/pendingMessageRemoved"
+            await asyncio.to_thread(provider.open, "g")
+            await client.wait_for(action_of("chat/turnComplete", turnId="t-long"))
+
+    run(host, body)
+
+
+def test_invalid_actions_are_echoed_with_a_reason_and_unknown_channels_ignored(
+    host: Host,
+) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            session_uri, chat = await new_session(client)
+            await client.call("subscribe", {"channel": chat})
+            cancel = {"type": "chat/turnCancelled", "turnId": "nope"}
+            await client.dispatch(chat, cancel)
+            echoed = await client.wait_for(lambda n: "rejectionReason" in n.get("params", {}))
+            assert echoed["params"]["action"] == cancel
+            await client.dispatch(chat, {"type": "chat/delta", "turnId": "x", "content": "y"})
+            await client.wait_for(
+                lambda n: (
+                    n.get("params", {}).get("action", {}).get("type") == "chat/delta"
+                    and "rejectionReason" in n["params"]
+                )
+            )
+            await client.dispatch(
+                session_uri, {"type": "session/isArchivedChanged", "isArchived": True}
+            )
+            await client.dispatch(chat, turn("refused"))
+            refused = await client.wait_for(
+                lambda n: (
+                    n.get("params", {}).get("action", {}).get("type") == "chat/turnStarted"
+                    and "rejectionReason" in n["params"]
+                )
+            )
+            assert "archived" in refused["params"]["rejectionReason"]
+            await client.dispatch("ahp-chat:/does-not-exist", turn("x"))
+            assert await client.call("ping") == {}
+            assert not any(a["channel"] == "ahp-chat:/does-not-exist" for a in client.actions())
+
+    run(host, body)
+
+
+def test_reconnect_replays_or_sends_snapshots_when_the_gap_is_too_large(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as first:
+            await first.initialize(client_id="phone")
+            _, chat = await new_session(first)
+            await first.call("subscribe", {"channel": chat})
+            await first.dispatch(chat, turn("one", "t1"))
+            await first.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            seen = first.actions(chat)[0]["serverSeq"] - 1
+        async with server.client() as again:
+            result = await again.call(
+                "reconnect",
+                {"clientId": "phone", "lastSeenServerSeq": seen, "subscriptions": [chat]},
+            )
+            assert result["type"] == "replay" and result["missing"] == []
+            assert next(a["action"]["type"] for a in result["actions"]) == "chat/turnStarted"
+            assert result["actions"][-1]["action"]["type"] == "chat/turnComplete"
+            gone = await again.call(
+                "reconnect",
+                {
+                    "clientId": "phone",
+                    "lastSeenServerSeq": 0,
+                    "subscriptions": [chat, "ahp-chat:/gone"],
+                },
+            )
+            assert gone["missing"] == ["ahp-chat:/gone"]
+
+    async def small(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize(client_id="tablet")
+            _, chat = await new_session(client)
+            await client.call("subscribe", {"channel": chat})
+            await client.dispatch(chat, turn("one", "t1"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            result = await client.call(
+                "reconnect", {"clientId": "tablet", "lastSeenServerSeq": 0, "subscriptions": [chat]}
+            )
+            assert result["type"] == "snapshot"
+            assert [s["resource"] for s in result["snapshots"]] == [chat]
+            assert [t["message"]["text"] for t in result["snapshots"][0]["state"]["turns"]] == [
+                "one"
+            ]
+
+    run(host, body)
+    run(host, small, Limits(replay=2))
+
+
+def test_another_identity_sees_nothing_of_a_session(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as alice:
+            await alice.initialize(client_id="a")
+            session_uri, chat = await new_session(alice)
+            async with server.client(token=OTHER_TOKEN) as bob:
+                await bob.initialize(client_id="b")
+                assert (await bob.call("listSessions"))["items"] == []
+                for method, channel in (
+                    ("subscribe", session_uri),
+                    ("subscribe", chat),
+                    ("fetchTurns", chat),
+                ):
+                    with pytest.raises(RpcFailed) as hidden:
+                        await bob.call(method, {"channel": channel})
+                    assert hidden.value.code == -32004 and "not found" in str(hidden.value)
+                with pytest.raises(RpcFailed):
+                    await bob.initialize(client_id="a")  # a client id is bound to its identity
+
+    run(host, body)
+
+
+def test_bad_input_never_hurts_the_server(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            await client.send_raw("{not json")
+            parse = await client.response(None)
+            assert parse["error"]["code"] == -32700
+            with pytest.raises(RpcFailed) as unknown:
+                await client.call("noSuchMethod")
+            assert unknown.value.code == -32601
+            with pytest.raises(RpcFailed) as bad:
+                await client.call("createSession", {"channel": 42})
+            assert bad.value.code == -32602 and "'channel'" in str(bad.value)
+            deep: Any = []
+            for _ in range(200):
+                deep = [deep]
+            await client.send_raw(
+                json.dumps({"jsonrpc": "2.0", "id": 99, "method": "ping", "params": {"x": deep}})
+            )
+            too_deep = await client.response(None)
+            assert too_deep["error"]["code"] == -32600
+            assert await client.call("ping") == {}
+        async with server.client() as client:
+            await client.initialize()
+            await client.send_raw("x" * (2 << 20))  # past the frame limit: the socket closes
+            await asyncio.wait_for(client.closed.wait(), 10)
+        async with server.client() as client:  # the server is fine
+            await client.initialize()
+            assert await client.call("ping") == {}
+
+    run(host, body)
+
+
+def test_a_client_that_disconnects_mid_turn_loses_nothing(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("slow", Say("a"), Gate("g"), Say("b"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            _session_uri, chat = await new_session(client)
+            await client.dispatch(chat, turn("slow", "t-slow"))
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+        await asyncio.to_thread(provider.open, "g")
+        async with server.client() as again:
+            await again.initialize()
+            snapshot = (await again.call("subscribe", {"channel": chat}))["snapshot"]
+            if snapshot["state"].get("activeTurn") is not None:
+                await again.wait_for(action_of("chat/turnComplete", turnId="t-slow"))
+            turns = (await again.call("fetchTurns", {"channel": chat}))["turns"]
+            assert [(t["message"]["text"], t["state"]) for t in turns] == [("slow", "complete")]
+
+    run(host, body)
+
+
+def test_serve_stops_on_sigterm_after_the_running_turn_and_exits_zero(tmp_path: Any) -> None:
+    import re
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+
+    db = tmp_path / "serve.db"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agenthost.server.cli",
+            "serve",
+            "--port",
+            "0",
+            "--store",
+            f"sqlite:///{db}",
+            "--drain-s",
+            "10",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        url = re.search(r"web page: (\S+)\)", child.stdout.readline())
+        token = child.stdout.readline().rsplit(" ", 1)[-1].strip()
+        assert url is not None
+
+        async def drive() -> None:
+            async with aiohttp.ClientSession() as http:
+                ws = await http.ws_connect(
+                    url.group(1).replace("http", "ws", 1) + "ahp",
+                    headers={"Authorization": f"Bearer {token}"},
+                )
+                client = AhpClient(ws)
+                await client.initialize()
+                _, chat = await new_session(client)
+                await client.call("subscribe", {"channel": chat})
+                await client.dispatch(chat, turn("before the signal", "t-last"))
+                await client.wait_for(action_of("chat/turnStarted", turnId="t-last"))
+                child.send_signal(signal.SIGTERM)
+                await asyncio.wait_for(client.closed.wait(), 15)
+
+        asyncio.run(drive())
+        assert child.wait(timeout=20) == 0
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+    with sqlite3.connect(db) as stored:
+        rows = stored.execute("SELECT user_text, state FROM turns").fetchall()
+    assert rows == [("before the signal", "complete")]
