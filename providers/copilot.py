@@ -167,7 +167,7 @@ class CopilotProvider(Provider):
 class _Origin:
     """A user message we handed the CLI: which host run its echo belongs to."""
 
-    key: str  # the turn id of a send, the pending id of a steering message
+    key: str  # the run it opens: a send's turn id, or a steering message's pending id
     text: str
     starts_turn: bool
 
@@ -357,10 +357,11 @@ class CopilotAdapter(ProviderAdapter):
                 origin = self._origin(data.message_id, data.content)
                 if origin is None:
                     return []  # not ours (another client's, or replayed on resume)
-                self._key = origin.key
+                if not (origin.starts_turn and self._key is not None):
+                    self._key = origin.key  # a send, or steering that opens a new run
                 return [
                     UserMessageEcho(
-                        turn_id=origin.key,
+                        turn_id=self._key,
                         text=data.content,
                         provider_message_id=data.message_id,
                         starts_turn=origin.starts_turn,

@@ -115,16 +115,26 @@ def test_steering_goes_in_immediate_mode_and_its_echo_starts_its_own_turn(drive:
     driver.wait_for(ReplyDelta)
     message_id = steer(driver, "focus")
     echo = driver.wait_for(UserMessageEcho, lambda e: e.text == "focus")
+    # The run goes on under its key; the host starts the steering message's turn on it.
     assert echo == UserMessageEcho(
-        turn_id="p1", text="focus", provider_message_id=message_id, starts_turn=True
+        turn_id="t1", text="focus", provider_message_id=message_id, starts_turn=True
     )
-    assert driver.wait_for(ReplyDelta) == ReplyDelta(turn_id="p1", text="b")
-    assert driver.wait_for(Idle) == Idle(turn_id="p1")
+    assert driver.wait_for(ReplyDelta) == ReplyDelta(turn_id="t1", text="b")
+    assert driver.wait_for(Idle) == Idle(turn_id="t1")
     assert driver.standin.requests("session.send")[-1] == {
         "sessionId": driver.adapter.copilot_session_id,
         "prompt": "focus",
         "mode": "immediate",
     }
+
+
+def test_steering_while_nothing_runs_opens_a_run_under_its_pending_id(drive: Drive) -> None:
+    driver = drive()
+    message_id = steer(driver, "late", pending_id="p9")
+    assert driver.wait_for(UserMessageEcho) == UserMessageEcho(
+        turn_id="p9", text="late", provider_message_id=message_id, starts_turn=True
+    )
+    assert driver.wait_for(Idle) == Idle(turn_id="p9")
 
 
 def test_steering_withdrawn_before_the_model_read_it_is_removed_and_never_echoed(
@@ -175,7 +185,7 @@ def test_steering_the_model_already_read_is_not_removed_and_keeps_its_turn(
     )
     assert driver.call(driver.adapter.withdraw(withdraw)) is False
     assert driver.wait_for(ReplyMessage) == ReplyMessage(
-        turn_id="p1", text="b", finish_reason="stop"
+        turn_id="t1", text="b", finish_reason="stop"
     )
     driver.wait_for(Idle)
 
