@@ -21,8 +21,9 @@ conversation. What the SDK does that matters here:
   `ConnectionFailed`) and the supervisor restarts it. While a run is in
   flight a heartbeat pings the CLI, so a CLI that dies or hangs mid-turn is
   noticed although no call of ours is waiting on it.
-- Permission requests and calls to client tools reach us as SDK callbacks;
-  each becomes a `HostRequestOpened` and waits for the host's `ProviderAnswer`.
+- Permission requests, the model's questions to the user and calls to client
+  tools reach us as SDK callbacks; each becomes a `HostRequestOpened` and
+  waits for the host's `ProviderAnswer`.
 """
 
 import asyncio
@@ -43,7 +44,13 @@ try:
         PermissionDecisionReject,
         QueueWithdrawMessageRequest,
     )
-    from copilot.session import CopilotSession, PermissionInvocation, PermissionRequestResult
+    from copilot.session import (
+        CopilotSession,
+        PermissionInvocation,
+        PermissionRequestResult,
+        UserInputRequest,
+        UserInputResponse,
+    )
     from copilot.session_events import (
         AssistantMessageData,
         AssistantMessageDeltaData,
@@ -228,13 +235,18 @@ class CopilotAdapter(ProviderAdapter):
             env=self.provider.child_env(),
             working_directory=self.provider.working_directory,
         )
+        try:
+            await self._call("start", client.start(), opening=True)
+        except BaseException:
+            await client.force_stop()  # a CLI that never came up is not kept
+            raise
         self._client = client
-        await self._call("start", client.start(), opening=True)
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
     def _session_options(self) -> dict[str, Any]:
         return {
             "on_permission_request": self._on_permission,
+            "on_user_input_request": self._on_user_input,
             "model": self.provider.model,
             "tools": [self._tool(t) for t in self.provider.client_tools] or None,
             "streaming": True,
@@ -374,7 +386,9 @@ class CopilotAdapter(ProviderAdapter):
             case AssistantMessageData() if data.parent_tool_call_id is None:
                 finish = "tool_calls" if data.tool_requests else "stop"
                 return [ReplyMessage(turn_id=self._key, text=data.content, finish_reason=finish)]
-            case ToolExecutionStartData() if data.tool_call_id not in self._announced:
+            case ToolExecutionStartData() if (
+                data.parent_tool_call_id is None and data.tool_call_id not in self._announced
+            ):
                 self._announced.add(data.tool_call_id)
                 return [
                     ToolCallStarted(
@@ -448,20 +462,45 @@ class CopilotAdapter(ProviderAdapter):
             return PermissionDecisionApproveOnce()
         return PermissionDecisionReject(feedback=reply.error)
 
+    async def _on_user_input(
+        self, request: UserInputRequest, invocation: dict[str, str]
+    ) -> UserInputResponse:
+        """The model asks the user (its ask_user tool): the host's user-input request.
+
+        Raises:
+            RuntimeError: the host answered without an answer (the turn is over);
+                the SDK reports it to the CLI as the request's error.
+        """
+        reply = await self._ask(
+            HostRequestOpened(
+                turn_id=self._key or "",
+                request_id=uuid.uuid4().hex,
+                kind=HostRequestKind.USER_INPUT,
+                question=request.get("question", ""),
+            )
+        )
+        if reply.answer is None:
+            raise RuntimeError(reply.error or "the user gave no answer")
+        return {
+            "answer": reply.answer,
+            "wasFreeform": reply.answer not in request.get("choices", []),
+        }
+
     def _tool(self, tool: ClientTool) -> Tool:
         """A client tool, declared to the CLI; its calls wait for the client's result."""
 
         async def call(invocation: ToolInvocation) -> ToolResult:
             key = self._key or ""
-            self._announced.add(invocation.tool_call_id)
-            self._emit(
-                ToolCallStarted(
-                    turn_id=key,
-                    tool_call_id=invocation.tool_call_id,
-                    name=tool.name,
-                    arguments=_json(invocation.arguments),
+            if invocation.tool_call_id not in self._announced:  # no tool.execution_start yet
+                self._announced.add(invocation.tool_call_id)
+                self._emit(
+                    ToolCallStarted(
+                        turn_id=key,
+                        tool_call_id=invocation.tool_call_id,
+                        name=tool.name,
+                        arguments=_json(invocation.arguments),
+                    )
                 )
-            )
             reply = await self._ask(
                 HostRequestOpened(
                     turn_id=key,

@@ -16,7 +16,8 @@ Steps: {"say": text} a delta; {"until": signal, "count": n} wait until `signal`
 ("steer", "withdraw", "abort") was seen n times in all; {"tool": name,
 "permission": bool} a tool call (asking permission first), then steering sent
 in immediate mode is injected; {"client_tool": name, "arguments": {...}} an
-external tool call that waits for its result; {"error": text} a session.error;
+external tool call that waits for its result; {"ask": question} a userInput.request
+to the SDK that waits for the answer; {"error": text} a session.error;
 {"crash": true} exit at once; {"hang": true} never answer anything again.
 """
 
@@ -37,6 +38,7 @@ if os.environ.get("COPILOT_STANDIN_SCRIPT"):
 Wait = tuple[str, str, int]
 Run = Generator[Wait, Any, None]
 _turns = itertools.count(1)
+_requests = itertools.count(1)
 
 
 def read_frame() -> dict[str, Any] | None:
@@ -154,6 +156,19 @@ class Session:
                 self.inject_steering()
             elif "client_tool" in step:
                 yield from self.client_tool(step["client_tool"], step.get("arguments", {}))
+            elif "ask" in step:
+                request_id = next(_requests)
+                question = {"sessionId": self.id, "question": step["ask"], "allowFreeform": True}
+                write(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": request_id,
+                        "method": "userInput.request",
+                        "params": question,
+                    }
+                )
+                answer = yield ("response", str(request_id), 0)
+                said.append(f"you said {answer.get('answer')}")
             elif "error" in step:
                 self.event("session.error", {"errorType": "model", "message": step["error"]})
             elif step.get("crash"):
@@ -315,8 +330,15 @@ def reply(request_id: Any, result: Any) -> None:
 
 def main() -> None:
     while (message := read_frame()) is not None:
-        if hung or "method" not in message:
+        if hung:
             continue  # a hung CLI reads on and answers nothing
+        if "method" not in message:  # the SDK's answer to our request
+            answered = message.get("result") or {"error": message.get("error")}
+            record("response", answered)
+            for session in sessions.values():
+                if session.waiting == ("response", str(message["id"]), 0):
+                    session.advance(answered)
+            continue
         record(message["method"], message.get("params") or {})
         if "id" not in message:
             continue  # a notification

@@ -236,6 +236,8 @@ def test_an_external_tool_call_is_a_client_tool_request_answered_with_its_result
     request = driver.wait_for(HostRequestOpened)
     assert request.kind is HostRequestKind.CLIENT_TOOL
     assert (request.tool_name, request.arguments) == ("lookup", '{"q": "x"}')
+    [started] = after(driver, ToolCallStarted)
+    assert (started.tool_call_id, started.name) == (request.tool_call_id, "lookup")
     answer(driver, request.request_id, result="42")
     completed = driver.wait_for(ToolCallCompleted)
     assert (completed.result, completed.success) == ("42", True)
@@ -244,6 +246,18 @@ def test_an_external_tool_call_is_a_client_tool_request_answered_with_its_result
     assert [tool["name"] for tool in created["tools"]] == ["lookup"]
     [sent] = driver.standin.requests("session.tools.handlePendingToolCall")
     assert sent["result"]["textResultForLlm"] == "42"
+
+
+def test_a_question_to_the_user_is_a_user_input_request_answered_by_the_host(
+    drive: Drive,
+) -> None:
+    driver = drive({"replies": {"plan": [{"ask": "which branch?"}]}})
+    driver.send("plan")
+    request = driver.wait_for(HostRequestOpened)
+    assert (request.kind, request.question) == (HostRequestKind.USER_INPUT, "which branch?")
+    answer(driver, request.request_id, answer="main")
+    assert driver.wait_for(ReplyMessage).text == "you said main"
+    assert driver.standin.requests("response") == [{"answer": "main", "wasFreeform": True}]
 
 
 # -- resume -------------------------------------------------------------------------------------
