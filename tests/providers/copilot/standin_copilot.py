@@ -12,6 +12,8 @@ Scripted per test by a JSON file named in COPILOT_STANDIN_SCRIPT:
     record   path of a JSONL file: every request received, {"method", "params"}
     replies  {prompt: [step, ...]}; an unscripted prompt is answered "echo: <prompt>"
     resume   {"code": int, "message": str}: every session.resume fails with it
+    outlive_stdin  true: run on after stdin closes (only a signal ends it)
+It records its own pid, session, group and terminal first, as method "$process".
 Steps: {"say": text} a delta; {"until": signal, "count": n} wait until `signal`
 ("steer", "withdraw", "abort") was seen n times in all; {"tool": name,
 "permission": bool} a tool call (asking permission first), then steering sent
@@ -25,6 +27,7 @@ import datetime
 import itertools
 import json
 import os
+import signal
 import sys
 import uuid
 from collections.abc import Generator
@@ -328,7 +331,19 @@ def reply(request_id: Any, result: Any) -> None:
     write({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
+def report_process() -> None:
+    """Record who we are: pid, session, process group, whether we have a terminal."""
+    try:
+        os.close(os.open("/dev/tty", os.O_RDONLY))
+        tty = True
+    except OSError:
+        tty = False
+    process = {"pid": os.getpid(), "sid": os.getsid(0), "pgid": os.getpgid(0), "tty": tty}
+    record("$process", process)
+
+
 def main() -> None:
+    report_process()
     while (message := read_frame()) is not None:
         if hung:
             continue  # a hung CLI reads on and answers nothing
@@ -350,6 +365,8 @@ def main() -> None:
             continue
         if result is not NO_REPLY:
             reply(message["id"], result)
+    if SCRIPT.get("outlive_stdin"):  # deaf to its host going away: only a signal ends it
+        signal.pause()
 
 
 if __name__ == "__main__":

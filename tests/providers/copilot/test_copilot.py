@@ -1,5 +1,10 @@
 """The Copilot adapter over the real SDK, against the stand-in CLI (no actors)."""
 
+import os
+import select
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,7 +37,7 @@ from agenthost.providers.base import (
     resume_with_retry,
 )
 from agenthost.providers.copilot import CopilotProvider
-from tests.providers.copilot.conftest import Driver
+from tests.providers.copilot.conftest import STANDIN, WAIT_S, Driver, StandIn
 
 Drive = Callable[..., Driver]
 NOT_FOUND = (
@@ -333,3 +338,50 @@ def test_a_missing_cli_is_a_clear_error_naming_cli_path(tmp_path: Path) -> None:
     assert "cli_path=" in missing.value.message
     with pytest.raises(AgentHostError, match="cli_path="):
         CopilotProvider()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
+def test_the_cli_runs_in_its_own_session_without_a_terminal_and_dies_with_a_killed_host(
+    tmp_path: Path,
+) -> None:
+    standin = StandIn(tmp_path, {"outlive_stdin": True})
+    script = tmp_path / "script.json"
+    host = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("copilot_host.py")),
+            str(STANDIN),
+            str(script),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "COPILOT_SKIP_CLI_DOWNLOAD": "1"},
+        text=True,
+    )
+    cli = None
+    try:
+        assert host.stdout is not None
+        assert host.stdout.readline().strip() == "ready"
+        [cli] = standin.requests("$process")
+        assert (cli["sid"], cli["pgid"]) == (cli["pid"], cli["pid"]), "its own session and group"
+        assert cli["tty"] is False
+        os.kill(host.pid, signal.SIGKILL)
+        assert wait_gone(cli["pid"]), "the CLI outlived its host"
+    finally:
+        host.kill()
+        host.wait(timeout=WAIT_S)
+        if cli is not None and not wait_gone(cli["pid"]):
+            os.kill(cli["pid"], signal.SIGKILL)
+
+
+def wait_gone(pid: int) -> bool:
+    """Wait (bounded) for a process that is not our child to exit."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], WAIT_S)
+        return bool(readable)
+    finally:
+        os.close(fd)
