@@ -323,7 +323,7 @@ def test_a_cli_that_crashes_mid_turn_fails_the_connection(drive: Drive) -> None:
 
 def test_a_hung_cli_fails_the_connection_after_repeated_timeouts(drive: Drive) -> None:
     driver = drive(
-        {"replies": {"stall": [{"say": "a"}, {"hang": True}]}}, rpc_timeout=0.3, max_timeouts=2
+        {"replies": {"stall": [{"say": "a"}, {"hang": True}]}}, rpc_timeout=1.0, max_timeouts=2
     )
     driver.send("stall")
     failed = driver.wait_for(ConnectionFailed)
