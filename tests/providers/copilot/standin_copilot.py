@@ -239,9 +239,11 @@ class Session:
             return
         self.run.close()
         self.run, self.waiting = None, None
-        self.queue.clear()
         self.event("abort", {"reason": "user_initiated"})
         self.event("session.idle", {"aborted": True}, ephemeral=True)
+        if self.queue:  # what was queued behind the aborted run runs next
+            message_id, prompt, _ = self.queue.pop(0)
+            self.start(message_id, prompt)
 
 
 sessions: dict[str, Session] = {}

@@ -116,6 +116,21 @@ def test_removing_steering_the_model_has_not_read_withdraws_it(copilot_chat) -> 
     assert withdrawn["expectedPrompt"] == "never mind"
 
 
+def test_a_cancelled_turn_keeps_its_text_and_the_next_turn_runs(copilot_chat) -> None:
+    chat, standin = copilot_chat({"replies": {"long": [{"say": "a"}, {"until": "abort"}]}})
+    follow = Follow(chat)
+    first = chat.send("long")
+    follow.until_delta("a")
+    assert chat.cancel() is True
+    assert first.result(timeout=WAIT_S).state is OutcomeState.CANCELLED
+    assert chat.send("next").result(timeout=WAIT_S).text == "echo: next"
+    assert turns_of(chat) == [
+        ("long", "a", TurnState.CANCELLED),
+        ("next", "echo: next", TurnState.COMPLETE),
+    ]
+    assert len(standin.requests("session.abort")) == 1
+
+
 def test_after_a_failed_turn_the_next_prompt_carries_only_its_own_message(copilot_chat) -> None:
     chat, standin = copilot_chat({"replies": {"one": [{"error": "model overloaded"}]}})
     failed = chat.send("one").result(timeout=WAIT_S)
