@@ -14,9 +14,10 @@ from agenthost.messages.events import (
     ChatSnapshot,
     PendingMessageRemoved,
     RemovalReason,
+    RequestOpened,
 )
 from agenthost.messages.reducers import reduce_chat
-from agenthost.messages.state import ChatState
+from agenthost.messages.state import ChatState, ClientTool, RequestKind
 from agenthost.store import SqliteStore
 from tests.providers.copilot.conftest import WAIT_S, StandIn
 
@@ -26,13 +27,17 @@ def copilot_chat(tmp_path: Path, db_path: Path, clock: FakeClock) -> Iterator[Ca
     """A chat on a Copilot provider whose stand-in CLI follows `script`."""
     hosts: list[Host] = []
 
-    def make(script: dict[str, Any] | None = None) -> tuple[Chat, StandIn]:
-        standin = StandIn(tmp_path, script or {})
+    def make(
+        script: dict[str, Any] | None = None, client_tools: tuple[ClientTool, ...] = ()
+    ) -> tuple[Chat, StandIn]:
+        standin = StandIn(tmp_path, script or {}, client_tools=client_tools)
         host = Host.start(
             store=SqliteStore(db_path), providers={"copilot": standin.provider}, clock=clock
         )
         hosts.append(host)
         session = host.create_session(provider="copilot")
+        if client_tools:
+            session.set_client_tools("client-1", client_tools)
         return session.chat(), standin
 
     yield make
@@ -129,6 +134,28 @@ def test_a_cancelled_turn_keeps_its_text_and_the_next_turn_runs(copilot_chat) ->
         ("next", "echo: next", TurnState.COMPLETE),
     ]
     assert len(standin.requests("session.abort")) == 1
+
+
+def test_permission_and_client_tool_requests_are_answered_through_the_chat(
+    copilot_chat,
+) -> None:
+    script = {"replies": {"go": [{"tool": "make", "permission": True}, {"client_tool": "lookup"}]}}
+    chat, standin = copilot_chat(script, client_tools=(ClientTool(name="lookup"),))
+    follow = Follow(chat)
+    turn = chat.send("go")
+    while not isinstance(opened := follow.next(), RequestOpened):
+        pass
+    assert opened.request.kind is RequestKind.PERMISSION
+    chat.answer(opened.request.request_id, approved=True)
+    while not isinstance(opened := follow.next(), RequestOpened):
+        pass
+    assert (opened.request.kind, opened.request.tool_name) == (RequestKind.CLIENT_TOOL, "lookup")
+    chat.answer(opened.request.request_id, result="found", client_id="client-1")
+    assert turn.result(timeout=WAIT_S).state is OutcomeState.COMPLETE
+    [decision] = standin.requests("session.permissions.handlePendingPermissionRequest")
+    assert decision["result"]["kind"] == "approve-once"
+    [result] = standin.requests("session.tools.handlePendingToolCall")
+    assert result["result"]["textResultForLlm"] == "found"
 
 
 def test_after_a_failed_turn_the_next_prompt_carries_only_its_own_message(copilot_chat) -> None:
