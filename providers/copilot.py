@@ -570,7 +570,7 @@ class CopilotAdapter(ProviderAdapter):
                 raise self._fail(
                     f"copilot CLI stopped answering: {self._timeouts} calls timed out"
                 ) from None
-            raise
+            raise TimeoutError(f"{what} timed out after {timeout:g} s") from None
         except ProcessExitedError as exc:
             raise self._fail(f"copilot CLI exited: {exc}") from exc
         except RuntimeError as exc:

@@ -31,6 +31,7 @@ from agenthost.messages.provider import (
 )
 from agenthost.messages.state import ClientTool
 from agenthost.providers.base import (
+    ProviderCallError,
     ProviderCrashed,
     ProviderResumeError,
     RetryPolicy,
@@ -327,8 +328,23 @@ def test_a_hung_cli_fails_the_connection_after_repeated_timeouts(drive: Drive) -
     )
     driver.send("stall")
     failed = driver.wait_for(ConnectionFailed)
+    with pytest.raises(ProviderCrashed):
+        driver.send("again", turn_id="t2")
     assert "stopped answering" in failed.error.message
     assert driver.adapter.turn_diagnostic_snapshot("t1")["timeouts"] == 2
+
+
+def test_a_call_that_times_out_fails_and_the_next_timeout_fails_the_connection(
+    drive: Drive,
+) -> None:
+    script = {"replies": {"stall": [{"hang": True}]}}
+    driver = drive(script, rpc_timeout=1.0, max_timeouts=2, heartbeat_s=3600)
+    driver.send("stall")
+    with pytest.raises(ProviderCallError, match=r"session\.send timed out") as timed_out:
+        driver.send("second", turn_id="t2")
+    assert timed_out.value.taken is False
+    with pytest.raises(ProviderCrashed, match="stopped answering"):
+        driver.send("third", turn_id="t3")
 
 
 def test_a_missing_cli_is_a_clear_error_naming_cli_path(tmp_path: Path) -> None:
