@@ -573,8 +573,8 @@ class CopilotAdapter(ProviderAdapter):
             raise TimeoutError(f"{what} timed out after {timeout:g} s") from None
         except ProcessExitedError as exc:
             raise self._fail(f"copilot CLI exited: {exc}") from exc
-        except RuntimeError as exc:
-            if self._client is not None and "exited" in str(exc):
+        except RuntimeError as exc:  # how client.start reports a CLI that exited
+            if "exited" in str(exc):
                 raise self._fail(f"copilot CLI exited: {exc}") from exc
             raise
         self._timeouts = 0
@@ -599,8 +599,8 @@ class CopilotAdapter(ProviderAdapter):
             except ProviderCrashed as crash:
                 self._emit(ConnectionFailed(error=crash.error))
                 return
-            except Exception:
-                self._log.warning("copilot_ping_failed", exc_info=True)
+            except Exception as exc:  # answered, if oddly: the CLI is alive
+                self._log.warning("copilot_ping_failed", error=repr(exc))
 
 
 def _permission_subject(request: PermissionRequest) -> str:

@@ -13,6 +13,7 @@ Scripted per test by a JSON file named in COPILOT_STANDIN_SCRIPT:
     replies  {prompt: [step, ...]}; an unscripted prompt is answered "echo: <prompt>"
     resume   {"code": int, "message": str}: every session.resume fails with it
     outlive_stdin  true: run on after stdin closes (only a signal ends it)
+    exit_at_start  true: exit before answering anything
 It records its own pid, session, group and terminal first, as method "$process".
 Steps: {"say": text} a delta; {"until": signal, "count": n} wait until `signal`
 ("steer", "withdraw", "abort") was seen n times in all; {"tool": name,
@@ -346,6 +347,8 @@ def report_process() -> None:
 
 def main() -> None:
     report_process()
+    if SCRIPT.get("exit_at_start"):
+        sys.exit("standin: told to exit at start")
     while (message := read_frame()) is not None:
         if hung:
             continue  # a hung CLI reads on and answers nothing

@@ -347,6 +347,14 @@ def test_a_call_that_times_out_fails_and_the_next_timeout_fails_the_connection(
         driver.send("third", turn_id="t3")
 
 
+def test_a_cli_that_exits_at_start_fails_the_connection_with_its_own_words(
+    drive: Drive,
+) -> None:
+    driver = drive({"exit_at_start": True}, start=False)
+    with pytest.raises(ProviderCrashed, match="told to exit at start"):
+        driver.call(driver.adapter.start())
+
+
 def test_a_missing_cli_is_a_clear_error_naming_cli_path(tmp_path: Path) -> None:
     with pytest.raises(AgentHostError) as missing:
         CopilotProvider(cli_path=tmp_path / "no-copilot")
