@@ -3,10 +3,24 @@
 pykka futures are awaitable, but awaiting one blocks the event loop. Here a
 reply future's done callback hands the result to the loop with
 `call_soon_threadsafe`, so any number of chats can wait on one loop thread.
+
+`AsyncHost`, `AsyncSession` and `AsyncChat` mirror the sync surface: every
+method of Host, Session and Chat is awaitable (a call that waits runs on an
+executor thread, never on the loop), results that are hosts, sessions or
+chats come back wrapped, subscriptions are async iterables and turn handles
+are awaitable:
+
+    host = await AsyncHost.start(store=SqliteStore(path))
+    chat = await (await host.create_session()).chat()
+    async for event in await chat.subscribe(): ...
+    outcome = await (await chat.send("hello"))
 """
 
 import asyncio
+import concurrent.futures
 import contextlib
+import functools
+from collections.abc import Callable
 from typing import Any, cast
 
 import pykka
@@ -79,3 +93,60 @@ async def chat(
 
     info = await wait(_ask(session._info.ref, GetChat(chat_id=chat_id)), timeout)
     return Chat(session, info)
+
+
+class _Mirror:
+    """Awaitable mirror of a sync surface object: attributes pass through,
+    methods become coroutines run on an executor."""
+
+    def __init__(self, sync: Any, executor: concurrent.futures.Executor | None = None) -> None:
+        self.sync = sync
+        self._executor = executor
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.sync, name)
+        if not callable(attribute):
+            return _mirrored(attribute, self._executor)
+        return functools.partial(_run, attribute, self._executor)
+
+    def __repr__(self) -> str:
+        return f"async {self.sync!r}"
+
+
+class AsyncHost(_Mirror):
+    @classmethod
+    async def start(
+        cls, *args: Any, executor: concurrent.futures.Executor | None = None, **kwargs: Any
+    ) -> "AsyncHost":
+        """`Host.start(...)`, off the loop."""
+        host = await _run(Host.start, executor, *args, **kwargs)
+        assert isinstance(host, AsyncHost)
+        return host
+
+
+class AsyncSession(_Mirror):
+    pass
+
+
+class AsyncChat(_Mirror):
+    pass
+
+
+_MIRRORS: dict[type, type[_Mirror]] = {Host: AsyncHost, Session: AsyncSession, Chat: AsyncChat}
+
+
+def _mirrored(value: Any, executor: concurrent.futures.Executor | None) -> Any:
+    mirror = _MIRRORS.get(type(value))
+    if mirror is not None:
+        return mirror(value, executor)
+    if isinstance(value, list):
+        return [_mirrored(item, executor) for item in value]
+    return value
+
+
+async def _run(
+    fn: Callable[..., Any], executor: concurrent.futures.Executor | None, *args: Any, **kwargs: Any
+) -> Any:
+    loop = asyncio.get_running_loop()
+    result = await loop.run_in_executor(executor, functools.partial(fn, *args, **kwargs))
+    return _mirrored(result, executor)
