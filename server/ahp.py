@@ -33,9 +33,16 @@ from aiohttp import WSMsgType, web
 from agenthost.actors.surface import Chat, Host, Session
 from agenthost.messages.commands import OutcomeState
 from agenthost.messages.errors import AgentHostError, ErrorCode
-from agenthost.messages.events import TERMINAL_EVENTS, ChatEvent, SteeringNotWithdrawn
+from agenthost.messages.events import (
+    TERMINAL_EVENTS,
+    ChatEvent,
+    RequestClosed,
+    RequestOpened,
+    SteeringNotWithdrawn,
+    TurnStarted,
+)
 from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
-from agenthost.messages.state import PendingKind
+from agenthost.messages.state import PendingKind, SessionSummary
 from agenthost.messages.wire import to_wire
 from agenthost.server.channels import (
     CHAT_PREFIX,
@@ -219,6 +226,7 @@ class AhpServer:
         self._client_ids: dict[str, str] = {}  # client id -> identity
         self._grace: dict[str, asyncio.TimerHandle] = {}  # client id -> pending removal
         self._client_sessions: dict[str, set[str]] = {}  # client id -> sessions it acted in
+        self._summaries: dict[str, dict[str, Any]] = {}  # session id -> last summary sent
         self._background: set[asyncio.Task[None]] = set()
         self.accepting = True
         self.running_turns = 0
@@ -308,9 +316,14 @@ class AhpServer:
             return False
         return True
 
-    async def _shutdown(self, app: web.Application) -> None:
+    async def close_connections(self) -> None:
         for connection in list(self.connections):
-            await connection.ws.close()
+            await connection.ws.close(code=1001, message=b"the server is stopping")
+
+    async def _shutdown(self, app: web.Application) -> None:
+        await self.close_connections()
+        for task in list(self._background):
+            task.cancel()
         for channel in list(self._channels.values()):
             await channel.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
@@ -360,20 +373,26 @@ class AhpServer:
     async def channel(self, chat: Chat) -> ChatChannel:
         uri = chat_uri(chat.id)
         channel = self._channels.get(uri)
-        if channel is None:
-            channel = ChatChannel(
-                uri,
-                chat.session.id,
-                self.sequencer,
-                lambda: int(time.time() * 1000),
-                self._count,
-            )
-            self._channels[uri] = channel
-            subscription = await self.call(chat.subscribe, maxsize=1_000_000)
-            await channel.open(subscription)
+        if channel is not None:
+            await channel.opened()
+            return channel
+        session_id = chat.session.id
+        channel = ChatChannel(
+            uri,
+            session_id,
+            self.sequencer,
+            lambda: int(time.time() * 1000),
+            lambda event: self._observe(session_id, event),
+        )
+        self._channels[uri] = channel
+        subscription = await self.call(chat.subscribe, maxsize=1_000_000)
+        await channel.open(subscription)
         return channel
 
-    def _count(self, event: ChatEvent) -> None:
+    def _observe(self, session_id: str, event: ChatEvent) -> None:
+        """Count what /metrics reports; tell owners when a session's summary changed."""
+        if isinstance(event, TurnStarted | RequestOpened | RequestClosed | TERMINAL_EVENTS):
+            self.summary_may_have_changed(session_id)
         if isinstance(event, TERMINAL_EVENTS):
             outcome = {"TurnCompleted": "complete", "TurnCancelled": "cancelled"}
             key = outcome.get(type(event).__name__, "error")
@@ -382,6 +401,24 @@ class AhpServer:
             self.metrics.steering_withdrawn += 1
         elif isinstance(event, SteeringNotWithdrawn):
             self.metrics.steering_not_withdrawn += 1
+
+    def summary_may_have_changed(self, session_id: str) -> None:
+        """Send root/sessionSummaryChanged to the owner's connections if it did."""
+        owner = self._owners.get(session_id)
+        if owner is None:
+            return
+
+        async def check() -> None:
+            session = await self.call(self.host.open_session, session_id)
+            summary = _listed(await self.call(session.summary))
+            if self._summaries.get(session_id) != summary:
+                self._summaries[session_id] = summary
+                params = {"channel": ROOT, "summary": summary}
+                self.broadcast_root(owner, "root/sessionSummaryChanged", params)
+
+        task = asyncio.get_running_loop().create_task(check())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def claim_client(self, client_id: str, identity: str) -> bool:
         """Bind a client id to an identity; another identity may not take it."""
@@ -661,9 +698,7 @@ class Connection:
         for chat in chats:
             self.server._chat_sessions[chat.id] = session.id
         config = {k: v for k, v in summary.config if not k.startswith("ahp.")}
-        status = (
-            int(summary.status) | (0 if summary.unread else 32) | (64 if summary.archived else 0)
-        )
+        status = _status(summary)
         return {
             "provider": summary.provider,
             "title": summary.title,
@@ -729,16 +764,7 @@ class Connection:
             if dict(s.config).get(OWNER_KEY) == self.identity
         ]
         page = mine[cursor : cursor + limit]
-        items = [
-            {
-                "resource": session_uri(s.id),
-                "provider": s.provider,
-                "title": s.title,
-                "status": int(s.status) | (0 if s.unread else 32) | (64 if s.archived else 0),
-                "turnCount": s.turn_count,
-            }
-            for s in page
-        ]
+        items = [_listed(s) for s in page]
         result: dict[str, Any] = {"items": items}
         if cursor + limit < len(mine):
             result["nextCursor"] = str(cursor + limit)
@@ -819,7 +845,7 @@ class Connection:
                     channel.forget(("turn", turn_id))
                     raise outcome.error
                 return
-                self.server.watch_turn(handle, started)
+            self.server.watch_turn(handle, started)
         elif kind == "chat/turnCancelled":
             turn_id = _field(action, "turnId", str)
             state = await call(chat.state)
@@ -893,6 +919,7 @@ class Connection:
         else:
             raise RpcError(INVALID_PARAMS, f"{kind!r} cannot be dispatched by a client")
         self.server.session_action(self.identity, session.id, action, origin)
+        self.server.summary_may_have_changed(session.id)
 
 
 def _error(request_id: Any, error: RpcError) -> dict[str, Any]:
@@ -919,6 +946,23 @@ def _limit(params: Mapping[str, Any], default: int) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
         raise RpcError(INVALID_PARAMS, "invalid params: 'limit' must be 1 to 1000")
     return limit
+
+
+def _status(summary: SessionSummary) -> int:
+    """AHP's session status bits: the chats' status, IsRead 32, IsArchived 64."""
+    return int(summary.status) | (0 if summary.unread else 32) | (64 if summary.archived else 0)
+
+
+def _listed(summary: SessionSummary) -> dict[str, Any]:
+    """A session as listSessions and root notifications show it."""
+    return {
+        "resource": session_uri(summary.id),
+        "provider": summary.provider,
+        "title": summary.title,
+        "status": _status(summary),
+        "turnCount": summary.turn_count,
+        "inputNeeded": summary.input_needed,
+    }
 
 
 def _summary(uri: str, state: Mapping[str, Any]) -> dict[str, Any]:

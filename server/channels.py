@@ -128,6 +128,7 @@ class ChatChannel:
         self._origins: dict[Hashable, dict[str, Any]] = {}
         self._task: asyncio.Task[None] | None = None
         self._subscription: Subscription | None = None
+        self._opened = asyncio.Event()
 
     def expect(self, key: Hashable, origin: dict[str, Any]) -> None:
         """The next host event under `key` answers this client action."""
@@ -144,6 +145,11 @@ class ChatChannel:
         self.from_seq = self._sequencer.seq
         self._subscription = subscription
         self._task = asyncio.get_running_loop().create_task(self._pump(subscription))
+        self._opened.set()
+
+    async def opened(self) -> None:
+        """Wait until another caller's `open` has taken the snapshot."""
+        await self._opened.wait()
 
     def snapshot(self) -> dict[str, Any]:
         return {"resource": self.uri, "state": to_wire(self.state), "fromSeq": self.from_seq}

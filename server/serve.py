@@ -84,7 +84,7 @@ async def serve(
     ready(f"http://{bound[0]}:{bound[1]}/")
     await stop.wait()
     log.info("server_stopping")
-    server.accepting = False
-    await site.stop()
+    server.accepting = False  # new connections get 503 from here on
     await server.drained(config.drain_s)
+    await server.close_connections()
     await runner.cleanup()

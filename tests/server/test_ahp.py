@@ -111,6 +111,15 @@ def test_a_turn_from_dispatch_to_completion_with_origin_and_sequence(host: Host)
             assert [t["message"]["text"] for t in fetched["turns"]] == ["hello"]
             listed = await client.call("listSessions")
             assert [s["resource"] for s in listed["items"]] == [session_uri]
+            added = await client.wait_for(lambda n: n.get("method") == "root/sessionAdded")
+            assert added["params"]["summary"]["resource"] == session_uri
+            changed = await client.wait_for(
+                lambda n: (
+                    n.get("method") == "root/sessionSummaryChanged"
+                    and n["params"]["summary"]["title"] == "hello"
+                )
+            )
+            assert changed["params"]["summary"]["status"] & 32 == 0  # a finished turn: unread
 
     run(host, body)
 
