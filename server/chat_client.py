@@ -10,6 +10,7 @@ streams. Each input line is a message or a command:
     /remove N     remove the Nth pending message
     /cancel       cancel the running turn
     /approve, /deny   answer the oldest permission prompt
+    /answer text  answer the oldest question
     /sessions     list your sessions
     /open ID      open a session (its id, or the start of it)
     /new          create a session
@@ -45,6 +46,7 @@ text          send a message (queued while a turn runs)
 /remove N     remove the Nth pending message
 /cancel       cancel the running turn
 /approve      approve the oldest permission prompt (/deny to refuse it)
+/answer text  answer the oldest question the model asked
 /sessions     list your sessions
 /open ID      open a session
 /new          create a session
@@ -145,7 +147,8 @@ def _read_action(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             "pending_id": action.get("queuedMessageId"),
         }
     if kind == "chat/delta":
-        return "delta", {"turn_id": action.get("turnId"), "text": action.get("text", "")}
+        text = action.get("text", action.get("content", ""))  # AHP names it content
+        return "delta", {"turn_id": action.get("turnId"), "text": text}
     if kind in ("chat/turnComplete", "chat/turnCancelled", "chat/error"):
         outcome = {"chat/turnComplete": "complete", "chat/turnCancelled": "cancelled"}
         error = action.get("error") or {}
@@ -303,7 +306,9 @@ class ChatClient:
         elif what == "request_opened":
             request: Request = fields["request"]
             view.requests.append(request)
-            self._line(f"[{request.kind}] {request.label} (/approve or /deny)")
+            hint = {"permission": "/approve or /deny", "user_input": "/answer text"}
+            how = hint.get(request.kind, "another client answers it")
+            self._line(f"[{request.kind}] {request.label} ({how})")
         elif what == "request_closed":
             view.requests = [r for r in view.requests if r.id != fields["id"]]
 
@@ -456,6 +461,14 @@ class ChatClient:
                         "toolCallId": request.tool_call_id or request.id,
                         "approved": command == "/approve",
                     }
+                )
+        elif command == "/answer":
+            questions = [r for r in view.requests if r.kind == "user_input"]
+            if not questions:
+                self._line("[error] no question is open")
+            else:
+                await self.dispatch(
+                    {"type": "chat/inputCompleted", "requestId": questions[0].id, "answer": rest}
                 )
         else:
             self._line(f"[error] unknown command {command}: /help lists them")

@@ -214,7 +214,7 @@ function render() {
         el("button", { type: "button", on: { click: () => confirmTool(r, true) }, text: "Approve" }), " ",
         el("button", { type: "button", on: { click: () => confirmTool(r, false) }, text: "Deny" }));
     }
-    if (r.kind === "input" || r.question) {
+    if (r.kind === "user_input" || r.question) {
       const input = el("input", { "aria-label": `Answer: ${r.question || ""}` });
       return el("li", { "data-request": r.id }, el("span", { text: `${r.question || "Question"} ` }), input,
         el("button", { type: "button", on: { click: () => answer(r, input.value) }, text: "Answer" }));

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from agenthost.actors import Host
-from agenthost.providers.scripted import Gate, Say, ScriptedProvider, ToolCall
+from agenthost.providers.scripted import AskUser, Gate, Say, ScriptedProvider, ToolCall
 from agenthost.server.chat_client import ChatClient, run_chat
 from tests.server.ahp_client import OTHER_TOKEN, TOKEN, WAIT_S, Server, running
 
@@ -39,7 +39,12 @@ class Screen:
             self.seen = at + len(needle)
             return between
 
-        return await asyncio.wait_for(found(), WAIT_S)
+        try:
+            return await asyncio.wait_for(found(), WAIT_S)
+        except TimeoutError:
+            raise AssertionError(
+                f"{needle!r} never printed after:\n{self.text[self.seen :]}"
+            ) from None
 
 
 @asynccontextmanager
@@ -129,9 +134,14 @@ def test_chat_lists_and_opens_sessions(host: Host) -> None:
             await client.handle_line("in the first")
             await screen.shows("[turn complete]\n")
             second = (await client.create_session()).removeprefix("ahp-session:/")
-            await client.handle_line("/sessions")
-            await screen.shows(f"  {first}  idle")
-            await screen.shows(f"* {second}  idle")
+            mark = len(screen.text)
+            await client.handle_line("/sessions")  # printed by the time it returns
+            listed = screen.text[mark:].splitlines()
+            assert sorted(line[: 2 + len(first)] for line in listed) == [
+                f"  {first}",
+                f"* {second}",
+            ]
+            assert f"* {second}  idle  0 turns  (untitled)" in listed
             await client.handle_line(f"/open {first[:8]}")
             await screen.shows(f"[session {first}: 1 turns, 0 pending]\n")
             assert client.session == f"ahp-session:/{first}"
@@ -157,6 +167,7 @@ def test_chat_shows_why_a_steering_removal_was_refused(
             await client.create_session()
             await client.handle_line("long")
             await asyncio.to_thread(provider.wait_reached, "g", 10)
+            await screen.shows("you: long\nassistant: a")  # the client saw the turn start
             await client.handle_line("/steer stop")
             await screen.shows("[steering] stop\n")
             await asyncio.to_thread(provider.wait_steered, 1, 10)
@@ -180,6 +191,21 @@ def test_chat_answers_a_permission_prompt(host: Host, provider: ScriptedProvider
             await client.handle_line("/approve")
             await screen.shows("ran it\n[turn complete]\n")
             assert [a.approved for a in provider.answers] == [True]
+
+    run(host, body)
+
+
+def test_chat_answers_the_model_s_question(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("ask", AskUser("which file?"), Say("thanks"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("ask")
+            await screen.shows("[user_input] which file? (/answer text)\n")
+            await client.handle_line("/answer notes.txt")
+            await screen.shows("thanks\n[turn complete]\n")
+            assert [a.answer for a in provider.answers] == ["notes.txt"]
 
     run(host, body)
 
