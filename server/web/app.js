@@ -141,6 +141,7 @@ const page = {
   chat: null, // its default chat's channel
   fromSeq: 0,
   state: null, // wire.chatState(...) of the open chat
+  token: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -390,12 +391,19 @@ function cancelTurn() {
 
 async function connect(token) {
   say("Connecting…");
+  $("reconnect").hidden = true;
+  page.token = token; // kept in memory only, for Reconnect
   const conn = new Connection(token, {
     notification: onNotification,
     closed: (e) => {
       if (page.conn !== conn) return;
-      say(e.code === 1006 && !conn.ready ? "Connection refused: check the token" : `Disconnected (${e.code})`);
-      $("login").hidden = false;
+      if (conn.ready) {
+        say(`Disconnected (${e.code})`);
+        $("reconnect").hidden = false;
+      } else {
+        say("Connection refused: check the token");
+        $("login").hidden = false;
+      }
     },
   });
   page.conn = conn;
@@ -411,7 +419,8 @@ async function connect(token) {
     await refreshSessions();
     if (page.session) await openSession(page.session);
   } catch (error) {
-    if (!conn.ready) say(`Could not connect: ${error.message}`);
+    // a closed socket was reported by `closed`; anything else is said here
+    if (conn.ws.readyState !== WebSocket.CLOSED) say(`Could not connect: ${error.message}`);
   }
 }
 
@@ -442,6 +451,7 @@ function start() {
     steer(text);
   });
   $("cancel").addEventListener("click", cancelTurn);
+  $("reconnect").addEventListener("click", () => connect(page.token));
   // A token in the fragment (#token=...) is used once and removed from the address bar.
   const fragment = new URLSearchParams(location.hash.slice(1));
   const token = fragment.get("token");

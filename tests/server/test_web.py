@@ -39,22 +39,27 @@ Page = Any  # playwright's Page
 
 
 @asynccontextmanager
-async def browser_page(server: Server) -> AsyncIterator[Page]:
+async def browser_page(server: Server, token: str | None) -> AsyncIterator[Page]:
+    """The page in headless chromium; with `token`, opened at /#token=... and connected."""
     async with playwright_api.async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True)
         try:
             page = await browser.new_page()
             page.set_default_timeout(WAIT_MS)
-            await page.goto(f"{server.url}#token={TOKEN}")
-            await expect(page.locator("#connection")).to_contain_text("Connected")
+            if token is None:
+                await page.goto(server.url)
+            else:
+                await page.goto(f"{server.url}#token={token}")
+                await expect(page.locator("#connection")).to_contain_text("Connected")
+                assert token not in page.url  # the fragment is cleared once used
             yield page
         finally:
             await browser.close()
 
 
-def run(host: Host, body: Callable[[Page], Awaitable[None]]) -> None:
+def run(host: Host, body: Callable[[Page], Awaitable[None]], token: str | None = TOKEN) -> None:
     async def main() -> None:
-        async with running(host) as server, browser_page(server) as page:
+        async with running(host) as server, browser_page(server, token) as page:
             await body(page)
 
     asyncio.run(asyncio.wait_for(main(), 120))
@@ -184,5 +189,48 @@ def test_the_page_shows_why_a_steering_removal_was_refused(
         await expect(steering).to_have_count(1)  # refused: still pending
         await asyncio.to_thread(provider.open, "g")
         await expect(turn(page, "long").locator(".turn-state")).to_have_text("complete")
+
+    run(host, body)
+
+
+@needs_browser
+def test_the_page_refuses_a_wrong_token_and_connects_with_the_right_one(host: Host) -> None:
+    async def body(page: Page) -> None:
+        await expect(page.locator("#app")).to_be_hidden()
+        await page.get_by_label("Access token").fill("not-the-token-not-the-token")
+        await page.get_by_role("button", name="Connect").click()
+        await expect(page.locator("#connection")).to_have_text(
+            "Connection refused: check the token"
+        )
+        await expect(page.locator("#app")).to_be_hidden()
+        await page.get_by_label("Access token").fill(TOKEN)
+        await page.get_by_role("button", name="Connect").click()
+        await expect(page.locator("#connection")).to_have_text("Connected (AHP 1.1.0)")
+        await expect(page.locator("#login")).to_be_hidden()
+        await expect(page.locator("#app")).to_be_visible()
+
+    run(host, body, token=None)
+
+
+@needs_browser
+def test_the_page_lists_sessions_and_opens_one_from_its_snapshot(host: Host) -> None:
+    async def body(page: Page) -> None:
+        await new_session(page)
+        await send(page, "in the first")
+        await expect(turn(page, "in the first").locator(".turn-state")).to_have_text("complete")
+        first = await page.locator("#sessions li button[aria-current=true]").get_attribute(
+            "data-session"
+        )
+        await page.get_by_role("button", name="New session").click()
+        await expect(page.locator("#sessions li")).to_have_count(2)
+        await expect(page.locator("#turns li")).to_have_count(0)  # the new, empty session
+        await page.locator(f'#sessions button[data-session="{first}"]').click()
+        await expect(page.locator("#sessions li button[aria-current=true]")).to_have_attribute(
+            "data-session", str(first)
+        )
+        await expect(turn(page, "in the first").locator(".reply")).to_have_text(
+            "echo: in the first"
+        )
+        await expect(turn(page, "in the first").locator(".turn-state")).to_have_text("complete")
 
     run(host, body)
