@@ -54,7 +54,9 @@ const wire = {
         return { type: "delta", turnId: a.turnId, partId: a.partId, text: a.text ?? a.content ?? "" };
       case "chat/turnComplete": return { type: "ended", turnId: a.turnId, state: "complete" };
       case "chat/turnCancelled": return { type: "ended", turnId: a.turnId, state: "cancelled" };
-      case "chat/error": return { type: "ended", turnId: a.turnId, state: "error" };
+      case "chat/error":
+        return { type: "ended", turnId: a.turnId,
+                 state: `error: ${(a.error && a.error.message) || "the turn failed"}` };
       case "chat/toolCallStart":
         return { type: "part", turnId: a.turnId,
                  part: { id: a.toolCallId, kind: "tool", text: `[tool: ${a.displayName || a.toolName}]` } };

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from agenthost.actors import Host
-from agenthost.providers.scripted import AskUser, Gate, Say, ScriptedProvider, ToolCall
+from agenthost.providers.scripted import AskUser, Gate, Reject, Say, ScriptedProvider, ToolCall
 from agenthost.server.chat_client import ChatClient, run_chat
 from tests.server.ahp_client import OTHER_TOKEN, TOKEN, WAIT_S, Server, running
 
@@ -122,6 +122,20 @@ def test_chat_cancels_the_running_turn(host: Host, provider: ScriptedProvider) -
             await screen.shows("assistant: a")
             await client.handle_line("/cancel")
             await screen.shows("[turn cancelled]\n")
+            assert client.view.active_turn is None
+
+    run(host, body)
+
+
+def test_chat_says_why_a_turn_failed(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("boom", Say("partial"), Reject("the model is unavailable"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("boom")
+            await screen.shows("assistant: partial\n[turn error: ")
+            await screen.shows("the model is unavailable")
             assert client.view.active_turn is None
 
     run(host, body)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agenthost.actors import Host
-from agenthost.providers.scripted import Gate, Say, ScriptedProvider, ToolCall
+from agenthost.providers.scripted import Gate, Reject, Say, ScriptedProvider, ToolCall
 from tests.server.ahp_client import TOKEN, WAIT_S, Server, running
 
 try:
@@ -232,5 +232,36 @@ def test_the_page_lists_sessions_and_opens_one_from_its_snapshot(host: Host) -> 
             "echo: in the first"
         )
         await expect(turn(page, "in the first").locator(".turn-state")).to_have_text("complete")
+
+    run(host, body)
+
+
+@needs_browser
+def test_the_page_cancels_the_running_turn(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("long", Say("a"), Gate("g"), Say("b"))
+
+    async def body(page: Page) -> None:
+        await new_session(page)
+        await send(page, "long")
+        await expect(page.locator("#active-turn .reply")).to_have_text("a")
+        await page.get_by_role("button", name="Cancel turn").click()
+        await expect(turn(page, "long").locator(".turn-state")).to_have_text("cancelled")
+        await expect(page.locator("#steer-form")).to_be_hidden()
+        await expect(page.locator("#chat-status")).to_have_text("Idle")
+
+    run(host, body)
+
+
+@needs_browser
+def test_the_page_says_why_a_turn_failed(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("boom", Say("partial"), Reject("the model is unavailable"))
+
+    async def body(page: Page) -> None:
+        await new_session(page)
+        await send(page, "boom")
+        state = turn(page, "boom").locator(".turn-state")
+        await expect(state).to_contain_text("error: ")
+        await expect(state).to_contain_text("the model is unavailable")
+        await expect(page.locator("#chat-status")).to_have_text("Idle")
 
     run(host, body)
