@@ -61,7 +61,9 @@ class StoreActor(Actor):
 
     @handles(ListSessionRows)
     def _list(self, message: ListSessionRows) -> list[SessionSummary]:
-        return self._store.list_sessions()
+        rows = self._store.list_sessions()
+        self._commit_if_drained()  # it may be what drains the mailbox behind a write
+        return rows
 
     @handles(Flush)
     def _flush(self, message: Flush) -> bool:

@@ -187,6 +187,30 @@ def serve(
         running.stop()
 
 
+@app.command()
+def chat(
+    url: str = typer.Option("ws://127.0.0.1:8765/ahp", help="the server's AHP WebSocket URL"),
+    token: str = typer.Option(
+        ...,
+        envvar="AGENTHOST_TOKEN",
+        prompt=True,
+        hide_input=True,
+        help="the bearer token (or AGENTHOST_TOKEN; asked for when absent)",
+    ),
+    session: str | None = typer.Option(
+        None, "--open", help="open this session (its id, or the start of it); default: a new one"
+    ),
+) -> None:
+    """Chat with an AHP server from the terminal: /help lists the commands."""
+    import asyncio
+
+    from agenthost.server.chat_client import run_chat
+
+    code = asyncio.run(run_chat(url, token, session))
+    if code:
+        raise typer.Exit(code=code)
+
+
 def main() -> None:
     app()
 

@@ -1,0 +1,540 @@
+"""`agenthost chat`: a terminal AHP client (asyncio + aiohttp).
+
+`ChatClient` speaks AHP over one WebSocket: it initializes, creates or opens a
+session, subscribes to the session's default chat and prints the reply as it
+streams. Each input line is a message or a command:
+
+    text          a message: a new turn when idle, queued while a turn runs
+    /steer text   steer the running turn
+    /queue        list the pending messages, numbered
+    /remove N     remove the Nth pending message
+    /cancel       cancel the running turn
+    /approve, /deny   answer the oldest permission prompt
+    /answer text  answer the oldest question
+    /sessions     list your sessions
+    /open ID      open a session (its id, or the start of it)
+    /new          create a session
+    /quit         leave
+
+The client's view of the chat comes from the snapshot it subscribed with and
+the actions that follow; `_wire_*` and `_read_action` are the only code that
+knows AHP's JSON shapes. The token goes in the upgrade request's
+Authorization header, never on the command line's output or in a log.
+"""
+
+import asyncio
+import itertools
+import json
+import sys
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+import attrs
+
+ROOT = "ahp-root://"
+SESSION_PREFIX = "ahp-session:/"
+VERSIONS = ["1.1.0"]
+CALL_TIMEOUT_S = 30.0
+
+HELP = """\
+text          send a message (queued while a turn runs)
+/steer text   steer the running turn
+/queue        list pending messages
+/remove N     remove the Nth pending message
+/cancel       cancel the running turn
+/approve      approve the oldest permission prompt (/deny to refuse it)
+/answer text  answer the oldest question the model asked
+/sessions     list your sessions
+/open ID      open a session
+/new          create a session
+/quit         leave"""
+
+
+class ChatError(Exception):
+    """A request the server refused, or a connection that ended."""
+
+
+@attrs.define
+class Pending:
+    id: str
+    kind: str
+    text: str
+
+
+@attrs.define
+class Request:
+    id: str
+    kind: str
+    turn_id: str | None
+    tool_call_id: str | None
+    label: str
+
+
+@attrs.define
+class ChatView:
+    """The open chat as the client last saw it."""
+
+    active_turn: str | None = None
+    steering: list[Pending] = attrs.field(factory=list)
+    queued: list[Pending] = attrs.field(factory=list)
+    requests: list[Request] = attrs.field(factory=list)
+    turns: int = 0
+
+    @property
+    def pending(self) -> list[Pending]:
+        """Steering first, then the queue: the numbering /queue and /remove use."""
+        return self.steering + self.queued
+
+
+# -- the AHP JSON shapes ---------------------------------------------------------------------
+def _wire_turn_started(turn_id: str, text: str) -> dict[str, Any]:
+    return {"type": "chat/turnStarted", "turnId": turn_id, "message": {"text": text}}
+
+
+def _wire_pending_set(kind: str, pending_id: str, text: str) -> dict[str, Any]:
+    return {
+        "type": "chat/pendingMessageSet",
+        "kind": kind,
+        "id": pending_id,
+        "message": {"text": text},
+    }
+
+
+def _wire_pending_removed(kind: str, pending_id: str) -> dict[str, Any]:
+    return {"type": "chat/pendingMessageRemoved", "kind": kind, "id": pending_id}
+
+
+def _wire_pending(data: dict[str, Any]) -> Pending:
+    message = data.get("message") or {}
+    return Pending(id=str(data.get("id")), kind=str(data.get("kind")), text=message.get("text", ""))
+
+
+def _wire_request(data: dict[str, Any]) -> Request:
+    label = (
+        data.get("question") or f"{data.get('toolName') or 'a tool'} {data.get('arguments') or ''}"
+    )
+    return Request(
+        id=str(data.get("requestId")),
+        kind=str(data.get("kind")),
+        turn_id=data.get("turnId"),
+        tool_call_id=data.get("toolCallId"),
+        label=label.strip(),
+    )
+
+
+def _wire_view(state: dict[str, Any]) -> ChatView:
+    active = state.get("activeTurn")
+    return ChatView(
+        active_turn=active.get("id") if isinstance(active, dict) else None,
+        steering=[_wire_pending(p) for p in state.get("steeringMessages") or []],
+        queued=[_wire_pending(p) for p in state.get("queuedMessages") or []],
+        requests=[_wire_request(r) for r in state.get("openRequests") or []],
+        turns=len(state.get("turns") or []),
+    )
+
+
+def _read_action(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """An action as (what happened, the fields the client uses)."""
+    kind = action.get("type")
+    message = action.get("message") or {}
+    if kind == "chat/turnStarted":
+        return "started", {
+            "turn_id": action.get("turnId"),
+            "text": message.get("text", ""),
+            "pending_id": action.get("queuedMessageId"),
+        }
+    if kind == "chat/delta":
+        text = action.get("text", action.get("content", ""))  # AHP names it content
+        return "delta", {"turn_id": action.get("turnId"), "text": text}
+    if kind in ("chat/turnComplete", "chat/turnCancelled", "chat/error"):
+        outcome = {"chat/turnComplete": "complete", "chat/turnCancelled": "cancelled"}
+        error = action.get("error") or {}
+        return "ended", {
+            "turn_id": action.get("turnId"),
+            "outcome": outcome.get(kind, "error"),
+            "error": error.get("message") if isinstance(error, dict) else None,
+        }
+    if kind == "chat/pendingMessageSet":
+        return "pending_set", {"pending": _wire_pending(action.get("pending") or action)}
+    if kind == "chat/pendingMessageRemoved":
+        return "pending_removed", {"id": action.get("pendingId") or action.get("id")}
+    if kind == "chat/toolCallStart":
+        return "tool", {"name": action.get("displayName") or action.get("toolName")}
+    if kind == "x-chat/requestOpened":
+        return "request_opened", {"request": _wire_request(action.get("request") or {})}
+    if kind == "x-chat/requestClosed":
+        return "request_closed", {"id": action.get("requestId")}
+    return "other", {}
+
+
+def status_text(status: int) -> str:
+    if status & 64:
+        return "archived"
+    if status & 24 == 24:
+        return "waiting for input"
+    if status & 8:
+        return "working"
+    if status & 2:
+        return "error"
+    return "idle" if status & 32 else "idle, unread"
+
+
+class ChatClient:
+    """One terminal's AHP connection. Runs on the caller's event loop.
+
+    Args:
+        ws: an open WebSocket to /ahp (authenticated in its upgrade request).
+        write: prints text as is (the client adds its own newlines).
+    """
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse, write: Callable[[str], None]) -> None:
+        self.ws = ws
+        self.write = write
+        self.client_id = str(uuid.uuid4())
+        self.session: str | None = None
+        self.chat: str | None = None
+        self.view = ChatView()
+        self._from_seq = 0
+        self._ids = itertools.count(1)
+        self._seq = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._streaming = False
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+        self.closed = asyncio.Event()
+
+    # -- the connection ------------------------------------------------------------------
+    async def _read(self) -> None:
+        try:
+            async for frame in self.ws:
+                if frame.type is aiohttp.WSMsgType.TEXT:
+                    self._receive(json.loads(frame.data))
+        finally:
+            self.closed.set()
+            for future in self._waiting.values():
+                if not future.done():
+                    future.set_exception(ChatError("the connection closed"))
+            self._waiting.clear()
+
+    def _receive(self, message: dict[str, Any]) -> None:
+        if "id" in message and "method" not in message:
+            future = self._waiting.pop(message["id"], None)
+            if future is None or future.done():
+                return
+            if "error" in message:
+                future.set_exception(ChatError(message["error"].get("message", "refused")))
+            else:
+                future.set_result(message.get("result"))
+        elif message.get("method") == "action":
+            self._on_action(message.get("params") or {})
+        elif (
+            message.get("method") == "root/sessionRemoved"
+            and (message.get("params") or {}).get("resource") == self.session
+        ):
+            self._line("[this session was removed]")
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        request_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = future
+        await self.ws.send_json(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        )
+        return await asyncio.wait_for(future, CALL_TIMEOUT_S)
+
+    async def dispatch(self, action: dict[str, Any]) -> None:
+        params = {"channel": self.chat, "clientSeq": next(self._seq), "action": action}
+        await self.ws.send_json({"jsonrpc": "2.0", "method": "dispatchAction", "params": params})
+
+    async def close(self) -> None:
+        await self.ws.close()
+        self._reader.cancel()
+
+    # -- output ----------------------------------------------------------------------------
+    def _line(self, text: str) -> None:
+        if self._streaming:
+            self.write("\n")
+            self._streaming = False
+        self.write(text + "\n")
+
+    def _on_action(self, envelope: dict[str, Any]) -> None:
+        if envelope.get("channel") != self.chat:
+            return
+        action = envelope.get("action") or {}
+        if "rejectionReason" in envelope:
+            origin = envelope.get("origin") or {}
+            if origin.get("clientId") in (None, self.client_id):
+                self._line(f"[refused] {action.get('type')}: {envelope['rejectionReason']}")
+            return
+        seq = envelope.get("serverSeq")
+        if isinstance(seq, int) and seq <= self._from_seq:
+            return
+        what, fields = _read_action(action)
+        view = self.view
+        if what == "started":
+            view.active_turn = fields["turn_id"]
+            self._drop_pending(fields["pending_id"])
+            self._line(f"you: {fields['text']}")
+            self.write("assistant: ")
+        elif what == "delta" and fields["turn_id"] == view.active_turn:
+            self.write(fields["text"])
+            self._streaming = True
+        elif what == "ended" and fields["turn_id"] == view.active_turn:
+            view.active_turn = None
+            view.turns += 1
+            view.requests = [r for r in view.requests if r.turn_id != fields["turn_id"]]
+            detail = f": {fields['error']}" if fields["error"] else ""
+            self._line(f"[turn {fields['outcome']}{detail}]")
+        elif what == "pending_set":
+            pending: Pending = fields["pending"]
+            queue = view.steering if pending.kind == "steering" else view.queued
+            for index, existing in enumerate(queue):
+                if existing.id == pending.id:
+                    queue[index] = pending
+                    break
+            else:
+                queue.append(pending)
+            self._line(f"[{pending.kind}] {pending.text}")
+        elif what == "pending_removed":
+            removed = self._drop_pending(fields["id"])
+            if removed is not None:
+                self._line(f"[removed] {removed.text}")
+        elif what == "tool":
+            self._line(f"[tool] {fields['name']}")
+        elif what == "request_opened":
+            request: Request = fields["request"]
+            view.requests.append(request)
+            hint = {"permission": "/approve or /deny", "user_input": "/answer text"}
+            how = hint.get(request.kind, "another client answers it")
+            self._line(f"[{request.kind}] {request.label} ({how})")
+        elif what == "request_closed":
+            view.requests = [r for r in view.requests if r.id != fields["id"]]
+
+    def _drop_pending(self, pending_id: str | None) -> Pending | None:
+        for queue in (self.view.steering, self.view.queued):
+            for pending in queue:
+                if pending.id == pending_id:
+                    queue.remove(pending)
+                    return pending
+        return None
+
+    # -- sessions ----------------------------------------------------------------------------
+    async def initialize(self) -> str:
+        result = await self.call(
+            "initialize",
+            {
+                "protocolVersions": VERSIONS,
+                "clientId": self.client_id,
+                "initialSubscriptions": [ROOT],
+            },
+        )
+        return str(result["protocolVersion"])
+
+    async def create_session(self) -> str:
+        uri = f"{SESSION_PREFIX}{uuid.uuid4()}"
+        await self.call("createSession", {"channel": uri})
+        await self.open_session(uri)
+        return uri
+
+    async def sessions(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": 100}
+            if cursor is not None:
+                params["cursor"] = cursor
+            page = await self.call("listSessions", params)
+            items += page.get("items") or []
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                return items
+
+    async def open_session(self, uri: str) -> None:
+        snapshot = (await self.call("subscribe", {"channel": uri}))["snapshot"]
+        chat = snapshot["state"]["defaultChat"]
+        subscribed = (await self.call("subscribe", {"channel": chat}))["snapshot"]
+        for previous in (self.session, self.chat):
+            if previous is not None and previous not in (uri, chat):
+                await self.ws.send_json(
+                    {"jsonrpc": "2.0", "method": "unsubscribe", "params": {"channel": previous}}
+                )
+        self.session, self.chat = uri, chat
+        self._from_seq = int(subscribed.get("fromSeq") or 0)
+        self.view = _wire_view(subscribed["state"])
+        running = " (a turn is running)" if self.view.active_turn else ""
+        self._line(
+            f"[session {uri.removeprefix(SESSION_PREFIX)}: {self.view.turns} turns,"
+            f" {len(self.view.pending)} pending{running}]"
+        )
+
+    async def _resolve(self, wanted: str) -> str | None:
+        wanted = wanted.removeprefix(SESSION_PREFIX)
+        ids = [str(s["resource"]).removeprefix(SESSION_PREFIX) for s in await self.sessions()]
+        matches = [i for i in ids if i == wanted] or [i for i in ids if i.startswith(wanted)]
+        if len(matches) != 1:
+            return None
+        return f"{SESSION_PREFIX}{matches[0]}"
+
+    # -- input -------------------------------------------------------------------------------
+    async def handle_line(self, line: str) -> bool:
+        """Act on one input line; False when the user asked to leave."""
+        line = line.strip()
+        if not line:
+            return True
+        command, _, rest = line.partition(" ") if line.startswith("/") else ("", "", line)
+        rest = rest.strip()
+        try:
+            return await self._command(command, rest)
+        except ChatError as error:
+            self._line(f"[error] {error}")
+        except TimeoutError:
+            self._line("[error] the server did not answer in time")
+        return True
+
+    async def _command(self, command: str, rest: str) -> bool:
+        view = self.view
+        if command in ("/quit", "/exit"):
+            return False
+        if command == "/help":
+            self._line(HELP)
+        elif command == "/sessions":
+            for item in await self.sessions():
+                uri = str(item["resource"])
+                mark = "*" if uri == self.session else " "
+                title = item.get("title") or "(untitled)"
+                status = status_text(int(item.get("status") or 0))
+                turns = item.get("turnCount", 0)
+                self._line(
+                    f"{mark} {uri.removeprefix(SESSION_PREFIX)}  {status}  {turns} turns  {title}"
+                )
+        elif command == "/open":
+            found = await self._resolve(rest) if rest else None
+            if found is None:
+                self._line(f"[error] no single session matches {rest!r}")
+            else:
+                await self.open_session(found)
+        elif command == "/new":
+            await self.create_session()
+        elif self.chat is None:
+            self._line("[error] no session is open: /new or /open ID")
+        elif command == "":
+            if view.active_turn is None:
+                await self.dispatch(_wire_turn_started(uuid.uuid4().hex, rest))
+            else:
+                await self.dispatch(_wire_pending_set("queued", uuid.uuid4().hex, rest))
+        elif command == "/steer":
+            if not rest:
+                self._line("[error] /steer needs text")
+            elif view.active_turn is None:
+                self._line("[error] no turn is running: type the text to send it")
+            else:
+                await self.dispatch(_wire_pending_set("steering", uuid.uuid4().hex, rest))
+        elif command == "/queue":
+            if not view.pending:
+                self._line("[queue empty]")
+            for number, pending in enumerate(view.pending, start=1):
+                self._line(f"{number}. [{pending.kind}] {pending.text}")
+        elif command == "/remove":
+            pending_list = view.pending
+            if not rest.isdigit() or not 1 <= int(rest) <= len(pending_list):
+                self._line(f"[error] /remove N, N from 1 to {len(pending_list)} (see /queue)")
+            else:
+                chosen = pending_list[int(rest) - 1]
+                await self.dispatch(_wire_pending_removed(chosen.kind, chosen.id))
+        elif command == "/cancel":
+            if view.active_turn is None:
+                self._line("[error] no turn is running")
+            else:
+                await self.dispatch({"type": "chat/turnCancelled", "turnId": view.active_turn})
+        elif command in ("/approve", "/deny"):
+            prompts = [r for r in view.requests if r.kind == "permission"]
+            if not prompts:
+                self._line("[error] no permission prompt is open")
+            else:
+                request = prompts[0]
+                await self.dispatch(
+                    {
+                        "type": "chat/toolCallConfirmed",
+                        "turnId": request.turn_id,
+                        "toolCallId": request.tool_call_id or request.id,
+                        "approved": command == "/approve",
+                    }
+                )
+        elif command == "/answer":
+            questions = [r for r in view.requests if r.kind == "user_input"]
+            if not questions:
+                self._line("[error] no question is open")
+            else:
+                await self.dispatch(
+                    {"type": "chat/inputCompleted", "requestId": questions[0].id, "answer": rest}
+                )
+        else:
+            self._line(f"[error] unknown command {command}: /help lists them")
+        return True
+
+
+def _stdin_lines() -> "asyncio.Queue[str | None]":
+    """Lines from stdin, read on a daemon thread (None at end of input), so a
+    read in progress never keeps the process from exiting."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def read() -> None:
+        try:
+            for line in sys.stdin:
+                loop.call_soon_threadsafe(queue.put_nowait, line)
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+        except RuntimeError:  # the loop closed: the chat is over
+            return
+
+    threading.Thread(target=read, name="chat-stdin", daemon=True).start()
+    return queue
+
+
+async def run_chat(url: str, token: str, session: str | None) -> int:
+    """The `agenthost chat` loop: stdin lines in, the chat out. Returns the exit code."""
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    headers = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession() as http:
+        try:
+            ws = await http.ws_connect(url, headers=headers)
+        except aiohttp.WSServerHandshakeError as error:
+            reason = "check the token" if error.status == 401 else error.message
+            write(f"agenthost chat: the server refused the connection ({error.status}: {reason})\n")
+            return 1
+        except aiohttp.ClientError as error:
+            write(f"agenthost chat: cannot connect to {url}: {error}\n")
+            return 1
+        client = ChatClient(ws, write)
+        try:
+            version = await client.initialize()
+            write(f"[connected: AHP {version}; /help lists the commands]\n")
+            if session is None:
+                await client.create_session()
+            elif not await client.handle_line(f"/open {session}") or client.chat is None:
+                return 1
+            lines = _stdin_lines()
+            closed = asyncio.get_running_loop().create_task(client.closed.wait())
+            while True:
+                line = asyncio.get_running_loop().create_task(lines.get())
+                await asyncio.wait({line, closed}, return_when=asyncio.FIRST_COMPLETED)
+                if not line.done():
+                    line.cancel()
+                    write("[the server closed the connection]\n")
+                    return 1
+                text = line.result()
+                if text is None or not await client.handle_line(text):
+                    break
+            closed.cancel()
+        except (ChatError, TimeoutError) as error:
+            write(f"agenthost chat: {error or 'the server did not answer in time'}\n")
+            return 1
+        finally:
+            await client.close()
+    return 0

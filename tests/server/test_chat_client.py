@@ -1,0 +1,255 @@
+"""`agenthost chat`'s logic against an in-process AHP server: lines in, text out.
+
+The client is fed lines as a user would type them; the test waits (with a
+timeout) until the text it expects has been printed, never for a time.
+"""
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+
+from agenthost.actors import Host
+from agenthost.providers.scripted import AskUser, Gate, Reject, Say, ScriptedProvider, ToolCall
+from agenthost.server.chat_client import ChatClient, run_chat
+from tests.server.ahp_client import OTHER_TOKEN, TOKEN, WAIT_S, Server, running
+
+
+class Screen:
+    """What the client printed; `shows` waits for text after what was already seen."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.seen = 0
+        self._changed = asyncio.Event()
+
+    def write(self, text: str) -> None:
+        self.text += text
+        self._changed.set()
+
+    async def shows(self, needle: str) -> str:
+        """Wait until `needle` is printed after the last match; return what came between."""
+
+        async def found() -> str:
+            while (at := self.text.find(needle, self.seen)) < 0:
+                self._changed.clear()
+                await self._changed.wait()
+            between = self.text[self.seen : at]
+            self.seen = at + len(needle)
+            return between
+
+        try:
+            return await asyncio.wait_for(found(), WAIT_S)
+        except TimeoutError:
+            raise AssertionError(
+                f"{needle!r} never printed after:\n{self.text[self.seen :]}"
+            ) from None
+
+
+@asynccontextmanager
+async def chat_client(
+    server: Server, token: str = TOKEN
+) -> AsyncIterator[tuple[ChatClient, Screen]]:
+    screen = Screen()
+    ws = await server.http.ws_connect(
+        server.url.replace("http", "ws", 1) + "ahp", headers={"Authorization": f"Bearer {token}"}
+    )
+    client = ChatClient(ws, screen.write)
+    try:
+        assert await client.initialize() == "1.1.0"
+        yield client, screen
+    finally:
+        await client.close()
+
+
+def run(host: Host, body: Callable[[Server], Awaitable[None]]) -> None:
+    async def main() -> None:
+        async with running(host) as server:
+            await body(server)
+
+    asyncio.run(main())
+
+
+def test_chat_streams_the_reply_and_queues_steers_and_removes(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("long", Say("first half"), Gate("g"), Say(" second half"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await screen.shows("[session ")
+            await client.handle_line("hello")
+            await screen.shows("you: hello\nassistant: echo: hello\n[turn complete]\n")
+
+            await client.handle_line("long")
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+            # streamed: printed while the provider still holds the turn open
+            await screen.shows("you: long\nassistant: first half")
+            await client.handle_line("later")  # a turn runs: queued
+            await screen.shows("[queued] later\n")
+            await client.handle_line("/steer faster")
+            await screen.shows("[steering] faster\n")
+            await client.handle_line("/queue")
+            await screen.shows("1. [steering] faster\n2. [queued] later\n")
+            await client.handle_line("/remove 2")
+            await screen.shows("[removed] later\n")
+            await client.handle_line("/queue")
+            listed = await screen.shows("[steering] faster\n")
+            assert listed.endswith("1. ") and "later" not in screen.text[screen.seen :]
+
+            await asyncio.to_thread(provider.open, "g")
+            await screen.shows("[turn complete]\n")  # the long turn
+            await screen.shows("you: faster\n")  # the steering, as its own turn here
+            await screen.shows("[turn complete]\n")
+            assert "later" not in provider.prompts
+            assert client.view.pending == []
+
+    run(host, body)
+
+
+def test_chat_cancels_the_running_turn(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("long", Say("a"), Gate("g"), Say("b"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("/cancel")
+            await screen.shows("[error] no turn is running\n")
+            await client.handle_line("long")
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+            await screen.shows("assistant: a")
+            await client.handle_line("/cancel")
+            await screen.shows("[turn cancelled]\n")
+            assert client.view.active_turn is None
+
+    run(host, body)
+
+
+def test_chat_says_why_a_turn_failed(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("boom", Say("partial"), Reject("the model is unavailable"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("boom")
+            await screen.shows("assistant: partial\n[turn error: ")
+            await screen.shows("the model is unavailable")
+            assert client.view.active_turn is None
+
+    run(host, body)
+
+
+def test_chat_lists_and_opens_sessions(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            first = (await client.create_session()).removeprefix("ahp-session:/")
+            await client.handle_line("in the first")
+            await screen.shows("[turn complete]\n")
+            second = (await client.create_session()).removeprefix("ahp-session:/")
+            mark = len(screen.text)
+            await client.handle_line("/sessions")  # printed by the time it returns
+            listed = screen.text[mark:].splitlines()
+            assert sorted(line[: 2 + len(first)] for line in listed) == [
+                f"  {first}",
+                f"* {second}",
+            ]
+            assert f"* {second}  idle  0 turns  (untitled)" in listed
+            await client.handle_line(f"/open {first[:8]}")
+            await screen.shows(f"[session {first}: 1 turns, 0 pending]\n")
+            assert client.session == f"ahp-session:/{first}"
+            await client.handle_line("/open no-such-session")
+            await screen.shows("[error] no single session matches 'no-such-session'\n")
+        async with chat_client(server, OTHER_TOKEN) as (client, screen):
+            await client.handle_line(f"/open {first}")  # another identity: not found
+            await screen.shows(f"[error] no single session matches '{first}'\n")
+            assert client.session is None
+
+    run(host, body)
+
+
+def test_chat_shows_why_a_steering_removal_was_refused(
+    start_host: Callable[..., Host],
+) -> None:
+    provider = ScriptedProvider(shape="claude")  # cannot withdraw steering it holds
+    provider.on("long", Say("a"), Gate("g"), Say("b"))
+    host = start_host(provider)
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("long")
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+            await screen.shows("you: long\nassistant: a")  # the client saw the turn start
+            await client.handle_line("/steer stop")
+            await screen.shows("[steering] stop\n")
+            await asyncio.to_thread(provider.wait_steered, 1, 10)
+            await client.handle_line("/remove 1")
+            await screen.shows("[refused] chat/pendingMessageRemoved: ")
+            assert [p.text for p in client.view.pending] == ["stop"]
+            await asyncio.to_thread(provider.open, "g")
+            await screen.shows("[turn complete]\n")
+
+    run(host, body)
+
+
+def test_chat_answers_a_permission_prompt(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("tool", ToolCall("shell", '{"cmd": "ls"}'), Say("ran it"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("tool")
+            await screen.shows('[permission] shell {"cmd": "ls"} (/approve or /deny)\n')
+            await client.handle_line("/approve")
+            await screen.shows("ran it\n[turn complete]\n")
+            assert [a.approved for a in provider.answers] == [True]
+
+    run(host, body)
+
+
+def test_chat_answers_the_model_s_question(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("ask", AskUser("which file?"), Say("thanks"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("ask")
+            await screen.shows("[user_input] which file? (/answer text)\n")
+            await client.handle_line("/answer notes.txt")
+            await screen.shows("thanks\n[turn complete]\n")
+            assert [a.answer for a in provider.answers] == ["notes.txt"]
+
+    run(host, body)
+
+
+def test_chat_explains_mistakes_without_sending_anything(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.handle_line("hello")
+            await screen.shows("[error] no session is open: /new or /open ID\n")
+            await client.handle_line("/new")
+            await screen.shows("[session ")
+            for line, answer in (
+                ("/remove 3", "[error] /remove N, N from 1 to 0 (see /queue)\n"),
+                ("/steer now", "[error] no turn is running: type the text to send it\n"),
+                ("/approve", "[error] no permission prompt is open\n"),
+                ("/frobnicate", "[error] unknown command /frobnicate: /help lists them\n"),
+            ):
+                await client.handle_line(line)
+                await screen.shows(answer)
+            assert await client.handle_line("/quit") is False
+
+    run(host, body)
+
+
+def test_run_chat_reports_a_refused_token(host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    async def body(server: Server) -> None:
+        url = server.url.replace("http", "ws", 1) + "ahp"
+        assert await run_chat(url, "not-a-valid-token-at-all", None) == 1
+
+    run(host, body)
+    out = capsys.readouterr().out
+    assert "refused the connection (401: check the token)" in out
+    assert "not-a-valid-token" not in out
