@@ -391,7 +391,7 @@ class AhpServer:
 
     def _observe(self, session_id: str, event: ChatEvent) -> None:
         """Count what /metrics reports; tell owners when a session's summary changed."""
-        if isinstance(event, TurnStarted | RequestOpened | RequestClosed | TERMINAL_EVENTS):
+        if isinstance(event, (TurnStarted, RequestOpened, RequestClosed, *TERMINAL_EVENTS)):
             self.summary_may_have_changed(session_id)
         if isinstance(event, TERMINAL_EVENTS):
             outcome = {"TurnCompleted": "complete", "TurnCancelled": "cancelled"}

@@ -165,7 +165,10 @@ class ChatChannel:
             origin = None if key is None else self._origins.pop(key, None)
             envelope = self._sequencer.stamp(self.uri, action_wire(event), origin)
             self.from_seq = self._sequencer.seq
-            self._on_event(event)
+            try:
+                self._on_event(event)
+            except Exception:  # an observer's bug must not stop the channel
+                log.exception("channel_observer_failed", channel=self.uri)
             for subscriber in list(self.subscribers):
                 subscriber.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
 
