@@ -5,7 +5,11 @@ Belongs here: asyncio adapters that speak the provider protocol
 1. Nothing here imports agenthost.actors.
 2. Adapters run only on their provider kind's event-loop thread.
 3. Capabilities are declared, never inferred by the host.
+4. A vendor SDK is an optional extra: its adapter module is imported only when
+   its provider is used (`CodexProvider` needs `agenthost[codex]`).
 """
+
+from typing import TYPE_CHECKING, Any
 
 from agenthost.providers.base import (
     Provider,
@@ -18,7 +22,11 @@ from agenthost.providers.base import (
 )
 from agenthost.providers.scripted import ScriptedProvider
 
+if TYPE_CHECKING:
+    from agenthost.providers.codex import CodexProvider
+
 __all__ = [
+    "CodexProvider",
     "Provider",
     "ProviderAdapter",
     "ProviderCallError",
@@ -28,3 +36,12 @@ __all__ = [
     "RetryPolicy",
     "ScriptedProvider",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The vendor providers, imported on first use (their SDKs are optional extras)."""
+    if name == "CodexProvider":
+        from agenthost.providers.codex import CodexProvider
+
+        return CodexProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
