@@ -39,6 +39,11 @@ class Standin:
         lines = [json.loads(line) for line in self.record.read_text().splitlines()]
         return [m.get("params") or {} for m in lines if m.get("method") == method]
 
+    def startups(self) -> list[dict[str, int]]:
+        """Each stand-in process started: its pid, session id and process group."""
+        lines = [json.loads(line) for line in self.record.read_text().splitlines()]
+        return [m["startup"] for m in lines if "startup" in m]
+
     def approvals(self) -> list[str]:
         """The decisions the stand-in's approval requests were answered with."""
         lines = [json.loads(line) for line in self.record.read_text().splitlines()]

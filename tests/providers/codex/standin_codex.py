@@ -11,7 +11,8 @@ Scripted per test through the environment:
                         "resume_error": {"code": int, "message": str},
                         "hang_on": method}   (all optional)
   CODEX_STANDIN_RECORD  a file to which every message received is appended
-                        (one JSON object a line), so tests see each prompt.
+                        (one JSON object a line), so tests see each prompt;
+                        first, {"startup": {pid, sid, pgid}} of the process.
   CODEX_STANDIN_HOME    threads are kept here (one file each), so a resume in a
                         new process finds the threads an earlier one started.
 
@@ -365,6 +366,7 @@ SERVER = Server()
 def main():
     if sys.argv[1:] != ["app-server", "--listen", "stdio://"]:
         sys.exit(f"standin_codex: unexpected arguments {sys.argv[1:]}")
+    record({"startup": {"pid": os.getpid(), "sid": os.getsid(0), "pgid": os.getpgid(0)}})
     for line in sys.stdin:
         if line.strip():
             SERVER.handle(json.loads(line))

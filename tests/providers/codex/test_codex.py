@@ -6,6 +6,9 @@ and records every message it receives, so the tests see each prompt.
 
 import asyncio
 import json
+import os
+import select
+import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -372,6 +375,29 @@ def test_a_hung_cli_times_out_and_repeated_timeouts_fail_the_connection(
             assert "did not answer turn/start" in first.value.error.message
             with pytest.raises(ProviderCrashed):
                 await adapter.send(send("t2", "hello again"))
+
+    run(scenario())
+
+
+def _gone(pid: int) -> bool:
+    """Wait (bounded) for a process that is not our child to exit."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], WAIT_S)[0])
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfd and setsid checks")
+def test_the_cli_runs_through_the_guard_and_is_gone_after_dispose(standin: Standin) -> None:
+    async def scenario() -> None:
+        async with adapter_of(standin.provider()):
+            [startup] = standin.startups()
+            assert startup["sid"] == startup["pid"] == startup["pgid"], "its own session"
+        assert _gone(startup["pid"])
 
     run(scenario())
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agenthost.actors import Chat, FakeClock, Host, Subscription
-from agenthost.messages import OutcomeState, TurnState
+from agenthost.messages import ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import AssistantDelta, RequestOpened
 from agenthost.messages.state import RequestKind
 from agenthost.providers import CodexProvider
@@ -97,6 +97,22 @@ def test_a_permission_request_through_the_host_is_answered_by_the_user(
     outcome = turn.result(timeout=WAIT_S)
     assert (outcome.state, outcome.text) == (OutcomeState.COMPLETE, "listed")
     assert standin.approvals() == ["accept"]
+
+
+def test_a_cli_crash_mid_turn_abandons_the_turn_and_the_restarted_cli_resumes_the_thread(
+    start: Callable[[CodexProvider], Host], standin: Standin
+) -> None:
+    standin.on("crash", {"say": "a"}, {"crash": True})
+    chat = start(standin.provider()).create_session(provider="codex").chat()
+    crashed = chat.send("crash").result(timeout=WAIT_S)
+    assert crashed.state is OutcomeState.ERROR
+    assert crashed.error is not None and crashed.error.code is ErrorCode.EXECUTION_ABANDONED
+    after = chat.send("after").result(timeout=WAIT_S)
+    assert (after.state, after.text) == (OutcomeState.COMPLETE, "echo: after")
+    assert len(standin.startups()) == 2, "the supervisor started a new CLI"
+    [first, second] = standin.received("turn/start")
+    assert standin.received("thread/resume") == [{"threadId": first["threadId"]}]
+    assert second["threadId"] == first["threadId"]
 
 
 def test_no_prompt_ever_carries_an_earlier_user_message(
