@@ -227,7 +227,9 @@ class CodexAdapter(ProviderAdapter):
         thread_id = self._provider.threads.get(self._chat_key)
         if thread_id is None:
             raise ProviderResumeError(
-                -32600, "codex: no thread id is known for this chat in this provider"
+                -32600,
+                "codex: no codex thread is known for this chat (thread ids live in memory"
+                " unless CodexProvider(threads=...) keeps them)",
             )
         client = self._require_client()
         params = self._thread_params()
@@ -432,6 +434,7 @@ class CodexAdapter(ProviderAdapter):
             self._emit(event)
         if notification.method == "turn/completed":
             run.done.set()
+            self._runs.pop(run.turn_id or "", None)
 
     def _map(self, run: _Run, method: str, params: dict[str, Any]) -> list[ProviderEvent]:
         """One codex notification -> the provider-protocol messages it means."""
