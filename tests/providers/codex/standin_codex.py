@@ -237,6 +237,8 @@ class Turn:
             return
         item = dict(self.waiting_for[2])
         self.waiting_for = None
+        if not self.active:
+            return  # interrupted before the answer came
         accepted = decision in ("accept", "acceptForSession")
         item["status"] = "completed" if accepted else "declined"
         item["aggregatedOutput"] = "ran" if accepted else None

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import select
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -271,6 +272,29 @@ def test_an_approval_request_is_a_permission_request_answered_by_the_host(
     run(scenario())
 
 
+def test_cancel_during_an_approval_answers_it_cancel_and_interrupts(standin: Standin) -> None:
+    # The SDK answers approvals on its reader thread: until the approval is
+    # answered, no response (not even turn/interrupt's) can be read.
+    standin.on("risky", {"approval": "rm -rf build"}, {"say": "never said"})
+
+    async def scenario() -> None:
+        async with adapter_of(standin.provider()) as (adapter, events):
+            await adapter.send(send("t1", "risky"))
+            await events.wait_kind(HostRequestOpened)
+            await adapter.cancel(ProviderCancel(session_id=SESSION, chat_id=CHAT, turn_id="t1"))
+            await events.wait_kind(Idle)
+            assert len(standin.received("turn/interrupt")) == 1
+            assert events.of(ReplyMessage)[-1].finish_reason == "interrupted"
+            assert not [d for d in events.of(ReplyDelta) if d.text == "never said"]
+            # The approval's answer was written before turn/interrupt's answer could
+            # be read; the stand-in has read it once it answers a later request.
+            await adapter.send(send("t2", "next"))
+            assert standin.approvals() == ["cancel"]
+            await events.wait_for(lambda seen: Idle(turn_id="t2") in seen)
+
+    run(scenario())
+
+
 # -- resume -----------------------------------------------------------------------------------
 
 
@@ -361,14 +385,26 @@ def test_a_cli_that_crashes_mid_turn_fails_the_connection(standin: Standin) -> N
     run(scenario())
 
 
+def test_a_cli_that_dies_while_idle_fails_the_connection(standin: Standin) -> None:
+    async def scenario() -> None:
+        async with adapter_of(standin.provider()) as (_adapter, events):
+            [startup] = standin.startups()
+            os.kill(startup["pid"], signal.SIGKILL)
+            failed = await events.wait_kind(ConnectionFailed)
+            assert failed.error.code is ErrorCode.PROVIDER_CRASHED
+
+    run(scenario())
+
+
 def test_a_hung_cli_times_out_and_repeated_timeouts_fail_the_connection(
     standin: Standin,
 ) -> None:
     standin.script["hang_on"] = "turn/start"
 
     async def scenario() -> None:
-        provider = standin.provider(rpc_timeout=2.0, max_timeouts=2)
+        provider = standin.provider(max_timeouts=2)
         async with adapter_of(provider) as (adapter, _events):
+            provider.rpc_timeout = 1.0  # opened at the default; now the CLI hangs
             with pytest.raises(ProviderCallError) as first:
                 await adapter.send(send("t1", "hello"))
             assert first.value.taken
