@@ -298,16 +298,14 @@ class CodexAdapter(ProviderAdapter):
         )
         try:
             started = await self._call("turn/start", start)
-        except JsonRpcError as exc:
+        except BaseException as exc:
             run.started.set()
-            run.done.set()
-            raise ProviderCallError(
-                AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=f"codex: {exc.message}"),
-                taken=False,
-            ) from exc
-        except BaseException:
-            run.started.set()
-            run.done.set()  # a timeout or a crash: nothing will end it
+            run.done.set()  # codex refused it, or nothing will ever end it
+            if isinstance(exc, JsonRpcError):
+                raise ProviderCallError(
+                    AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=f"codex: {exc.message}"),
+                    taken=False,
+                ) from exc
             raise
         run.turn_id = started.turn.id
         run.started.set()

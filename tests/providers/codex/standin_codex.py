@@ -9,7 +9,8 @@ for approvals). Shapes and error texts follow the real app-server 0.163.0
 Scripted per test through the environment:
   CODEX_STANDIN_SCRIPT  a JSON file: {"turns": {prompt: [step, ...]},
                         "resume_error": {"code": int, "message": str},
-                        "hang_on": method}   (all optional)
+                        "hang_on": method, "refuse": {prompt: message}}
+                        (all optional; "refuse": turn/start answers an error)
   CODEX_STANDIN_RECORD  a file to which every message received is appended
                         (one JSON object a line), so tests see each prompt;
                         first, {"startup": {pid, sid, pgid}} of the process.
@@ -301,6 +302,8 @@ class Server:
                 ok(thread_result(thread_id, params.get("model")))
             else:
                 error(-32600, f"no rollout found for thread id {thread_id}")
+        elif method == "turn/start" and text_of(params["input"]) in SCRIPT.get("refuse", {}):
+            error(-32600, SCRIPT["refuse"][text_of(params["input"])])
         elif method == "turn/start":
             if self.turn is not None and self.turn.active:
                 ok({"turn": turn_json(self.turn.id, "inProgress")})  # joins the running turn

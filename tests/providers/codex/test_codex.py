@@ -152,6 +152,22 @@ def test_deltas_stream_in_order_before_the_final_message(standin: Standin) -> No
     run(scenario())
 
 
+def test_a_turn_codex_refuses_was_never_taken_and_the_next_one_runs(standin: Standin) -> None:
+    standin.script["refuse"] = {"too long": "input exceeds the context window"}
+
+    async def scenario() -> None:
+        async with adapter_of(standin.provider()) as (adapter, events):
+            with pytest.raises(ProviderCallError) as refused:
+                await adapter.send(send("t1", "too long"))
+            assert not refused.value.taken
+            assert refused.value.error.message == "codex: input exceeds the context window"
+            await adapter.send(send("t2", "short"))
+            await events.wait_kind(Idle)
+            assert [e.turn_id for e in events.seen] == ["t2"] * len(events.seen)
+
+    run(scenario())
+
+
 def test_a_failed_codex_turn_keeps_its_own_error(standin: Standin) -> None:
     standin.on("boom", {"say": "partial"}, {"fail": "model overloaded"})
 
