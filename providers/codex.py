@@ -115,7 +115,9 @@ class CodexProvider(Provider):
         rpc_timeout: seconds each request may take before it counts as timed out.
         max_timeouts: timeouts in a row that fail the connection.
         threads: where codex thread ids are kept per chat ("session_id/chat_id"),
-            so a restarted connection resumes its thread; in memory by default.
+            so a restarted connection resumes its thread. In memory by default;
+            pass a persistent mapping (e.g. `shelve.open(path)`) so sessions
+            restored after a host restart resume theirs too.
 
     Raises:
         AgentHostError: the CLI is missing (names `cli_path=`).
@@ -348,14 +350,16 @@ class CodexAdapter(ProviderAdapter):
         """Cancel open approvals of the run (the SDK's reader waits on them), then
         turn/interrupt; codex ends the turn with status interrupted."""
         run = self._run
-        if run is None or run.key != message.turn_id or run.done.is_set():
+        if run is None or run.key != message.turn_id:
+            return
+        if not run.started.is_set():
+            await self._wait(run.started, "the turn to start")  # then interrupt it
+        if run.turn_id is None or run.done.is_set():
             return
         for request_id, (answer, turn_id) in list(self._approvals.items()):
             if turn_id == run.turn_id:
                 del self._approvals[request_id]
                 answer.set_result("cancel")
-        if run.turn_id is None:
-            return
         client = self._require_client()
         interrupt = functools.partial(client.turn_interrupt, self._thread_id or "", run.turn_id)
         try:
