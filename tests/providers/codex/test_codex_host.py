@@ -1,0 +1,161 @@
+"""Codex end to end: the public host surface, the real SDK, the stand-in CLI."""
+
+import shelve
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agenthost.actors import Chat, FakeClock, Host, Subscription
+from agenthost.messages import ErrorCode, OutcomeState, TurnState
+from agenthost.messages.events import AssistantDelta, RequestOpened
+from agenthost.messages.state import RequestKind
+from agenthost.providers import CodexProvider
+from agenthost.store import SqliteStore
+from tests.providers.codex.harness import Standin, texts
+
+WAIT_S = 10.0
+
+
+@pytest.fixture
+def standin(tmp_path: Path) -> Standin:
+    return Standin(tmp_path)
+
+
+@pytest.fixture
+def start(db_path: Path, clock: FakeClock) -> Iterator[Callable[[CodexProvider], Host]]:
+    hosts: list[Host] = []
+
+    def start_host(provider: CodexProvider) -> Host:
+        host = Host.start(store=SqliteStore(db_path), providers={"codex": provider}, clock=clock)
+        hosts.append(host)
+        return host
+
+    yield start_host
+    for host in hosts:
+        host.stop()
+
+
+def next_of(sub: Subscription, kind: type) -> Any:
+    while not isinstance(event := sub.next(WAIT_S), kind):
+        pass
+    return event
+
+
+def turns_of(chat: Chat) -> list[tuple[str, str, TurnState]]:
+    return [(t.user_text, t.assistant_text, t.state) for t in chat.state().turns]
+
+
+def test_a_turn_through_the_host_completes_and_its_reply_is_stored(
+    start: Callable[[CodexProvider], Host], standin: Standin
+) -> None:
+    provider = standin.provider()
+    host = start(provider)
+    session = host.create_session(provider="codex")
+    chat = session.chat()
+    outcome = chat.send("hi").result(timeout=WAIT_S)
+    assert outcome.state is OutcomeState.COMPLETE
+    assert outcome.text == "echo: hi"
+    host.stop()
+
+    again = start(provider).open_session(session.id).chat()  # from the store; codex resumes
+    assert turns_of(again) == [("hi", "echo: hi", TurnState.COMPLETE)]
+    [started] = standin.received("turn/start")
+    assert standin.received("thread/resume") == [{"threadId": started["threadId"]}]
+
+
+def test_a_restarted_host_resumes_threads_kept_in_a_persistent_mapping(
+    start: Callable[[CodexProvider], Host], standin: Standin, tmp_path: Path
+) -> None:
+    with shelve.open(str(tmp_path / "codex-threads")) as threads:
+        host = start(standin.provider(threads=threads))
+        session = host.create_session(provider="codex")
+        assert session.chat().send("hi").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
+        host.stop()
+    with shelve.open(str(tmp_path / "codex-threads")) as threads:
+        again = start(standin.provider(threads=threads))
+        chat = again.open_session(session.id).chat()
+        assert chat.send("again").result(timeout=WAIT_S).text == "echo: again"
+        again.stop()
+    [first, second] = standin.received("turn/start")
+    assert standin.received("thread/resume") == [{"threadId": first["threadId"]}]
+    assert second["threadId"] == first["threadId"]
+
+
+def test_steering_through_the_host_is_recorded_inside_the_running_turn(
+    start: Callable[[CodexProvider], Host], standin: Standin
+) -> None:
+    standin.on("first", {"say": "a"}, {"wait": "turn/steer"}, {"say": "b"})
+    chat = start(standin.provider()).create_session(provider="codex").chat()
+    sub = chat.subscribe()
+    first = chat.send("first")
+    next_of(sub, AssistantDelta)  # the turn runs
+    chat.steer("and this")
+    outcome = first.result(timeout=WAIT_S)
+    assert outcome.state is OutcomeState.COMPLETE
+    [turn] = chat.state().turns
+    assert (turn.user_text, turn.assistant_text) == ("first", "ab")
+    assert [m.text for m in turn.steering] == ["and this"]
+    assert chat.state().pending == ()
+    assert texts(standin.received("turn/start")) == ["first"]
+    assert texts(standin.received("turn/steer")) == ["and this"]
+
+
+def test_a_permission_request_through_the_host_is_answered_by_the_user(
+    start: Callable[[CodexProvider], Host], standin: Standin
+) -> None:
+    standin.on("run ls", {"approval": "ls"}, {"say": "listed"})
+    chat = start(standin.provider()).create_session(provider="codex").chat()
+    sub = chat.subscribe()
+    turn = chat.send("run ls")
+    opened = next_of(sub, RequestOpened)
+    assert opened.request.kind is RequestKind.PERMISSION
+    assert opened.request.tool_name == "shell"
+    chat.answer(opened.request.request_id, approved=True)
+    outcome = turn.result(timeout=WAIT_S)
+    assert (outcome.state, outcome.text) == (OutcomeState.COMPLETE, "listed")
+    assert standin.approvals() == ["accept"]
+
+
+def test_a_cli_crash_mid_turn_abandons_the_turn_and_the_restarted_cli_resumes_the_thread(
+    start: Callable[[CodexProvider], Host], standin: Standin
+) -> None:
+    standin.on("crash", {"say": "a"}, {"crash": True})
+    chat = start(standin.provider()).create_session(provider="codex").chat()
+    crashed = chat.send("crash").result(timeout=WAIT_S)
+    assert crashed.state is OutcomeState.ERROR
+    assert crashed.error is not None and crashed.error.code is ErrorCode.EXECUTION_ABANDONED
+    after = chat.send("after").result(timeout=WAIT_S)
+    assert (after.state, after.text) == (OutcomeState.COMPLETE, "echo: after")
+    assert len(standin.startups()) == 2, "the supervisor started a new CLI"
+    [first, second] = standin.received("turn/start")
+    assert standin.received("thread/resume") == [{"threadId": first["threadId"]}]
+    assert second["threadId"] == first["threadId"]
+
+
+def test_no_prompt_ever_carries_an_earlier_user_message(
+    start: Callable[[CodexProvider], Host], standin: Standin
+) -> None:
+    # Errored and cancelled turns leave the stored history ending in a user
+    # message; codex keeps the conversation, so each turn sends its own text only.
+    standin.on("second fails", {"say": "x"}, {"fail": "model error"})
+    standin.on("third is cancelled", {"say": "y"}, {"wait": "never"})
+    chat = start(standin.provider()).create_session(provider="codex").chat()
+    sub = chat.subscribe()
+    assert chat.send("first").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
+    failed = chat.send("second fails").result(timeout=WAIT_S)
+    assert failed.state is OutcomeState.ERROR
+    assert failed.error is not None and failed.error.message == "model error"
+    third = chat.send("third is cancelled")
+    while next_of(sub, AssistantDelta).text != "y":  # the third turn runs
+        pass
+    chat.cancel()
+    assert third.result(timeout=WAIT_S).state is OutcomeState.CANCELLED
+    assert chat.send("fourth").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
+    assert chat.send("fifth").result(timeout=WAIT_S).text == "echo: fifth"
+
+    prompts = texts(standin.received("turn/start"))
+    assert prompts == ["first", "second fails", "third is cancelled", "fourth", "fifth"]
+    for later, prompt in enumerate(prompts):
+        assert not any(earlier in prompt for earlier in prompts[:later])
