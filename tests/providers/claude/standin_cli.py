@@ -12,7 +12,8 @@ Environment:
                            "resume_error": text, "hang_on_initialize": bool}
     CLAUDE_STANDIN_LOG     a JSON-lines file; every user message received is
                            recorded ({"event": "prompt" | "steering", "text", "uuid"}),
-                           and each start ({"event": "started" | "resumed", "session"})
+                           and each start ({"event": "started" | "resumed", "session",
+                           "pid", "sid", "pgid", "tty"})
     CLAUDE_STANDIN_STATE   the directory of conversations
 
 Steps of a reply (an unscripted prompt is answered "echo: <prompt>"):
@@ -53,6 +54,14 @@ def record(entry: dict[str, Any]) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as log:
             log.write(json.dumps(entry) + "\n")
+
+
+def has_terminal() -> bool:
+    try:
+        os.close(os.open("/dev/tty", os.O_RDONLY))
+    except OSError:
+        return False
+    return True
 
 
 def hang() -> None:
@@ -166,7 +175,16 @@ class Cli:
         self.control(first)
         if resume is None:
             conversation.write_text("[]")
-        record({"event": "resumed" if resume else "started", "session": self.session})
+        record(
+            {
+                "event": "resumed" if resume else "started",
+                "session": self.session,
+                "pid": os.getpid(),
+                "sid": os.getsid(0),
+                "pgid": os.getpgid(0),
+                "tty": has_terminal(),
+            }
+        )
 
     def run(self) -> None:
         self.open()

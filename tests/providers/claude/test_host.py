@@ -1,5 +1,10 @@
 """Claude end to end: the public host surface, the real SDK, the stand-in CLI."""
 
+import os
+import select
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -8,7 +13,7 @@ import pytest
 pytest.importorskip("claude_agent_sdk")
 
 from agenthost.actors import FakeClock, Host
-from agenthost.messages import OutcomeState, TurnState
+from agenthost.messages import ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import AssistantDelta
 from agenthost.store import SqliteStore
 from tests.fakes.events import drain_events
@@ -84,3 +89,57 @@ def test_no_prompt_carries_an_earlier_user_message(
     assert standin.received() == ["one", "fails", "three"]
     assert chat.state().turns[1].error is not None
     assert chat.state().turns[1].error.message == "API Error: 500"
+
+
+def test_a_crashed_cli_is_restarted_and_resumes_the_conversation(
+    start: Callable[[], Host], standin: StandIn
+) -> None:
+    standin.script({"boom": [{"say": ["x"]}, {"crash": 3}]})
+    chat = start().create_session(provider="claude").chat()
+    crashed = chat.send("boom").result(timeout=WAIT_S)
+    assert crashed.error is not None and crashed.error.code is ErrorCode.EXECUTION_ABANDONED
+    after = chat.send("fine").result(timeout=WAIT_S)
+    assert (after.state, after.text) == (OutcomeState.COMPLETE, "echo: fine")
+    [started] = standin.log("started")
+    [resumed] = standin.log("resumed")
+    assert resumed["session"] == started["session"]
+    assert standin.received() == ["boom", "fine"]
+
+
+def _wait_gone(pid: int) -> bool:
+    """Wait (bounded) for a process that is not our child to exit."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], WAIT_S)
+        return bool(readable)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
+def test_the_cli_has_no_terminal_and_dies_with_a_host_killed_by_sigkill(tmp_path: Path) -> None:
+    host = subprocess.Popen(
+        [sys.executable, "-m", "tests.providers.claude.killed_host", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[3],
+    )
+    cli_pid = None
+    try:
+        assert host.stdout is not None
+        assert host.stdout.readline().strip() == "running"
+        [started] = StandIn(tmp_path).log("started")
+        cli_pid = started["pid"]
+        assert started["sid"] == started["pgid"] == cli_pid, "the CLI leads its own session"
+        assert started["tty"] is False
+        os.kill(host.pid, signal.SIGKILL)
+        assert _wait_gone(cli_pid), "the CLI outlived its host"
+    finally:
+        host.kill()
+        host.wait(timeout=WAIT_S)
+        if cli_pid is not None and not _wait_gone(cli_pid):
+            os.kill(cli_pid, signal.SIGKILL)
