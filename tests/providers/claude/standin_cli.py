@@ -13,7 +13,7 @@ Environment:
     CLAUDE_STANDIN_LOG     a JSON-lines file; every user message received is
                            recorded ({"event": "prompt" | "steering", "text", "uuid"}),
                            and each start ({"event": "started" | "resumed", "session",
-                           "pid", "sid", "pgid", "tty"})
+                           "pid", "sid", "pgid", "tty", "argv"})
     CLAUDE_STANDIN_STATE   the directory of conversations
 
 Steps of a reply (an unscripted prompt is answered "echo: <prompt>"):
@@ -70,6 +70,7 @@ def hang() -> None:
 
 class Cli:
     def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
         self.options = dict(self._options(argv))
         self.partial = "--include-partial-messages" in argv
         script_path = os.environ.get("CLAUDE_STANDIN_SCRIPT")
@@ -183,6 +184,7 @@ class Cli:
                 "sid": os.getsid(0),
                 "pgid": os.getpgid(0),
                 "tty": has_terminal(),
+                "argv": self.argv,
             }
         )
 

@@ -404,6 +404,21 @@ def test_a_cli_that_never_answers_initialize_fails_the_open(standin: StandIn) ->
     run(scenario)
 
 
+def test_the_options_reach_the_cli_as_the_sdks_own(standin: StandIn, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        provider = standin.provider(model="claude-test-model", cwd=tmp_path)
+        adapter = await opened(provider, Events())
+        await adapter.dispose()
+
+    run(scenario)
+    [started] = standin.log("started")
+    argv = started["argv"]
+    assert argv[argv.index("--model") + 1] == "claude-test-model"
+    assert argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
+    assert f"--session-id={started['session']}" in argv
+    assert "--include-partial-messages" in argv
+
+
 def test_a_missing_cli_is_a_clear_error_naming_cli_path(tmp_path: Path) -> None:
     for cli_path in (None, tmp_path / "no-claude-here"):
         with pytest.raises(AgentHostError) as missing:

@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("claude_agent_sdk")
 
 from agenthost.actors import FakeClock, Host
-from agenthost.messages import ErrorCode, OutcomeState, TurnState
-from agenthost.messages.events import AssistantDelta
+from agenthost.messages import ErrorCode, OutcomeState, RequestKind, TurnState
+from agenthost.messages.events import AssistantDelta, RequestOpened
 from agenthost.store import SqliteStore
 from tests.fakes.events import drain_events
 from tests.providers.claude.standin import WAIT_S, StandIn
@@ -75,6 +75,45 @@ def test_steering_is_folded_into_the_running_turn(
     assert [(m.id, m.text) for m in turn.steering] == [(steering.id, "steer me")]
     assert chat.state().pending == ()
     assert standin.received() == ["first", "steer me"]
+
+
+def test_steering_with_no_tool_boundary_left_becomes_the_next_turn(
+    start: Callable[[], Host], standin: StandIn
+) -> None:
+    standin.script({"first": [{"say": ["a"]}, {"block": True}, {"say": ["b"]}]})
+    chat = start().create_session(provider="claude").chat()
+    sub = chat.subscribe()
+    first = chat.send("first")
+    while not isinstance(sub.next(WAIT_S), AssistantDelta):
+        pass
+    steering = chat.steer("then this")
+    assert first.result(timeout=WAIT_S).text == "ab"
+    drain_events(chat.subscribe(), turns=2)
+    assert [(t.user_text, t.assistant_text, t.state) for t in chat.state().turns] == [
+        ("first", "ab", TurnState.COMPLETE),
+        ("then this", "echo: then this", TurnState.COMPLETE),
+    ]
+    assert chat.state().pending == ()
+    assert steering.id not in [m.id for m in chat.state().turns[0].steering]
+
+
+def test_a_permission_is_asked_of_the_user_and_answered(
+    start: Callable[[], Host], standin: StandIn
+) -> None:
+    standin.script(
+        {"go": [{"tool": "Bash", "input": {"command": "ls"}, "ask": True}, {"say": ["ok"]}]}
+    )
+    chat = start().create_session(provider="claude").chat()
+    sub = chat.subscribe()
+    turn = chat.send("go")
+    event = sub.next(WAIT_S)
+    while not isinstance(event, RequestOpened):
+        event = sub.next(WAIT_S)
+    assert (event.request.kind, event.request.tool_name) == (RequestKind.PERMISSION, "Bash")
+    chat.answer(event.request.request_id, approved=True)
+    assert turn.result(timeout=WAIT_S).text == "ok"
+    [permission] = standin.log("permission")
+    assert permission["answer"]["response"]["behavior"] == "allow"
 
 
 def test_no_prompt_carries_an_earlier_user_message(
