@@ -155,6 +155,7 @@ class _Run:
     key: str
     message: _Written | None
     held: str | None = None  # the last assistant message's text, until the next one starts
+    joined: list[_Written] = attrs.field(factory=list)  # taken in while it ran
     tools: set[str] = attrs.field(factory=set)
     cancelled: bool = False
 
@@ -221,7 +222,8 @@ class ClaudeAdapter(ProviderAdapter):
             **session,  # type: ignore[arg-type]
         )
         self._client = sdk.ClaudeSDKClient(options)
-        await self._rpc("initialize", self._client.connect(), timeout=self._p.start_timeout)
+        connecting = self._client.connect()
+        await self._rpc("initialize", connecting, fatal=True, timeout=self._p.start_timeout)
         self._open = True
         self._last_frame = asyncio.get_running_loop().time()
         loop = asyncio.get_running_loop()
@@ -321,7 +323,8 @@ class ClaudeAdapter(ProviderAdapter):
         }
         self._queued.append(written)
         try:
-            await self._rpc("query", client.query(_one(frame), session_id=self.claude_session_id))
+            writing = client.query(_one(frame), session_id=self.claude_session_id)
+            await self._rpc("query", writing, fatal=True)
         except ProviderCrashed:
             raise
         except Exception as exc:
@@ -335,11 +338,13 @@ class ClaudeAdapter(ProviderAdapter):
             raise ProviderCrashed("the claude CLI is not running")
         return self._client
 
-    async def _rpc(self, name: str, call: Any, *, timeout: float | None = None) -> Any:
-        """Await an SDK call under `rpc_timeout`. A timeout counts; `max_timeouts`
-        in a row fail the connection (the CLI is killed). With its own `timeout`
-        (starting the CLI) the first timeout is fatal."""
-        fatal = timeout is not None
+    async def _rpc(
+        self, name: str, call: Any, *, fatal: bool = False, timeout: float | None = None
+    ) -> Any:
+        """Await an SDK call under `rpc_timeout` (or its own `timeout`). A timeout
+        counts; `max_timeouts` in a row fail the connection (the CLI is killed).
+        A `fatal` call's first timeout does: starting the CLI, and writing to it
+        (a write cut off halfway would leave half a line on its stdin)."""
         timeout = self._p.rpc_timeout if timeout is None else timeout
         task = asyncio.ensure_future(call)
         done, _ = await asyncio.wait({task}, timeout=timeout)
@@ -446,8 +451,9 @@ class ClaudeAdapter(ProviderAdapter):
                     )
                 )
         run = self._run
-        for message in [m for m in self._queued if m.uuid in uuids and m.steering]:
+        for message in [m for m in self._queued if m.uuid in uuids]:
             self._queued.remove(message)
+            run.joined.append(message)  # a send merged into a turn settles with it
             events.append(
                 UserMessageEcho(
                     turn_id=run.key, text=message.text, provider_message_id=message.uuid
@@ -464,11 +470,10 @@ class ClaudeAdapter(ProviderAdapter):
 
     def _end(self, result: Any) -> list[ProviderEvent]:
         """The turn's result: the final message with its finish reason and Idle,
-        or the CLI's own error text for the turn."""
+        or the CLI's own error text for the turn. Every send the turn took in
+        settles with it."""
         run, self._run = self._run, None
         assert run is not None
-        message = run.message
-        done = None if message is None else self._sends.get(message.uuid)
         self._log.info(
             "claude_turn_ended",
             turn_id=run.key,
@@ -476,18 +481,22 @@ class ClaudeAdapter(ProviderAdapter):
             is_error=result.is_error,
             cancelled=run.cancelled,
         )
+        sends = [m for m in (run.message, *run.joined) if m is not None and not m.steering]
+        waiting = [(m, self._sends[m.uuid]) for m in sends if m.uuid in self._sends]
         if not result.is_error or run.cancelled:
             events = self._release(run, finish_reason=result.stop_reason or "stop")
             if not result.is_error:
                 events.append(Idle(turn_id=run.key))
-            if done is not None and not done.done():
-                done.set_result(message.uuid if message else "")
+            for message, done in waiting:
+                if not done.done():
+                    done.set_result(message.uuid)
             return events
         events = self._release(run, finish_reason=None)
         error = AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=_error_text(result))
-        if done is not None and not done.done():
-            done.set_exception(ProviderCallError(error, taken=True))
-        elif done is None:  # a run no send waits on (steering that ran as its own turn)
+        for _, done in waiting:
+            if not done.done():
+                done.set_exception(ProviderCallError(error, taken=True))
+        if not sends:  # no send waits on this run (steering that ran as its own turn)
             events.append(CallSettled(turn_id=run.key, settlement=Settlement.REJECTED, error=error))
         return events
 
