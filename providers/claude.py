@@ -85,6 +85,20 @@ CAPABILITIES = Capabilities(
     accepts_steering=True,
 )
 NO_HISTORY = "No conversation found with session ID"
+_ADAPTER_OPTIONS = frozenset(
+    {
+        "cli_path",
+        "env",
+        "model",
+        "cwd",
+        "permission_mode",
+        "include_partial_messages",
+        "can_use_tool",
+        "stderr",
+        "session_id",
+        "resume",
+    }
+)
 _SESSION_NAMESPACE = uuid.UUID("5d3c0a52-61f4-4c55-9b36-1f0e0d7c8a11")
 
 
@@ -102,6 +116,8 @@ class ClaudeProvider(Provider):
         rpc_timeout: seconds any other call that waits on the CLI may take.
         probe_after: seconds of silence during a turn before the CLI is probed.
         max_timeouts: timeouts in a row that fail the connection.
+        sdk_options: more `ClaudeAgentOptions` fields, passed on as they are
+            (e.g. `system_prompt`, `allowed_tools`); not those the adapter sets.
     """
 
     capabilities = CAPABILITIES
@@ -118,6 +134,7 @@ class ClaudeProvider(Provider):
         rpc_timeout: float = 30.0,
         probe_after: float = 60.0,
         max_timeouts: int = 2,
+        sdk_options: Mapping[str, Any] | None = None,
     ) -> None:
         if sdk is None:
             raise AgentHostError(
@@ -133,6 +150,10 @@ class ClaudeProvider(Provider):
         self.rpc_timeout = rpc_timeout
         self.probe_after = probe_after
         self.max_timeouts = max_timeouts
+        self.sdk_options = dict(sdk_options or {})
+        taken = sorted(self.sdk_options.keys() & _ADAPTER_OPTIONS)
+        if taken:
+            raise ValueError(f"claude: sdk_options may not set {', '.join(taken)}")
 
     def open_session(self, session_id: str, chat_id: str, emit: Emit) -> "ClaudeAdapter":
         return ClaudeAdapter(self, session_id, chat_id, emit)
@@ -211,6 +232,7 @@ class ClaudeAdapter(ProviderAdapter):
         self._failed = False
         self._stderr.clear()
         options = sdk.ClaudeAgentOptions(
+            **self._p.sdk_options,
             cli_path=launcher_path(),
             env={**self._p.env, **guard_env(self._p.cli)},
             model=self._p.model,

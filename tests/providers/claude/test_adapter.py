@@ -406,7 +406,11 @@ def test_a_cli_that_never_answers_initialize_fails_the_open(standin: StandIn) ->
 
 def test_the_options_reach_the_cli_as_the_sdks_own(standin: StandIn, tmp_path: Path) -> None:
     async def scenario() -> None:
-        provider = standin.provider(model="claude-test-model", cwd=tmp_path)
+        provider = standin.provider(
+            model="claude-test-model",
+            cwd=tmp_path,
+            sdk_options={"system_prompt": "be brief", "max_turns": 3},
+        )
         adapter = await opened(provider, Events())
         await adapter.dispose()
 
@@ -417,6 +421,13 @@ def test_the_options_reach_the_cli_as_the_sdks_own(standin: StandIn, tmp_path: P
     assert argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
     assert f"--session-id={started['session']}" in argv
     assert "--include-partial-messages" in argv
+    assert argv[argv.index("--system-prompt") + 1] == "be brief"
+    assert argv[argv.index("--max-turns") + 1] == "3"
+
+
+def test_sdk_options_cannot_take_over_what_the_adapter_sets(standin: StandIn) -> None:
+    with pytest.raises(ValueError, match="cli_path, resume"):
+        standin.provider(sdk_options={"resume": "x", "cli_path": "/bin/claude"})
 
 
 def test_a_missing_cli_is_a_clear_error_naming_cli_path(tmp_path: Path) -> None:
