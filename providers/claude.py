@@ -428,7 +428,7 @@ class ClaudeAdapter(ProviderAdapter):
                         run.tools.add(block.id)
                         events.append(_tool_started(run.key, block.id, block.name, block.input))
                 return events
-            case sdk.UserMessage(content=list(content)):
+            case sdk.UserMessage(parent_tool_use_id=None, content=list(content)):
                 events = self._begin(())
                 run = self._run
                 assert run is not None
