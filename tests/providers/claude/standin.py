@@ -10,7 +10,7 @@ from agenthost.messages.provider import ProviderEvent, ProviderSend
 from agenthost.providers.claude import ClaudeProvider
 
 STANDIN = Path(__file__).with_name("standin_cli.py")
-WAIT_S = 10.0
+WAIT_S = 30.0  # a CLI (two Python processes) starts within it even on a loaded machine
 T = TypeVar("T")
 E = TypeVar("E")
 
@@ -79,7 +79,7 @@ def run(scenario: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run one test's scenario on a fresh event loop, bounded."""
 
     async def bounded() -> T:
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(90):
             return await scenario()
 
     return asyncio.run(bounded())

@@ -377,7 +377,7 @@ def test_a_cli_that_hangs_mid_turn_times_out_and_fails_the_connection(standin: S
     events = Events()
 
     async def scenario() -> None:
-        provider = standin.provider(rpc_timeout=1.0, probe_after=0.2, max_timeouts=2)
+        provider = standin.provider(rpc_timeout=2.0, probe_after=0.2, max_timeouts=2)
         adapter = await opened(provider, events)
         try:
             with pytest.raises(ProviderCrashed):
