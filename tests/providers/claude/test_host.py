@@ -182,3 +182,19 @@ def test_the_cli_has_no_terminal_and_dies_with_a_host_killed_by_sigkill(tmp_path
         host.wait(timeout=WAIT_S)
         if cli_pid is not None and not _wait_gone(cli_pid):
             os.kill(cli_pid, signal.SIGKILL)
+
+
+def test_a_cancelled_turn_is_interrupted_and_the_next_one_runs(
+    start: Callable[[], Host], standin: StandIn
+) -> None:
+    standin.script({"long": [{"say": ["a"]}, {"block": "interrupt"}, {"say": ["never"]}]})
+    chat = start().create_session(provider="claude").chat()
+    sub = chat.subscribe()
+    long = chat.send("long")
+    while not isinstance(sub.next(WAIT_S), AssistantDelta):
+        pass
+    assert chat.cancel() is True
+    assert long.result(timeout=WAIT_S).state is OutcomeState.CANCELLED
+    after = chat.send("after").result(timeout=WAIT_S)
+    assert (after.state, after.text) == (OutcomeState.COMPLETE, "echo: after")
+    assert standin.received() == ["long", "after"]
