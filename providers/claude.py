@@ -10,7 +10,11 @@ stream-json with it on stdio. What the SDK does that matters here:
   turn runs is taken in at the next tool boundary (steering, folded into the
   turn) or else runs as the next turn. Each message we write carries a
   `uuid`; frames list the uuids their turn took in (`user_message_uuids`),
-  which is how steering is told apart from a turn of its own.
+  which is how steering is told apart from a turn of its own. (A CLI too old
+  to report them gets its turns matched in write order only.)
+- The CLI's session id is ours, a uuid5 of (session id, chat id): passed as
+  `--session-id` on start and `--resume` on resume, so a restarted
+  connection continues the same conversation.
 - `interrupt()` is a control request; the turn then ends with an error
   result (`error_during_execution`).
 - `can_use_tool` is the SDK's callback for the CLI's permission requests.
