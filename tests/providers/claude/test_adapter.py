@@ -4,6 +4,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 pytest.importorskip("claude_agent_sdk")
@@ -12,6 +13,7 @@ from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
     CallSettled,
     ConnectionFailed,
+    HistoryMessage,
     HostRequestKind,
     HostRequestOpened,
     Idle,
@@ -287,6 +289,20 @@ def test_a_multi_turn_conversation_sends_only_each_turns_own_text(standin: Stand
     run(scenario)
     assert standin.received() == questions
     assert [m.text for m in events.of(ReplyMessage)] == [f"echo: {q}" for q in questions]
+
+
+def test_a_send_ignores_any_history_it_is_given(standin: StandIn) -> None:
+    history = (HistoryMessage(role="user", text="old"), HistoryMessage(role="user", text="older"))
+
+    async def scenario() -> None:
+        adapter = await opened(standin.provider(), Events())
+        try:
+            await adapter.send(attrs.evolve(send("t1", "new"), history=history))
+        finally:
+            await adapter.dispose()
+
+    run(scenario)
+    assert standin.received() == ["new"]
 
 
 def test_resume_continues_the_same_conversation(standin: StandIn) -> None:
