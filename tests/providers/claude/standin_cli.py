@@ -199,6 +199,25 @@ class Cli:
             self.turn(self.pending.popleft())
 
     def turn(self, first: dict[str, Any]) -> None:
+        """One turn, framed by the session-state frames the SDK asks for."""
+        self.session_state("running")
+        self.run_turn(first)
+        self.session_state("idle")
+
+    def session_state(self, state: str) -> None:
+        if os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1":
+            out(
+                {
+                    "type": "system",
+                    "subtype": "session_state_changed",
+                    "state": state,
+                    "sdk_host_only": True,
+                    "uuid": str(uuid.uuid4()),
+                    "session_id": self.session,
+                }
+            )
+
+    def run_turn(self, first: dict[str, Any]) -> None:
         self.interrupted = False
         taken = [first.get("uuid")]
         self.remember(first, "prompt")
