@@ -1,0 +1,656 @@
+"""Claude through claude-agent-sdk (`pip install agenthost[claude]`).
+
+One `ClaudeAdapter` per provider session holds one `ClaudeSDKClient`, which
+spawns the Claude Code CLI (through the CLI guard) and speaks newline-delimited
+stream-json with it on stdio. What the SDK does that matters here:
+
+- `query()` only writes a user message and returns; the CLI answers with
+  frames (`system` init, `stream_event` partials, `assistant`, `user` tool
+  results) and ends each turn with one `result`. A message written while a
+  turn runs is taken in at the next tool boundary (steering, folded into the
+  turn) or else runs as the next turn. Each message we write carries a
+  `uuid`; frames list the uuids their turn took in (`user_message_uuids`),
+  which is how steering is told apart from a turn of its own. (A CLI too old
+  to report them gets its turns matched in write order only.)
+- The CLI's session id is ours, a uuid5 of (session id, chat id): passed as
+  `--session-id` on start and `--resume` on resume, so a restarted
+  connection continues the same conversation.
+- `interrupt()` is a control request; the turn then ends with an error
+  result (`error_during_execution`).
+- `can_use_tool` is the SDK's callback for the CLI's permission requests.
+- A resume of an unknown session makes the CLI print "No conversation found
+  with session ID: <id>" and exit 1; `connect()` raises with that text.
+- The SDK's own control-request timeout is 60 s or more, so every call that
+  waits on the CLI runs under this adapter's `rpc_timeout`. A turn that goes
+  silent for `probe_after` seconds is probed with a control request;
+  `max_timeouts` timeouts in a row fail the connection (ConnectionFailed), as
+  does a CLI that exits.
+
+Capabilities: the send call settles with the turn (the adapter reads through
+to the result), steering is accepted, nothing can be withdrawn, and the CLI
+keeps the conversation (a send carries only its own text).
+"""
+
+import asyncio
+import collections
+import contextlib
+import json
+import os
+import signal
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import attrs
+import structlog
+
+from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.provider import (
+    CallSettled,
+    Capabilities,
+    ConnectionFailed,
+    HostRequestKind,
+    HostRequestOpened,
+    Idle,
+    ProviderAnswer,
+    ProviderCancel,
+    ProviderEvent,
+    ProviderResume,
+    ProviderSend,
+    ProviderSteer,
+    ReplyDelta,
+    ReplyMessage,
+    Settlement,
+    ToolCallCompleted,
+    ToolCallStarted,
+    UserMessageEcho,
+)
+from agenthost.providers.base import (
+    Emit,
+    Provider,
+    ProviderAdapter,
+    ProviderCallError,
+    ProviderCrashed,
+    ProviderResumeError,
+)
+from agenthost.providers.cli_guard import guard_env, launcher_path, resolve_cli
+
+try:
+    import claude_agent_sdk as sdk  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # the `claude` extra is not installed: ClaudeProvider() says so
+    sdk = None  # type: ignore[assignment,unused-ignore]
+
+log = structlog.get_logger(__name__)
+
+CAPABILITIES = Capabilities(
+    call_settles_with_turn=True,
+    can_withdraw_steering=False,
+    stateful_prompt=True,
+    accepts_steering=True,
+)
+NO_HISTORY = "No conversation found with session ID"
+_ADAPTER_OPTIONS = frozenset(
+    {
+        "cli_path",
+        "env",
+        "model",
+        "cwd",
+        "permission_mode",
+        "include_partial_messages",
+        "can_use_tool",
+        "stderr",
+        "session_id",
+        "resume",
+    }
+)
+_SESSION_NAMESPACE = uuid.UUID("5d3c0a52-61f4-4c55-9b36-1f0e0d7c8a11")
+
+
+class ClaudeProvider(Provider):
+    """Claude Code through claude-agent-sdk.
+
+    Args:
+        cli_path: the Claude Code CLI to run (required: nothing is searched
+            for or downloaded, and the CLI bundled in the SDK's wheel is not used).
+        env: extra environment for the CLI (the rest is inherited).
+        model: passed on as the SDK's `model` option.
+        cwd: the CLI's working directory.
+        permission_mode: passed on as the SDK's `permission_mode` option.
+        start_timeout: seconds the CLI may take to start and answer initialize.
+        rpc_timeout: seconds any other call that waits on the CLI may take.
+        probe_after: seconds of silence during a turn before the CLI is probed.
+        max_timeouts: timeouts in a row that fail the connection.
+        sdk_options: more `ClaudeAgentOptions` fields, passed on as they are
+            (e.g. `system_prompt`, `allowed_tools`); not those the adapter sets.
+    """
+
+    capabilities = CAPABILITIES
+
+    def __init__(
+        self,
+        cli_path: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        model: str | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        permission_mode: str | None = None,
+        start_timeout: float = 60.0,
+        rpc_timeout: float = 30.0,
+        probe_after: float = 60.0,
+        max_timeouts: int = 2,
+        sdk_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if sdk is None:
+            raise AgentHostError(
+                code=ErrorCode.PROVIDER_UNAVAILABLE,
+                message="claude: claude-agent-sdk is not installed; pip install agenthost[claude]",
+            )
+        self.cli = resolve_cli(cli_path, provider="claude")
+        self.env = dict(env or {})
+        self.model = model
+        self.cwd = None if cwd is None else str(cwd)
+        self.permission_mode = permission_mode
+        self.start_timeout = start_timeout
+        self.rpc_timeout = rpc_timeout
+        self.probe_after = probe_after
+        self.max_timeouts = max_timeouts
+        self.sdk_options = dict(sdk_options or {})
+        taken = sorted(self.sdk_options.keys() & _ADAPTER_OPTIONS)
+        if taken:
+            raise ValueError(f"claude: sdk_options may not set {', '.join(taken)}")
+
+    def open_session(self, session_id: str, chat_id: str, emit: Emit) -> "ClaudeAdapter":
+        return ClaudeAdapter(self, session_id, chat_id, emit)
+
+
+@attrs.define
+class _Written:
+    """A user message written to the CLI and not yet taken in by a turn."""
+
+    uuid: str
+    key: str  # the send's turn id, or the steering message's pending id
+    text: str
+    steering: bool
+
+
+@attrs.define
+class _Run:
+    """One CLI turn, from its first frame to its result."""
+
+    key: str
+    message: _Written | None
+    held: str | None = None  # the last assistant message's text, until the next one starts
+    joined: list[_Written] = attrs.field(factory=list)  # taken in while it ran
+    tools: set[str] = attrs.field(factory=set)
+    cancelled: bool = False
+
+
+class ClaudeAdapter(ProviderAdapter):
+    """One Claude conversation; every method runs on the claude provider loop."""
+
+    capabilities = CAPABILITIES
+
+    def __init__(self, provider: ClaudeProvider, session_id: str, chat_id: str, emit: Emit) -> None:
+        self._p = provider
+        self.session_id = session_id
+        self.chat_id = chat_id
+        self._emit = emit
+        # The CLI's session id: a uuid of ours, the same on every resume.
+        self.claude_session_id = str(uuid.uuid5(_SESSION_NAMESPACE, f"{session_id}/{chat_id}"))
+        self._client: Any = None
+        self._tasks: list[asyncio.Future[Any]] = []
+        self._queued: list[_Written] = []
+        self._run: _Run | None = None
+        self._cancelled: set[str] = set()  # keys cancelled before their run started
+        self._sends: dict[str, asyncio.Future[str]] = {}
+        self._asks: dict[str, asyncio.Future[ProviderAnswer]] = {}
+        self._early: dict[str, ProviderAnswer] = {}
+        self._stderr: collections.deque[str] = collections.deque(maxlen=5)
+        self._timeouts = 0
+        self._last_frame = 0.0
+        self._open = False
+        self._failed = False
+        self._closing = False
+        self._log = log.bind(session_id=session_id, chat_id=chat_id)
+
+    # -- opening ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self._connect(session_id=self.claude_session_id)
+
+    async def resume(self, message: ProviderResume) -> None:
+        """Resume the CLI's conversation; "No conversation found" is the only
+        no-history verdict, and then a fresh conversation is opened."""
+        try:
+            await self._connect(resume=self.claude_session_id)
+        except Exception as exc:
+            text = " ".join([str(exc), *self._stderr])
+            code = getattr(exc, "exit_code", None) or 1
+            if NO_HISTORY.lower() not in text.lower():
+                raise ProviderResumeError(code, str(exc)) from exc
+            self._log.info("claude_resume_found_no_history")
+            await self._connect(session_id=self.claude_session_id)
+            raise ProviderResumeError(code, str(exc), no_history=True) from exc
+
+    async def _connect(self, **session: str) -> None:
+        """Spawn the CLI through the guard and run the SDK's initialize handshake."""
+        self._failed = False
+        self._stderr.clear()
+        options = sdk.ClaudeAgentOptions(
+            **self._p.sdk_options,
+            cli_path=launcher_path(),
+            env={**self._p.env, **guard_env(self._p.cli)},
+            model=self._p.model,
+            cwd=self._p.cwd,
+            permission_mode=self._p.permission_mode,  # type: ignore[arg-type]
+            include_partial_messages=True,
+            can_use_tool=self._can_use_tool,
+            stderr=self._stderr.append,
+            **session,  # type: ignore[arg-type]
+        )
+        self._client = sdk.ClaudeSDKClient(options)
+        connecting = self._client.connect()
+        await self._rpc("initialize", connecting, fatal=True, timeout=self._p.start_timeout)
+        self._open = True
+        self._last_frame = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._read(self._client)), loop.create_task(self._watch())]
+        self._log.info("claude_cli_started", resumed="resume" in session)
+
+    # -- host -> CLI -------------------------------------------------------------------------
+    async def send(self, message: ProviderSend) -> str | None:
+        """Write the turn's text (only it: the CLI keeps the conversation) and
+        read through to its result. Returns the message's uuid.
+
+        Raises:
+            ProviderCallError: the CLI refused the message (not taken) or the
+                turn ended in an error result (taken; the CLI's own text).
+            ProviderCrashed: the CLI died or hung.
+        """
+        written = _Written(
+            uuid=str(uuid.uuid4()), key=message.turn_id, text=message.text, steering=False
+        )
+        done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._sends[written.uuid] = done
+        try:
+            await self._write(written)
+            return await done
+        finally:
+            self._sends.pop(written.uuid, None)
+
+    async def steer(self, message: ProviderSteer) -> str | None:
+        """Write the steering message now; the CLI takes it in at the next tool
+        boundary, or runs it as the next turn."""
+        written = _Written(
+            uuid=str(uuid.uuid4()), key=message.pending_id, text=message.text, steering=True
+        )
+        await self._write(written)
+        return written.uuid
+
+    async def cancel(self, message: ProviderCancel) -> None:
+        """Interrupt the turn; one the CLI has not started yet is interrupted when it starts."""
+        run = self._run
+        if run is not None and run.key == message.turn_id:
+            run.cancelled = True
+            await self._rpc("interrupt", self._live().interrupt())
+        elif any(m.key == message.turn_id for m in self._queued):
+            self._cancelled.add(message.turn_id)
+
+    async def answer(self, message: ProviderAnswer) -> None:
+        future = self._asks.get(message.request_id)
+        if future is None:
+            self._early[message.request_id] = message
+        elif not future.done():
+            future.set_result(message)
+
+    async def dispose(self) -> None:
+        """Close stdin and let the CLI exit (the SDK waits for it, then
+        terminates it); kill it if that takes too long or the loop is stopping."""
+        self._closing = True
+        for task in self._tasks:
+            task.cancel()
+        for future in self._sends.values():
+            future.cancel()
+        client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            await self._disconnect(client)
+        except asyncio.CancelledError:  # the provider loop is stopping: no time to be graceful
+            self._kill_cli(client)
+            await self._disconnect(client)
+            raise
+
+    async def _disconnect(self, client: Any) -> None:
+        try:
+            async with asyncio.timeout(self._p.rpc_timeout):
+                await client.disconnect()
+        except TimeoutError:
+            self._log.warning("claude_cli_kept_running")
+            self._kill_cli(client)
+            async with asyncio.timeout(self._p.rpc_timeout):
+                await client.disconnect()  # reaps the killed CLI
+
+    def turn_diagnostic_snapshot(self, turn_id: str) -> dict[str, Any]:
+        run = self._run
+        return {
+            "running": run is not None and run.key == turn_id,
+            "queued_messages": len(self._queued),
+            "waiting_on": sorted(self._asks),
+            "rpc_timeouts": self._timeouts,
+        }
+
+    async def _write(self, written: _Written) -> None:
+        client = self._live()
+        frame = {
+            "type": "user",
+            "message": {"role": "user", "content": written.text},
+            "parent_tool_use_id": None,
+            "uuid": written.uuid,
+        }
+        self._queued.append(written)
+        try:
+            writing = client.query(_one(frame), session_id=self.claude_session_id)
+            await self._rpc("query", writing, fatal=True)
+        except ProviderCrashed:
+            raise
+        except Exception as exc:
+            self._queued.remove(written)
+            raise ProviderCallError(
+                AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=f"claude: {exc}"), taken=False
+            ) from exc
+
+    def _live(self) -> Any:
+        if self._client is None or self._failed:
+            raise ProviderCrashed("the claude CLI is not running")
+        return self._client
+
+    async def _rpc(
+        self, name: str, call: Any, *, fatal: bool = False, timeout: float | None = None
+    ) -> Any:
+        """Await an SDK call under `rpc_timeout` (or its own `timeout`). A timeout
+        counts; `max_timeouts` in a row fail the connection (the CLI is killed).
+        A `fatal` call's first timeout does: starting the CLI, and writing to it
+        (a write cut off halfway would leave half a line on its stdin)."""
+        timeout = self._p.rpc_timeout if timeout is None else timeout
+        task = asyncio.ensure_future(call)
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if done:
+            self._timeouts = 0
+            return task.result()
+        self._timeouts += 1
+        self._log.warning("claude_rpc_timed_out", rpc=name, timeouts=self._timeouts)
+        reason = f"the claude CLI timed out: no answer to {name} within {timeout} s"
+        if fatal or self._timeouts >= self._p.max_timeouts:
+            self._fail(reason)
+            task.cancel()
+            task.add_done_callback(_swallow)
+            raise ProviderCrashed(reason)
+        task.cancel()
+        task.add_done_callback(_swallow)
+        raise TimeoutError(reason)
+
+    # -- CLI -> host -------------------------------------------------------------------------
+    async def _read(self, client: Any) -> None:
+        """Map every frame the CLI writes, for the life of the connection."""
+        loop = asyncio.get_running_loop()
+        try:
+            async for frame in client.receive_messages():
+                self._last_frame = loop.time()
+                for event in self._map(frame):
+                    self._emit(event)
+        except Exception as exc:
+            reason = f"the claude CLI failed: {exc}"
+        else:
+            reason = "the claude CLI exited"
+        if not self._closing:
+            self._fail(reason)
+
+    def _map(self, frame: Any) -> list[ProviderEvent]:
+        """The one mapping from an SDK message to provider-protocol events."""
+        match frame:
+            case sdk.SystemMessage(subtype="init"):
+                return self._begin(())
+            case sdk.StreamEvent(parent_tool_use_id=None, event=event):
+                events = self._begin(frame.user_message_uuids or ())
+                run = self._run
+                assert run is not None
+                if event.get("type") == "message_start":
+                    events += self._release(run, finish_reason=None)
+                delta = event.get("delta") or {}
+                if event.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
+                    events.append(ReplyDelta(turn_id=run.key, text=delta.get("text", "")))
+                return events
+            case sdk.AssistantMessage(parent_tool_use_id=None, content=content):
+                events = self._begin(frame.user_message_uuids or ())
+                run = self._run
+                assert run is not None
+                events += self._release(run, finish_reason=None)
+                text = "".join(b.text for b in content if isinstance(b, sdk.TextBlock))
+                run.held = text or None
+                for block in content:
+                    if isinstance(block, sdk.ToolUseBlock) and block.id not in run.tools:
+                        run.tools.add(block.id)
+                        events.append(_tool_started(run.key, block.id, block.name, block.input))
+                return events
+            case sdk.UserMessage(parent_tool_use_id=None, content=list(content)):
+                events = self._begin(())
+                run = self._run
+                assert run is not None
+                for block in content:
+                    if isinstance(block, sdk.ToolResultBlock):
+                        events.append(
+                            ToolCallCompleted(
+                                turn_id=run.key,
+                                tool_call_id=block.tool_use_id,
+                                result=_text_of(block.content),
+                                success=not block.is_error,
+                            )
+                        )
+                return events
+            case sdk.ResultMessage():
+                events = self._begin(frame.user_message_uuids or ())
+                return events + self._end(frame)
+        return []
+
+    def _begin(self, uuids: Any) -> list[ProviderEvent]:
+        """A frame of a turn: start the run if none is under way (with the
+        message the frame names, else the oldest written one) and fold in the
+        steering the frame says the turn took in."""
+        events: list[ProviderEvent] = []
+        if self._run is None:
+            message = next((m for m in self._queued if m.uuid in uuids), None)
+            if message is None and self._queued:
+                message = self._queued[0]
+            self._run = _Run(key="" if message is None else message.key, message=message)
+            if message is not None:
+                self._queued.remove(message)
+                if message.key in self._cancelled:
+                    self._cancelled.discard(message.key)
+                    self._run.cancelled = True
+                    self._spawn(self._rpc("interrupt", self._live().interrupt()))
+                events.append(
+                    UserMessageEcho(
+                        turn_id=message.key,
+                        text=message.text,
+                        provider_message_id=message.uuid,
+                        starts_turn=message.steering,
+                    )
+                )
+        run = self._run
+        for message in [m for m in self._queued if m.uuid in uuids]:
+            self._queued.remove(message)
+            run.joined.append(message)  # a send merged into a turn settles with it
+            events.append(
+                UserMessageEcho(
+                    turn_id=run.key, text=message.text, provider_message_id=message.uuid
+                )
+            )
+        return events
+
+    def _release(self, run: _Run, finish_reason: str | None) -> list[ProviderEvent]:
+        """The held assistant message became stable (the next one started, or the turn ended)."""
+        text, run.held = run.held, None
+        if text is None and finish_reason is None:
+            return []
+        return [ReplyMessage(turn_id=run.key, text=text or "", finish_reason=finish_reason)]
+
+    def _end(self, result: Any) -> list[ProviderEvent]:
+        """The turn's result: the final message with its finish reason and Idle,
+        or the CLI's own error text for the turn. Every send the turn took in
+        settles with it."""
+        run, self._run = self._run, None
+        assert run is not None
+        self._log.info(
+            "claude_turn_ended",
+            turn_id=run.key,
+            subtype=result.subtype,
+            is_error=result.is_error,
+            cancelled=run.cancelled,
+        )
+        sends = [m for m in (run.message, *run.joined) if m is not None and not m.steering]
+        waiting = [(m, self._sends[m.uuid]) for m in sends if m.uuid in self._sends]
+        if not result.is_error or run.cancelled:
+            events = self._release(run, finish_reason=result.stop_reason or "stop")
+            if not result.is_error:
+                events.append(Idle(turn_id=run.key))
+            for message, done in waiting:
+                if not done.done():
+                    done.set_result(message.uuid)
+            return events
+        events = self._release(run, finish_reason=None)
+        error = AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=_error_text(result))
+        for _, done in waiting:
+            if not done.done():
+                done.set_exception(ProviderCallError(error, taken=True))
+        if not sends:  # no send waits on this run (steering that ran as its own turn)
+            events.append(CallSettled(turn_id=run.key, settlement=Settlement.REJECTED, error=error))
+        return events
+
+    async def _can_use_tool(self, tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        """The SDK's permission callback: a permission request to the host."""
+        events = self._begin(())
+        run = self._run
+        assert run is not None
+        call_id = context.tool_use_id or f"permission-{uuid.uuid4().hex}"
+        if call_id not in run.tools:
+            run.tools.add(call_id)
+            events.append(_tool_started(run.key, call_id, tool_name, tool_input, permission=True))
+        for event in events:
+            self._emit(event)
+        request = HostRequestOpened(
+            turn_id=run.key,
+            request_id=call_id,
+            kind=HostRequestKind.PERMISSION,
+            tool_call_id=call_id,
+            tool_name=tool_name,
+            arguments=json.dumps(tool_input),
+        )
+        answer = self._early.pop(call_id, None)
+        self._emit(request)
+        if answer is None:
+            future: asyncio.Future[ProviderAnswer] = asyncio.get_running_loop().create_future()
+            self._asks[call_id] = future
+            try:
+                answer = await future
+            finally:
+                self._asks.pop(call_id, None)
+        if answer.approved and answer.error is None:
+            return sdk.PermissionResultAllow(updated_input=tool_input)
+        return sdk.PermissionResultDeny(message=answer.error or "The user denied this tool call.")
+
+    def _spawn(self, call: Any) -> None:
+        task = asyncio.ensure_future(call)
+        task.add_done_callback(_swallow)
+        self._tasks.append(task)
+
+    # -- failure -----------------------------------------------------------------------------
+    async def _watch(self) -> None:
+        """Probe a CLI that went silent during a turn; its timeouts count."""
+        loop = asyncio.get_running_loop()
+        while not self._failed:
+            await asyncio.sleep(self._p.probe_after)
+            busy = self._run is not None or self._queued
+            if not busy or loop.time() - self._last_frame < self._p.probe_after:
+                continue
+            try:
+                await self._rpc("mcp_status", self._live().get_mcp_status())
+            except ProviderCrashed:
+                return
+            except TimeoutError:
+                continue
+            except Exception:  # an error answer still shows the CLI is alive
+                self._timeouts = 0
+
+    def _fail(self, reason: str) -> None:
+        """The connection is dead: kill the CLI, fail what waits on it, tell the host."""
+        if self._failed:
+            return
+        self._failed = True
+        self._log.warning("claude_cli_failed", reason=reason)
+        if self._client is not None:
+            self._kill_cli(self._client)
+        for future in self._sends.values():
+            if not future.done():
+                future.set_exception(ProviderCrashed(reason))
+        for ask in self._asks.values():
+            ask.cancel()
+        if self._open:
+            self._open = False
+            self._emit(
+                ConnectionFailed(
+                    error=AgentHostError(code=ErrorCode.PROVIDER_CRASHED, message=reason)
+                )
+            )
+
+    @staticmethod
+    def _kill_cli(client: Any) -> None:
+        """SIGKILL the CLI's process group (the guard made it a group leader).
+        The SDK keeps the process on its transport (private in 0.2.x)."""
+        pid = getattr(getattr(getattr(client, "_transport", None), "_process", None), "pid", None)
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+
+
+async def _one(frame: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    """`query()` takes dicts only as an async iterable; a dict carries our uuid."""
+    yield frame
+
+
+def _tool_started(
+    key: str, call_id: str, name: str, arguments: Any, *, permission: bool = False
+) -> ToolCallStarted:
+    return ToolCallStarted(
+        turn_id=key,
+        tool_call_id=call_id,
+        name=name,
+        arguments=json.dumps(arguments),
+        needs_permission=permission,
+    )
+
+
+def _text_of(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def _error_text(result: Any) -> str:
+    """The CLI's own words for a failed turn: its errors, else its result text, else the subtype."""
+    errors = [str(e) for e in (result.errors or []) if str(e).strip()]
+    if errors:
+        return "; ".join(errors)
+    if isinstance(result.result, str) and result.result.strip():
+        return result.result.strip()
+    return f"claude: {result.subtype}"
+
+
+def _swallow(task: "asyncio.Future[Any]") -> None:
+    if not task.cancelled():
+        task.exception()
