@@ -5,6 +5,8 @@ Belongs here: asyncio adapters that speak the provider protocol
 1. Nothing here imports agenthost.actors.
 2. Adapters run only on their provider kind's event-loop thread.
 3. Capabilities are declared, never inferred by the host.
+4. Optional backends (openai, and the agent SDKs) are imported only when used:
+   importing this package needs none of their extras.
 """
 
 from agenthost.providers.base import (
@@ -16,9 +18,11 @@ from agenthost.providers.base import (
     ProviderResumeError,
     RetryPolicy,
 )
+from agenthost.providers.openai_compat import OpenAICompatProvider
 from agenthost.providers.scripted import ScriptedProvider
 
 __all__ = [
+    "OpenAICompatProvider",
     "Provider",
     "ProviderAdapter",
     "ProviderCallError",
