@@ -18,6 +18,7 @@ from agenthost.providers.base import (
     ProviderResumeError,
     RetryPolicy,
 )
+from agenthost.providers.manifest import load_manifest
 from agenthost.providers.openai_compat import OpenAICompatProvider
 from agenthost.providers.scripted import ScriptedProvider
 
@@ -31,4 +32,5 @@ __all__ = [
     "ProviderResumeError",
     "RetryPolicy",
     "ScriptedProvider",
+    "load_manifest",
 ]
