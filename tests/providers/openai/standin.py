@@ -27,7 +27,7 @@ class Reply:
     `usage`: (prompt, completion) tokens; None counts words.
     `fail_after`: fail after this many chunks, by an error event or by
     dropping the connection (`failure`). `hold_after`: stop after this many
-    chunks until the client goes away or the stand-in stops.
+    chunks until released, the client goes away, or the stand-in stops.
     `status`: answer this HTTP status with an error body instead of a stream.
     """
 
@@ -63,6 +63,7 @@ class StandIn:
         self._dropped = 0  # streams the client closed while held
         self._loop = asyncio.new_event_loop()
         self._stopping: asyncio.Event | None = None
+        self._released: asyncio.Event | None = None
         self._runner: web.AppRunner | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self.url = ""
@@ -77,6 +78,7 @@ class StandIn:
 
     async def _serve(self) -> int:
         self._stopping = asyncio.Event()
+        self._released = asyncio.Event()
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._completions)
         # A client that goes away cancels its handler, as a real server notices.
@@ -99,6 +101,11 @@ class StandIn:
         self._loop.close()
 
     # -- scripting and records (any thread) ---------------------------------------------
+    def release(self) -> None:
+        """Let held streams go on, now and later."""
+        assert self._released is not None
+        self._loop.call_soon_threadsafe(self._released.set)
+
     def script(self, *replies: Reply) -> None:
         """Answer the next requests with these, in order."""
         with self._lock:
@@ -202,14 +209,18 @@ class StandIn:
         return response
 
     async def _hold(self) -> None:
-        assert self._stopping is not None
+        assert self._stopping is not None and self._released is not None
         with self._lock:
             self._held += 1
             self._lock.notify_all()
+        waits = [asyncio.ensure_future(e.wait()) for e in (self._stopping, self._released)]
         try:
-            await self._stopping.wait()
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             with self._lock:
                 self._dropped += 1
                 self._lock.notify_all()
             raise
+        finally:
+            for wait in waits:
+                wait.cancel()

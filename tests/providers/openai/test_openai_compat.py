@@ -12,6 +12,7 @@ from agenthost.messages import ErrorCode, OutcomeState
 from agenthost.messages.events import AssistantDelta
 from agenthost.messages.state import TurnState, Usage
 from agenthost.store import SqliteStore
+from tests.fakes.events import drain_events
 from tests.providers.openai.conftest import KEY
 from tests.providers.openai.standin import Reply, Request, StandIn
 
@@ -297,3 +298,26 @@ def test_a_turn_running_when_the_host_stopped_is_restored_and_the_history_stays_
     assert [t.state for t in restored.state().turns] == [TurnState.ERROR]
     restored.send("resumed").result(timeout=10)
     assert_alternating(standin.requests[-1], ["interrupted", "resumed"])
+
+
+def test_steering_is_held_and_runs_as_the_next_turn_and_removing_held_steering_drops_it(
+    start_openai_host: StartHost, standin: StandIn
+) -> None:
+    standin.script(Reply(chunks=("work", "ing"), hold_after=1))
+    host = start_openai_host()
+    chat = host.create_session(provider="openai").chat()
+    sub = chat.subscribe()
+    turn = chat.send("long task")
+    standin.wait_held()
+    kept = chat.steer("also do this")
+    dropped = chat.steer("never mind")
+    assert chat.remove_pending(dropped.id) is True  # held by the host: simply dropped
+    standin.release()
+    assert turn.result(timeout=10).state is OutcomeState.COMPLETE
+    drain_events(sub, turns=2)
+    turns = chat.state().turns
+    assert [t.user_text for t in turns] == ["long task", "also do this"]
+    assert kept.text == "also do this"
+    assert len(standin.requests) == 2
+    assert_alternating(standin.requests[1], ["long task", "also do this"])
+    assert standin.requests[1].messages[1] == {"role": "assistant", "content": "working"}
