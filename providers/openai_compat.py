@@ -46,7 +46,9 @@ from agenthost.messages.provider import (
 from agenthost.providers.base import Emit, Provider, ProviderAdapter, ProviderCallError
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    import types
+
+    from openai import APIStatusError, AsyncOpenAI
 
 log = structlog.get_logger(__name__)
 
@@ -104,6 +106,7 @@ class OpenAICompatProvider(Provider):
         self.max_output_tokens = max_output_tokens
         self.timeout_s = timeout_s
         self.max_retries = max_retries
+        self._openai = _import_openai(name)  # here, not on the provider loop: it is slow
         if api_key_env is None:
             self._api_key = NO_KEY
         else:
@@ -128,22 +131,8 @@ class OpenAICompatProvider(Provider):
         return OpenAICompatAdapter(self, session_id, chat_id, emit)
 
     def _client(self) -> "AsyncOpenAI":
-        """A client for the running loop (one per adapter: its connections live on that loop).
-
-        Raises:
-            AgentHostError: INVALID_ARGUMENT when the `openai` package is missing.
-        """
-        try:
-            from openai import AsyncOpenAI
-        except ImportError:
-            raise AgentHostError(
-                code=ErrorCode.INVALID_ARGUMENT,
-                message=(
-                    f"provider {self.name!r} needs the openai package: "
-                    "pip install 'agenthost[openai]'"
-                ),
-            ) from None
-        return AsyncOpenAI(
+        """A client for the running loop (one per adapter: its connections live on that loop)."""
+        return self._openai.AsyncOpenAI(
             api_key=self._api_key,
             base_url=self.base_url,
             timeout=self.timeout_s,
@@ -224,8 +213,7 @@ class OpenAICompatAdapter(ProviderAdapter):
             messages=len(messages),
             prompt_chars=sum(len(m["content"]) for m in messages),
         )
-        import openai
-
+        openai = self.backend._openai
         try:
             stream = await self._client.chat.completions.create(**request)
         except openai.APIConnectionError as exc:  # includes timeouts: it never started
@@ -234,7 +222,7 @@ class OpenAICompatAdapter(ProviderAdapter):
             ) from exc
         except openai.APIStatusError as exc:
             # The endpoint read the turn and refused it: the turn keeps its words.
-            raise self._error(str(exc), taken=True) from exc
+            raise self._error(_status_text(exc), taken=True) from exc
         self._emit(UserMessageEcho(turn_id=turn_id, text=message.text))
         said: list[str] = []
         finish: str | None = None
@@ -308,3 +296,29 @@ def _request_messages(message: ProviderSend) -> list[dict[str, str]]:
     messages.extend({"role": m.role, "content": m.text} for m in message.history)
     messages.append({"role": "user", "content": message.text})
     return messages
+
+
+def _import_openai(name: str) -> "types.ModuleType":
+    """The `openai` package.
+
+    Raises:
+        AgentHostError: INVALID_ARGUMENT naming the provider and the extra to install.
+    """
+    try:
+        import openai
+    except ImportError:
+        raise AgentHostError(
+            code=ErrorCode.INVALID_ARGUMENT,
+            message=(
+                f"provider {name!r} needs the openai package: pip install 'agenthost[openai]'"
+            ),
+        ) from None
+    return openai
+
+
+def _status_text(exc: "APIStatusError") -> str:
+    """An error answer as a person reads it: the status and the endpoint's message."""
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return f"HTTP {exc.status_code}: {body['message']}"
+    return str(exc)

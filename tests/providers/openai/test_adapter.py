@@ -1,6 +1,7 @@
 """The adapter alone (no actors): the provider protocol it emits for a stream."""
 
 import asyncio
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -165,3 +166,13 @@ def test_a_missing_key_variable_is_a_clear_error_naming_provider_and_variable(
 
 def test_the_key_is_not_in_the_providers_repr(openai_provider: MakeProvider) -> None:
     assert KEY not in repr(openai_provider())
+
+
+def test_without_the_openai_package_the_error_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, api_key: str
+) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)  # not importable
+    with pytest.raises(AgentHostError) as caught:
+        OpenAICompatProvider(model="m", api_key_env="TEST_KEY", name="gpt")
+    assert "'gpt'" in caught.value.message
+    assert "agenthost[openai]" in caught.value.message

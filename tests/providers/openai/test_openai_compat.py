@@ -186,7 +186,7 @@ def test_an_error_status_before_the_stream_keeps_the_providers_error_and_a_place
     failed = chat.send("hello?").result(timeout=10)
     assert failed.state is OutcomeState.ERROR
     assert failed.error is not None
-    assert "model m does not exist" in failed.error.message
+    assert failed.error.message == "openai: HTTP 400: model m does not exist"
     chat.send("anyone?").result(timeout=10)
     assert_alternating(standin.requests[1], ["hello?", "anyone?"])
     assert standin.requests[1].messages[1] == {
