@@ -1,9 +1,15 @@
 """The history a stateless provider gets (turn_tracker._history): strictly
-alternating user and assistant messages, whatever way the turns ended."""
+alternating user and assistant messages, whatever way the turns ended; a
+stateful provider gets only the current turn."""
 
+from pathlib import Path
+
+import attrs
+
+from agenthost.actors import FakeClock, Host
 from agenthost.actors.turn_tracker import NO_REPLY, _history
-from agenthost.messages import AgentHostError, ErrorCode
-from agenthost.messages.provider import HistoryMessage
+from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
+from agenthost.messages.provider import HistoryMessage, ProviderSend
 from agenthost.messages.state import (
     MarkdownPart,
     MessageOrigin,
@@ -14,6 +20,9 @@ from agenthost.messages.state import (
     TurnState,
     UserMessage,
 )
+from agenthost.providers.base import Emit
+from agenthost.providers.scripted import Gate, Reject, Say, ScriptedAdapter, ScriptedProvider
+from agenthost.store import SqliteStore
 from agenthost.store.sqlite import ABANDONED_ON_RESTART
 
 FAILED = AgentHostError(code=ErrorCode.PROVIDER_ERROR, message="boom")
@@ -129,3 +138,73 @@ def test_steering_folded_into_a_turn_joins_its_user_message() -> None:
         state=TurnState.COMPLETE,
     )
     assert pairs(_history((folded,))) == [("user", "do that\n\nalso this"), ("assistant", "done")]
+
+
+class Recording(ScriptedProvider):
+    """The scripted claude shape, stateful or not, recording every ProviderSend."""
+
+    def __init__(self, *, stateful: bool) -> None:
+        super().__init__(shape="claude")
+        self.capabilities = attrs.evolve(self.capabilities, stateful_prompt=stateful)
+        self.sends: list[ProviderSend] = []
+
+    def open_session(self, session_id: str, chat_id: str, emit: Emit) -> ScriptedAdapter:
+        adapter = super().open_session(session_id, chat_id, emit)
+        send = adapter.send
+
+        async def recorded(message: ProviderSend) -> str | None:
+            with self._lock:
+                self.sends.append(message)
+            return await send(message)
+
+        adapter.send = recorded  # type: ignore[method-assign]
+        return adapter
+
+
+def run_conversation(provider: Recording, db_path: Path) -> None:
+    """A complete turn, an errored one, a cancelled one, a restart, then a turn."""
+    provider.on("q2", Say("part"), Reject("boom"))
+    provider.on("q3", Gate("never"))
+    first = Host.start(store=SqliteStore(db_path), providers={"p": provider}, clock=FakeClock())
+    session = first.create_session(provider="p")
+    chat = session.chat()
+    assert chat.send("q1").result(timeout=10).state is OutcomeState.COMPLETE
+    assert chat.send("q2").result(timeout=10).state is OutcomeState.ERROR
+    cancelled = chat.send("q3")
+    provider.wait_reached("never", timeout=10)
+    chat.cancel()
+    assert cancelled.result(timeout=10).state is OutcomeState.CANCELLED
+    first.stop()
+    with Host.start(store=SqliteStore(db_path), providers={"p": provider}, clock=FakeClock()) as h:
+        assert h.open_session(session.id).chat().send("q4").result(timeout=10).text == "echo: q4"
+
+
+def test_a_stateless_provider_gets_the_whole_history_after_error_cancel_and_restart(
+    db_path: Path,
+) -> None:
+    provider = Recording(stateful=False)
+    run_conversation(provider, db_path)
+    assert [s.text for s in provider.sends] == ["q1", "q2", "q3", "q4"]
+    assert pairs(provider.sends[-1].history) == [
+        ("user", "q1"),
+        ("assistant", "echo: q1"),
+        ("user", "q2"),
+        ("assistant", "part"),
+        ("user", "q3"),
+        ("assistant", NO_REPLY[TurnState.CANCELLED]),
+    ]
+    for send in provider.sends:
+        assert_strictly_alternating(send.history)
+
+
+def test_a_stateful_provider_gets_only_the_current_turn_after_error_cancel_and_restart(
+    db_path: Path,
+) -> None:
+    provider = Recording(stateful=True)
+    run_conversation(provider, db_path)
+    assert [(s.text, s.history) for s in provider.sends] == [
+        ("q1", ()),
+        ("q2", ()),
+        ("q3", ()),
+        ("q4", ()),
+    ]
