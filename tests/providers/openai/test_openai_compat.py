@@ -1,5 +1,6 @@
 """The OpenAI-compatible provider through the public surface, against the stand-in."""
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -321,3 +322,33 @@ def test_steering_is_held_and_runs_as_the_next_turn_and_removing_held_steering_d
     assert len(standin.requests) == 2
     assert_alternating(standin.requests[1], ["long task", "also do this"])
     assert standin.requests[1].messages[1] == {"role": "assistant", "content": "working"}
+
+
+def test_logs_carry_ids_and_sizes_never_the_key_or_the_prompt(
+    start_openai_host: StartHost, standin: StandIn
+) -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    standin.script(Reply(chunks=("reply words",)), Reply(fail_after=0, error_message="down"))
+    host = start_openai_host()
+    chat = host.create_session(provider="openai").chat()
+    with structlog.testing.capture_logs() as logs:
+        done = chat.send("private question").result(timeout=10)
+        chat.send("another private question").result(timeout=10)
+    streamed = [e for e in logs if e["event"] == "completion_streamed"]
+    assert streamed == [
+        {
+            "event": "completion_streamed",
+            "log_level": "info",
+            "session_id": chat.session.id,
+            "chat_id": chat.id,
+            "provider": "openai",
+            "turn_id": done.turn_id,
+            "reply_chars": len("reply words"),
+            "finish_reason": "stop",
+        }
+    ]
+    assert any(e["event"] == "completion_stream_failed" for e in logs)
+    logged = repr(logs)
+    assert KEY not in logged
+    assert "private question" not in logged
+    assert "reply words" not in logged
