@@ -7,6 +7,7 @@
     api_key_env = "OPENAI_API_KEY"   # the variable's name, never the key
     temperature = 0.2
     max_output_tokens = 1024
+    timeout_s = 60                   # each request's timeout (connect, each chunk)
 
     [providers.local]
     kind = "openai"
