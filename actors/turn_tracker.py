@@ -109,7 +109,14 @@ from agenthost.messages.provider import (
 )
 from agenthost.messages.provider import ToolCallCompleted as ProviderToolCallCompleted
 from agenthost.messages.provider import ToolCallStarted as ProviderToolCallStarted
-from agenthost.messages.state import MarkdownPart, OpenRequest, RequestKind, Turn, Usage
+from agenthost.messages.state import (
+    MarkdownPart,
+    OpenRequest,
+    RequestKind,
+    Turn,
+    TurnState,
+    Usage,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -997,9 +1004,29 @@ def _ids(requests: list[OpenRequest], kind: RequestKind) -> tuple[str, ...]:
     return tuple(r.request_id for r in requests if r.kind is kind)
 
 
+NO_REPLY = {
+    TurnState.COMPLETE: "[no reply]",
+    TurnState.CANCELLED: "[no reply: the user cancelled this turn]",
+    TurnState.ERROR: "[no reply: this turn failed]",
+}
+
+
 def _history(turns: tuple[Turn, ...]) -> tuple[HistoryMessage, ...]:
+    """A stateless provider's history: strictly alternating user and assistant
+    messages, one pair per finished turn, oldest first (the system instructions
+    and the new turn's text are the provider's to add around it).
+
+    Every turn contributes its user message (with steering folded into it, in
+    order) and the assistant text stored for it, whatever its end. A turn that
+    stored no assistant text (it failed or was cancelled before a word, or the
+    provider said nothing) gets a placeholder saying so, rather than being
+    merged with the next user message: merging would replay its question as
+    part of a later prompt, and the model would answer it again.
+    """
     messages: list[HistoryMessage] = []
     for turn in turns:
-        messages.append(HistoryMessage(role="user", text=turn.user_text))
-        messages.append(HistoryMessage(role="assistant", text=turn.assistant_text))
+        user = "\n\n".join([turn.user_text, *(s.text for s in turn.steering)])
+        messages.append(HistoryMessage(role="user", text=user))
+        assistant = turn.assistant_text or NO_REPLY[turn.state]
+        messages.append(HistoryMessage(role="assistant", text=assistant))
     return tuple(messages)

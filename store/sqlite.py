@@ -449,6 +449,16 @@ class SqliteStore:
             ),
         )
 
+    def finish_reasons(self, chat_id: str) -> dict[str, str | None]:
+        """Each ended turn of the chat and the finish reason its provider gave
+        (None where the stream gave none), by turn id."""
+        return dict(
+            self._conn.execute(
+                "SELECT id, finish_reason FROM turns WHERE chat_id = ? AND state IS NOT NULL",
+                (chat_id,),
+            ).fetchall()
+        )
+
     def _load_chat(self, chat_id: str, title: str, draft: str | None) -> ChatRecord:
         db = self._conn
         db.execute(

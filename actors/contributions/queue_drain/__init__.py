@@ -1,10 +1,13 @@
 """queue_drain (200): the bridge to the chat's QueueDrainActor.
 
 After a turn ends in success, or a local command was handled, the chat is
-asked to drain its queue: not while a turn runs or steering waits, and not
-when the last turn ended in a resumable error (the user may resume it
-first). Each queued message's sender is remembered (a chat memento), so a
-drained message is admitted as its sender's.
+asked to drain its pending messages: not while a turn runs, and not when the
+last turn ended in a resumable error (the user may resume it first). The
+QueueDrainActor decides what runs: steering the host holds for a provider
+without mid-turn input runs first, as the next turn; nothing queued runs
+while the provider still holds steering. Each queued message's sender is
+remembered (a chat memento), so a drained message is admitted as its
+sender's.
 """
 
 from agenthost.actors.contributions.base import (
@@ -43,9 +46,9 @@ class QueueDrain(Contribution):
 
     def on_turn_end(self, end: TurnEnd) -> None:
         state = end.state
-        if end.reason not in DRAINS_AFTER or not state.queued_messages:
+        if end.reason not in DRAINS_AFTER or not state.pending:
             return
-        if state.active_turn is not None or state.steering_messages:
+        if state.active_turn is not None:
             return
         if state.turns and _resumable_error(state.turns[-1]):
             return

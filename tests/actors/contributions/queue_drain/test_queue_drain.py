@@ -79,7 +79,7 @@ class FakeChats:
         return True
 
 
-def test_queue_drain_skips_after_a_resumable_error_an_active_turn_or_pending_steering() -> None:
+def test_queue_drain_skips_after_a_resumable_error_or_an_active_turn() -> None:
     chats = FakeChats()
     drain = QueueDrain(mementos=None, chats=chats)  # type: ignore[arg-type]
     key = ChatKey(session_id="s", chat_id="c")
@@ -101,10 +101,11 @@ def test_queue_drain_skips_after_a_resumable_error_an_active_turn_or_pending_ste
     ended(TurnEndReason.CANCELLED, waiting)
     ended(TurnEndReason.ABANDONED, waiting)
     ended(TurnEndReason.SUCCESS, attrs.evolve(waiting, turns=(resumable,)))
-    ended(TurnEndReason.SUCCESS, attrs.evolve(waiting, steering_messages=(steering,)))
     active = ActiveTurn(id="a", message=UserMessage(text="a"))
     ended(TurnEndReason.SUCCESS, attrs.evolve(waiting, active_turn=active))
     assert chats.drained == []
     ended(TurnEndReason.SUCCESS, waiting)
     ended(TurnEndReason.LOCAL_COMMAND, waiting)
-    assert chats.drained == [key, key]
+    # Steering waiting: the queue-drain actor decides (held steering runs next).
+    ended(TurnEndReason.SUCCESS, ChatState(resource="r", steering_messages=(steering,)))
+    assert chats.drained == [key, key, key]
