@@ -18,7 +18,12 @@ Session, Chat, TurnHandle; agenthost.actors.aio for asyncio). Invariants:
 
 from agenthost.actors.clock import FakeClock, SystemClock
 from agenthost.actors.handles import Subscription
-from agenthost.actors.runtime import DeterministicRunner, ThreadingRuntime, use_runtime
+from agenthost.actors.runtime import (
+    DeterministicRunner,
+    PooledRuntime,
+    ThreadingRuntime,
+    use_runtime,
+)
 from agenthost.actors.supervisor import RestartPolicy
 from agenthost.actors.surface import Chat, Host, Session, TurnHandle
 
@@ -27,6 +32,7 @@ __all__ = [
     "DeterministicRunner",
     "FakeClock",
     "Host",
+    "PooledRuntime",
     "RestartPolicy",
     "Session",
     "Subscription",

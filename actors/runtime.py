@@ -5,7 +5,14 @@ tell, ask, proxies, futures, on_start/on_stop/on_failure) and delegates the
 three implementation hooks pykka offers new actor types (the inbox, the
 future, the loop start) to the current `Runtime`:
 
-- `ThreadingRuntime` (default): one daemon thread per actor, pykka's own loop.
+- `PooledRuntime` (default): a few shared daemon worker threads and a run
+  queue of actors that have mail. An actor is queued at most once at a time,
+  so at most one of its handlers runs at a time and its mailbox stays FIFO; a
+  worker handles a bounded batch of one actor's messages per turn. An idle
+  actor costs its objects, no thread. In debug mode (AGENTHOST_DEBUG=1 or
+  `set_debug(True)`), a blocking `future.get()` on a pool worker raises.
+- `ThreadingRuntime`: one daemon thread per actor, pykka's own loop (the
+  store and worktree actors pin it: they do I/O).
 - `DeterministicRunner` (tests): no threads. Messages wait in one list until
   the test delivers them, in an order it chooses (`deliver(i)`), or FIFO
   (`run()`); waiting on a future from the test thread delivers FIFO until it
@@ -16,6 +23,8 @@ blocks (no `ask(...).get()`, no I/O outside the store and worktree actors).
 """
 
 import contextlib
+import os
+import queue
 import sys
 import threading
 from collections import deque
@@ -36,7 +45,25 @@ ASK_TIMEOUT_S = 10.0
 _RECHECK_S = 0.005
 STOP_TIMEOUT_S = 5.0
 
+DEFAULT_BATCH = 64
+"""How many of one actor's messages a pool worker handles before it moves on."""
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+_debug = os.environ.get("AGENTHOST_DEBUG", "") not in ("", "0")
+_worker = threading.local()
+"""`_worker.pool` is set on a pool worker thread to the pool it serves."""
+
+
+def set_debug(on: bool) -> None:
+    """Turn debug checks on or off (default: env AGENTHOST_DEBUG=1). In debug
+    mode a blocking `future.get()` on a pool worker raises RuntimeError."""
+    global _debug
+    _debug = on
+
+
+def debug_enabled() -> bool:
+    return _debug
 
 
 def handles(*message_types: type) -> Callable[[F], F]:
@@ -65,8 +92,6 @@ class ThreadingRuntime:
     drives_futures = False
 
     def create_inbox(self, actor: "Actor") -> Any:
-        import queue
-
         return queue.Queue()
 
     def start(self, actor: "Actor") -> None:
@@ -75,6 +100,139 @@ class ThreadingRuntime:
 
     def run_until(self, done: Callable[[], bool], timeout: float | None) -> None:
         return None
+
+
+class _PoolInbox:
+    """One pooled actor's mailbox. `scheduled` is True while the actor is in
+    the run queue or a worker is handling it (and before it starts), so it is
+    never handled by two workers at once. Guarded by the pool's lock."""
+
+    __slots__ = ("actor", "items", "pool", "scheduled", "started")
+
+    def __init__(self, pool: "PooledRuntime", actor: "Actor") -> None:
+        self.pool = pool
+        self.actor = actor
+        self.items: deque[Envelope[Any]] = deque()
+        self.scheduled = True  # released by PooledRuntime.start
+        self.started = False
+
+    def put(self, envelope: Envelope[Any], /) -> None:
+        self.items.append(envelope)
+        self.pool._schedule(self)
+
+    def get(self) -> Envelope[Any]:  # pragma: no cover - the pool never loops per actor
+        raise RuntimeError("pooled actors are run by the pool's workers")
+
+    def empty(self) -> bool:
+        return not self.items
+
+
+class PooledRuntime:
+    """Actors on a small shared pool of daemon worker threads.
+
+    Keeps pykka's semantics: per-actor FIFO, one handler of an actor at a time,
+    on_start before the first message, on_stop/on_failure, and every ask
+    queued behind a stop (or sent after it) answered with ActorDeadError.
+    Handlers must never block: a worker blocked in `future.get()` is a worker
+    the other actors lose (debug mode makes it raise).
+    """
+
+    drives_futures = False
+
+    def __init__(self, workers: int | None = None, batch: int = DEFAULT_BATCH) -> None:
+        """Args:
+        workers: worker threads (default max(2, cpu count)).
+        batch: messages of one actor handled per turn before the next actor's.
+        """
+        self.workers = workers if workers is not None else max(2, os.cpu_count() or 1)
+        self.batch = batch
+        self._lock = threading.Lock()
+        self._ready: queue.SimpleQueue[_PoolInbox | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    # -- runtime hooks ---------------------------------------------------------------------
+    def create_inbox(self, actor: "Actor") -> Any:
+        return _PoolInbox(self, actor)
+
+    def start(self, actor: "Actor") -> None:
+        """Queue the actor's on_start (it runs on a worker, before any message)."""
+        if not self._threads:
+            self._spawn()
+        self._ready.put(actor.actor_inbox)  # type: ignore[arg-type]
+
+    def run_until(self, done: Callable[[], bool], timeout: float | None) -> None:
+        return None
+
+    # -- the pool ----------------------------------------------------------------------------
+    def _spawn(self) -> None:
+        with self._lock:
+            if self._threads:
+                return
+            for index in range(self.workers):
+                thread = threading.Thread(
+                    target=self._work, name=f"agenthost-pool-{index}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+
+    def shutdown(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Stop the workers once they finish their current turn (actors still
+        queued stay queued; a later start spawns workers again)."""
+        with self._lock:
+            threads, self._threads = self._threads, []
+        for _ in threads:
+            self._ready.put(None)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def _schedule(self, inbox: _PoolInbox) -> None:
+        with self._lock:
+            if inbox.scheduled:
+                return
+            inbox.scheduled = True
+        self._ready.put(inbox)
+
+    def _work(self) -> None:
+        _worker.pool = self
+        ready = self._ready
+        while True:
+            inbox = ready.get()
+            if inbox is None:
+                return
+            try:
+                self._turn(inbox)
+            except BaseException:  # never lose a worker; the actor is stopped
+                log.error("pool_turn_failed", actor=type(inbox.actor).__name__, exc_info=True)
+                with contextlib.suppress(Exception):
+                    inbox.actor._stop()
+                self._finish(inbox)
+
+    def _turn(self, inbox: _PoolInbox) -> None:
+        actor = inbox.actor
+        if not inbox.started:
+            inbox.started = True
+            actor._actor_loop_setup()
+        items = inbox.items
+        for _ in range(self.batch):
+            if not items:
+                break
+            _process(actor, items.popleft())
+            if actor.actor_stopped.is_set():
+                break
+        self._finish(inbox)
+
+    def _finish(self, inbox: _PoolInbox) -> None:
+        """End an actor's turn: answer what a stopped actor still holds, and
+        queue it again if mail is left (behind the others, for fairness)."""
+        if inbox.actor.actor_stopped.is_set():
+            while inbox.items:
+                _answer_dead(inbox.actor, inbox.items.popleft())
+        with self._lock:
+            if not inbox.items:
+                inbox.scheduled = False
+                return
+        self._ready.put(inbox)
 
 
 @attrs.frozen
@@ -239,26 +397,45 @@ class DeterministicRunner:
 
     # -- one message, as pykka's loop handles it -------------------------------
     def _process(self, actor: "Actor", envelope: Envelope[Any]) -> None:
-        if actor.actor_stopped.is_set():
-            _answer_dead(actor, envelope)
-            return
-        try:
-            response = actor._handle_receive(envelope.message)
-            if envelope.reply_to is not None:
-                envelope.reply_to.set(response)
-        except Exception:
-            if envelope.reply_to is not None:
-                envelope.reply_to.set_exception()
-            else:
-                actor._handle_failure(*sys.exc_info())
-                with contextlib.suppress(Exception):
-                    actor.on_failure(*sys.exc_info())
+        _process(actor, envelope)
         if actor.actor_stopped.is_set():
             with self._cond:
                 mine = [(a, e) for a, e in self._items if a is actor]
                 self._items = deque((a, e) for a, e in self._items if a is not actor)
             for _, left in mine:
                 _answer_dead(actor, left)
+
+
+def _process(actor: "Actor", envelope: Envelope[Any]) -> None:
+    """Handle one message as pykka's `_actor_loop_running` does (shared by the
+    pool and the deterministic runner): the reply, or the failure hooks for a
+    tell. A message to a stopped actor is answered with ActorDeadError."""
+    if actor.actor_stopped.is_set():
+        _answer_dead(actor, envelope)
+        return
+    try:
+        response = actor._handle_receive(envelope.message)
+        if envelope.reply_to is not None:
+            envelope.reply_to.set(response)
+    except Exception:
+        if envelope.reply_to is not None:
+            envelope.reply_to.set_exception()
+        else:
+            actor._handle_failure(*sys.exc_info())
+            try:
+                actor.on_failure(*sys.exc_info())
+            except Exception:
+                actor._handle_failure(*sys.exc_info())
+    except BaseException:
+        if getattr(_worker, "pool", None) is None:
+            raise  # the deterministic runner's driver: let Ctrl-C through
+        # pykka stops the actor (and every other); on the pool only the actor
+        # stops, and an asker gets the exception instead of waiting forever.
+        log.error("actor_interrupted", actor=type(actor).__name__, exc_info=True)
+        if envelope.reply_to is not None:
+            with contextlib.suppress(Exception):
+                envelope.reply_to.set_exception()
+        actor._stop()
 
 
 def _answer_dead(actor: "Actor", envelope: Envelope[Any]) -> None:
@@ -271,7 +448,7 @@ def _answer_dead(actor: "Actor", envelope: Envelope[Any]) -> None:
     envelope.reply_to.set_exception(exc_info=(ActorDeadError, error, None))
 
 
-_runtime: Runtime = ThreadingRuntime()
+_runtime: Runtime = PooledRuntime()
 _live: dict[str, ActorRef[Any]] = {}
 _live_lock = threading.Lock()
 
@@ -336,6 +513,17 @@ class RuntimeFuture(ThreadingFuture[Any]):
             _call_isolated(callback, self)
 
     def get(self, *, timeout: float | None = None) -> Any:
+        if (
+            _debug
+            and self._result is None
+            and self._get_hook is None
+            and timeout != 0
+            and getattr(_worker, "pool", None) is not None
+        ):
+            raise RuntimeError(
+                "a blocking future.get() on a pool worker thread: handlers on the pool never"
+                " block (DESIGN.md); tell, and let the answer come back as a message"
+            )
         runtime = _runtime
         if runtime.drives_futures and self._result is None and self._get_hook is None:
             runtime.run_until(lambda: self._result is not None, timeout)
