@@ -27,6 +27,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -103,22 +104,28 @@ class ThreadingRuntime:
 
 
 class _PoolInbox:
-    """One pooled actor's mailbox. `scheduled` is True while the actor is in
-    the run queue or a worker is handling it (and before it starts), so it is
-    never handled by two workers at once. Guarded by the pool's lock."""
+    """One pooled actor's mailbox.
 
-    __slots__ = ("actor", "items", "pool", "scheduled", "started")
+    `claim` is held while the actor is in the run queue or a worker is handling
+    it (and before it starts), so no two workers ever handle it at once. It is
+    taken only with a non-blocking acquire (an atomic test-and-set): a sender
+    never waits on a worker, and whoever takes it queues the actor.
+    """
+
+    __slots__ = ("actor", "claim", "items", "pool", "started")
 
     def __init__(self, pool: "PooledRuntime", actor: "Actor") -> None:
         self.pool = pool
         self.actor = actor
         self.items: deque[Envelope[Any]] = deque()
-        self.scheduled = True  # released by PooledRuntime.start
+        self.claim = threading.Lock()
+        self.claim.acquire()  # released after on_start has run
         self.started = False
 
     def put(self, envelope: Envelope[Any], /) -> None:
         self.items.append(envelope)
-        self.pool._schedule(self)
+        if self.claim.acquire(blocking=False):
+            self.pool._ready.put(self)
 
     def get(self) -> Envelope[Any]:  # pragma: no cover - the pool never loops per actor
         raise RuntimeError("pooled actors are run by the pool's workers")
@@ -186,13 +193,6 @@ class PooledRuntime:
             if thread is not threading.current_thread():
                 thread.join(timeout)
 
-    def _schedule(self, inbox: _PoolInbox) -> None:
-        with self._lock:
-            if inbox.scheduled:
-                return
-            inbox.scheduled = True
-        self._ready.put(inbox)
-
     def _work(self) -> None:
         _worker.pool = self
         ready = self._ready
@@ -206,7 +206,8 @@ class PooledRuntime:
                 log.error("pool_turn_failed", actor=type(inbox.actor).__name__, exc_info=True)
                 with contextlib.suppress(Exception):
                     inbox.actor._stop()
-                self._finish(inbox)
+                with contextlib.suppress(Exception):
+                    self._finish(inbox)
 
     def _turn(self, inbox: _PoolInbox) -> None:
         actor = inbox.actor
@@ -228,11 +229,14 @@ class PooledRuntime:
         if inbox.actor.actor_stopped.is_set():
             while inbox.items:
                 _answer_dead(inbox.actor, inbox.items.popleft())
-        with self._lock:
-            if not inbox.items:
-                inbox.scheduled = False
-                return
-        self._ready.put(inbox)
+        if inbox.items:  # still claimed: requeue
+            self._ready.put(inbox)
+            return
+        inbox.claim.release()
+        # A sender that appended before the release saw the claim taken and left
+        # the actor to us: look again.
+        if inbox.items and inbox.claim.acquire(blocking=False):
+            self._ready.put(inbox)
 
 
 @attrs.frozen
@@ -358,7 +362,6 @@ class DeterministicRunner:
         `choose(pending, deliverable)` picks the next index among `deliverable`
         (default: the oldest), or None to deliver nothing now and wait.
         """
-        import time
 
         deadline = time.monotonic() + timeout
         count = 0
@@ -614,13 +617,16 @@ def live_actors() -> list[ActorRef[Any]]:
 
 
 def stop_all(timeout: float = STOP_TIMEOUT_S) -> None:
-    """Stop every actor the runtime still runs (tests' autouse fixture)."""
+    """Stop every actor the runtime still runs (tests' autouse fixture), within
+    `timeout` in all. Linear in the number of actors."""
+
+    deadline = time.monotonic() + timeout
     futures = []
-    for ref in live_actors():
+    for ref in live_actors():  # an ask of pykka's stop message: one future, not ref.stop's two
         with contextlib.suppress(ActorDeadError):
-            futures.append(ref.stop(block=False))
+            futures.append(ref.ask(_ActorStop(), block=False))
     for future in futures:
         with contextlib.suppress(ActorDeadError, pykka.Timeout):
-            future.get(timeout=timeout)
+            future.get(timeout=max(deadline - time.monotonic(), 0.0))
     with _live_lock:
         _live.clear()
