@@ -355,3 +355,15 @@ def test_random_tells_asks_and_stops_deliver_each_message_once_in_order(
         assert probes[index].received == expected[index]
         assert probes[index].overlaps == 0
     stop_all()
+
+
+def test_the_stopped_flag_can_be_waited_on_like_pykkas_event(pool: PooledRuntime) -> None:
+    ref = Probe.start()
+    assert ref.actor_stopped.wait(0.01) is False
+    waiter_saw: list[bool] = []
+    waiter = threading.Thread(target=lambda: waiter_saw.append(ref.actor_stopped.wait(WAIT_S)))
+    waiter.start()
+    ref.stop(block=False)
+    waiter.join(WAIT_S)
+    assert waiter_saw == [True]
+    assert ref.actor_stopped.is_set()
