@@ -37,7 +37,7 @@ import pykka
 import structlog
 from pykka import ActorDeadError, ActorRef
 from pykka._envelope import Envelope
-from pykka._threading import ThreadingFuture
+from pykka._threading import ThreadingFutureResult
 from pykka.messages import _ActorStop
 
 log = structlog.get_logger(__name__)
@@ -485,52 +485,91 @@ def _call_isolated(callback: Callable[[Any], None], future: Any) -> None:
         log.warning("future_callback_failed", exc_info=True)
 
 
-class RuntimeFuture(ThreadingFuture[Any]):
-    """pykka's threading future, plus done callbacks; under the deterministic
-    runner, waiting on it from the driving thread delivers messages until set."""
+class RuntimeFuture(pykka.Future[Any]):
+    """pykka's threading future made light, plus done callbacks; under the
+    deterministic runner, waiting on it from the driving thread delivers
+    messages until it is set.
+
+    Same API and behaviour as pykka's ThreadingFuture (get with timeout ->
+    pykka.Timeout, set/set_exception once else queue.Full, get hooks for map,
+    join, reduce), but two plain locks instead of a Condition (an RLock, a deque
+    and bound methods: objects the garbage collector walks, one set per ask).
+    `_done` is held until the future is set; a waiter acquires and releases it.
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self._callbacks: list[Callable[[RuntimeFuture], None]] = []
+        self._result: ThreadingFutureResult | None = None
+        self._state = threading.Lock()
+        self._done = threading.Lock()
+        self._done.acquire()
+        self._callbacks: list[Callable[[RuntimeFuture], None]] | None = None
 
     def add_done_callback(self, callback: Callable[["RuntimeFuture"], None]) -> None:
         """Call `callback(self)` once set (at once if it already is), on the setter's thread."""
-        with self._condition:
+        with self._state:
             if self._result is None:
+                if self._callbacks is None:
+                    self._callbacks = []
                 self._callbacks.append(callback)
                 return
         _call_isolated(callback, self)
 
     def set(self, value: Any | None = None) -> None:
-        super().set(value)
-        self._run_callbacks()
+        self._settle(ThreadingFutureResult(value=value))
 
     def set_exception(self, exc_info: Any = None) -> None:
-        super().set_exception(exc_info if exc_info is not None else sys.exc_info())
-        self._run_callbacks()
+        assert exc_info is None or len(exc_info) == 3
+        self._settle(ThreadingFutureResult(exc_info=exc_info or sys.exc_info()))
 
-    def _run_callbacks(self) -> None:
-        with self._condition:
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
+    def set_get_hook(self, func: Any) -> None:
+        with self._state:
+            if self._result is not None:
+                raise queue.Full
+            super().set_get_hook(func)
+        with contextlib.suppress(RuntimeError):  # wake waiters; they call the hook
+            self._done.release()
+
+    def _settle(self, result: ThreadingFutureResult) -> None:
+        with self._state:
+            if self._result is not None or self._get_hook is not None:
+                raise queue.Full
+            self._result = result
+            callbacks, self._callbacks = self._callbacks, None
+        self._done.release()
+        for callback in callbacks or ():
             _call_isolated(callback, self)
 
     def get(self, *, timeout: float | None = None) -> Any:
-        if (
-            _debug
-            and self._result is None
-            and self._get_hook is None
-            and timeout != 0
-            and getattr(_worker, "pool", None) is not None
-        ):
-            raise RuntimeError(
-                "a blocking future.get() on a pool worker thread: handlers on the pool never"
-                " block (DESIGN.md); tell, and let the answer come back as a message"
-            )
-        runtime = _runtime
-        if runtime.drives_futures and self._result is None and self._get_hook is None:
-            runtime.run_until(lambda: self._result is not None, timeout)
-        return super().get(timeout=timeout)
+        if self._get_hook is not None:
+            return super().get(timeout=timeout)
+        if self._result is None:
+            if _debug and timeout != 0 and getattr(_worker, "pool", None) is not None:
+                raise RuntimeError(
+                    "a blocking future.get() on a pool worker thread: handlers on the pool"
+                    " never block (DESIGN.md); tell, and let the answer come back as a message"
+                )
+            runtime = _runtime
+            if runtime.drives_futures:
+                runtime.run_until(lambda: self._result is not None, timeout)
+            if self._result is None:
+                wait = -1 if timeout is None else max(timeout, 0.0)
+                if not self._done.acquire(timeout=wait):
+                    raise pykka.Timeout(f"{timeout} seconds")
+                self._done.release()
+            if self._get_hook is not None:  # set while we waited
+                return super().get(timeout=timeout)
+        result = self._result
+        assert result is not None
+        if result.exc_info is not None:
+            exc_type, exc_value, exc_traceback = result.exc_info
+            assert exc_type is not None
+            if exc_value is None:
+                exc_value = exc_type()
+            if exc_value.__traceback__ is not exc_traceback:
+                raise exc_value.with_traceback(exc_traceback)
+            raise exc_value
+        return result.value
 
 
 _flag_lock = threading.Lock()

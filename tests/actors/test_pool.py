@@ -1,5 +1,6 @@
 """The pooled runtime keeps pykka's semantics on a few shared worker threads."""
 
+import queue
 import sys
 import threading
 from collections.abc import Iterator
@@ -367,3 +368,48 @@ def test_the_stopped_flag_can_be_waited_on_like_pykkas_event(pool: PooledRuntime
     waiter.join(WAIT_S)
     assert waiter_saw == [True]
     assert ref.actor_stopped.is_set()
+
+
+# -- the runtime's future keeps pykka's future behaviour --------------------------------------
+def test_every_thread_waiting_on_a_future_gets_its_value() -> None:
+    future = RuntimeFuture()
+    seen: list[int] = []
+    waiters = [
+        threading.Thread(target=lambda: seen.append(future.get(timeout=WAIT_S))) for _ in range(4)
+    ]
+    for waiter in waiters:
+        waiter.start()
+    future.set(7)
+    for waiter in waiters:
+        waiter.join(WAIT_S)
+    assert seen == [7, 7, 7, 7]
+    assert future.get(timeout=0) == 7
+
+
+def test_a_future_is_set_once_and_raises_what_it_was_set_with() -> None:
+    future = RuntimeFuture()
+    try:
+        raise KeyError("gone")
+    except KeyError:
+        future.set_exception()
+    with pytest.raises(queue.Full):
+        future.set(1)
+    with pytest.raises(KeyError, match="gone"):
+        future.get(timeout=WAIT_S)
+
+
+def test_done_callbacks_run_once_whether_added_before_or_after_the_value() -> None:
+    future = RuntimeFuture()
+    calls: list[str] = []
+    future.add_done_callback(lambda f: calls.append(f"before:{f.get(timeout=0)}"))
+    future.set("v")
+    future.add_done_callback(lambda f: calls.append(f"after:{f.get(timeout=0)}"))
+    assert calls == ["before:v", "after:v"]
+
+
+def test_pykkas_future_combinators_work_on_the_runtimes_future(pool: PooledRuntime) -> None:
+    refs = [Probe.start(str(i)) for i in range(3)]
+    futures = [ref.ask(Note(0, i), block=False) for i, ref in enumerate(refs)]
+    assert pykka.get_all(futures, timeout=WAIT_S) == [0, 1, 2]
+    assert futures[2].map(lambda value: value * 10).get(timeout=WAIT_S) == 20
+    assert refs[0].ask(Note(0, 5), block=False).join(futures[1]).get(timeout=WAIT_S) == [5, 1]
