@@ -8,7 +8,7 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import pool, turn_roundtrip
+from benchmarks import pool, sessions, turn_roundtrip
 
 
 def main() -> None:
@@ -43,6 +43,12 @@ def main() -> None:
         f"idle pooled actors: {memory.bytes_per_actor:,.0f} B each (tracemalloc, "
         f"{memory.actors:,} actors); start {memory.start_s:.2f} s, stop {memory.stop_s:.2f} s"
     )
+    resident = sessions.run()
+    console.print(
+        f"resident idle sessions: {resident.bytes_per_session:,.0f} B each (RSS growth over "
+        f"{resident.sessions:,} sessions after one turn, "
+        f"{resident.actors_per_session:.0f} actors each)"
+    )
     if "--json" in sys.argv:
         print(
             json.dumps(
@@ -61,6 +67,7 @@ def main() -> None:
                         }
                         for f in figures
                     ],
+                    "resident_session_bytes": resident.bytes_per_session,
                     "pool_memory": {
                         "actors": memory.actors,
                         "bytes_per_actor": memory.bytes_per_actor,
