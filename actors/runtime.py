@@ -109,7 +109,8 @@ class _PoolInbox:
     `claim` is held while the actor is in the run queue or a worker is handling
     it (and before it starts), so no two workers ever handle it at once. It is
     taken only with a non-blocking acquire (an atomic test-and-set): a sender
-    never waits on a worker, and whoever takes it queues the actor.
+    never waits on a worker, and whoever takes it queues the actor. The
+    messages wait in a SimpleQueue (about 170 bytes empty; a deque is 770).
     """
 
     __slots__ = ("actor", "claim", "items", "pool", "started")
@@ -117,13 +118,13 @@ class _PoolInbox:
     def __init__(self, pool: "PooledRuntime", actor: "Actor") -> None:
         self.pool = pool
         self.actor = actor
-        self.items: deque[Envelope[Any]] = deque()
+        self.items: queue.SimpleQueue[Envelope[Any]] = queue.SimpleQueue()
         self.claim = threading.Lock()
         self.claim.acquire()  # released after on_start has run
         self.started = False
 
     def put(self, envelope: Envelope[Any], /) -> None:
-        self.items.append(envelope)
+        self.items.put(envelope)
         if self.claim.acquire(blocking=False):
             self.pool._ready.put(self)
 
@@ -131,7 +132,7 @@ class _PoolInbox:
         raise RuntimeError("pooled actors are run by the pool's workers")
 
     def empty(self) -> bool:
-        return not self.items
+        return self.items.empty()
 
 
 class PooledRuntime:
@@ -216,9 +217,9 @@ class PooledRuntime:
             actor._actor_loop_setup()
         items = inbox.items
         for _ in range(self.batch):
-            if not items:
+            if items.empty():
                 break
-            _process(actor, items.popleft())
+            _process(actor, items.get_nowait())
             if actor.actor_stopped.is_set():
                 break
         self._finish(inbox)
@@ -226,16 +227,17 @@ class PooledRuntime:
     def _finish(self, inbox: _PoolInbox) -> None:
         """End an actor's turn: answer what a stopped actor still holds, and
         queue it again if mail is left (behind the others, for fairness)."""
+        items = inbox.items
         if inbox.actor.actor_stopped.is_set():
-            while inbox.items:
-                _answer_dead(inbox.actor, inbox.items.popleft())
-        if inbox.items:  # still claimed: requeue
+            while not items.empty():
+                _answer_dead(inbox.actor, items.get_nowait())
+        if not items.empty():  # still claimed: requeue
             self._ready.put(inbox)
             return
         inbox.claim.release()
-        # A sender that appended before the release saw the claim taken and left
-        # the actor to us: look again.
-        if inbox.items and inbox.claim.acquire(blocking=False):
+        # A sender that put before the release saw the claim taken and left the
+        # actor to us: look again.
+        if not items.empty() and inbox.claim.acquire(blocking=False):
             self._ready.put(inbox)
 
 
