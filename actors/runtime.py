@@ -28,6 +28,7 @@ import queue
 import sys
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -637,11 +638,13 @@ class Actor(pykka.Actor):
         own = type(self).own_runtime
         inline = isinstance(runtime, DeterministicRunner) and not runtime.own_threads
         self._runtime = own if own is not None and not inline else runtime
-        super().__init__()
-        # pykka's stopped flag is a threading.Event (a Condition, a lock and a
-        # deque: about 1 KB and a dozen objects the garbage collector walks); a
-        # slotted flag with the same API keeps an idle actor small.
-        self.actor_stopped = self._actor_ref.actor_stopped = StopFlag()  # type: ignore[assignment]
+        # pykka.Actor.__init__'s four fields, but the stopped flag is a StopFlag:
+        # pykka's threading.Event (a Condition, a lock and a deque) is about 1 KB
+        # and a dozen objects the garbage collector walks, per actor.
+        self.actor_urn = uuid.uuid4().urn
+        self.actor_inbox = self._create_actor_inbox()
+        self.actor_stopped = StopFlag()  # type: ignore[assignment]
+        self._actor_ref = ActorRef(self)
 
     @classmethod
     def start(cls, *args: Any, **kwargs: Any) -> ActorRef[Any]:
