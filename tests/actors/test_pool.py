@@ -52,7 +52,7 @@ class Probe(Actor):
         self.threads: set[str] = set()
 
     def on_start(self) -> None:
-        self.events.append(f"start:{threading.current_thread().name}")
+        self.events.append(f"start:{threading.current_thread().name}:{len(self.received)}")
 
     def on_stop(self) -> None:
         self.events.append("stop")
@@ -164,7 +164,8 @@ def test_on_start_runs_before_the_first_message_and_on_stop_at_the_end(
     ref = Probe.start("a", events)
     ref.tell(Note(0, 1))
     assert ref.stop(block=True, timeout=WAIT_S)
-    assert events[0].startswith("start:") and events[1:] == ["stop"]
+    assert events[0].startswith("start:") and events[0].endswith(":0")  # nothing received yet
+    assert events[1:] == ["stop"]
     assert not ref.is_alive()
     assert ref not in live_actors()
 
