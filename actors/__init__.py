@@ -8,7 +8,9 @@ Session, Chat, TurnHandle; agenthost.actors.aio for asyncio). Invariants:
    and actor refs cross between actors.
 2. No handler blocks: no `ask(...).get()` in a handler (answers come back as
    messages or deferred futures), no I/O except in the StoreActor and the
-   WorktreeActor, which run on threads of their own.
+   WorktreeActor, which run on threads of their own. Every other actor runs
+   on the shared pool (PooledRuntime), where a blocked handler holds a
+   worker every other actor needs; debug mode makes a blocking get raise.
 3. Time comes from the injected clock; nothing here sleeps.
 4. Every turn ends exactly once, through TurnTrackerActor._end, and its end
    reaches subscribers only after the store committed it.
@@ -18,7 +20,12 @@ Session, Chat, TurnHandle; agenthost.actors.aio for asyncio). Invariants:
 
 from agenthost.actors.clock import FakeClock, SystemClock
 from agenthost.actors.handles import Subscription
-from agenthost.actors.runtime import DeterministicRunner, ThreadingRuntime, use_runtime
+from agenthost.actors.runtime import (
+    DeterministicRunner,
+    PooledRuntime,
+    ThreadingRuntime,
+    use_runtime,
+)
 from agenthost.actors.supervisor import RestartPolicy
 from agenthost.actors.surface import Chat, Host, Session, TurnHandle
 
@@ -27,6 +34,7 @@ __all__ = [
     "DeterministicRunner",
     "FakeClock",
     "Host",
+    "PooledRuntime",
     "RestartPolicy",
     "Session",
     "Subscription",

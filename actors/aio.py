@@ -1,8 +1,9 @@
 """The asyncio side of the surface: await actor replies without blocking the loop.
 
 pykka futures are awaitable, but awaiting one blocks the event loop. Here a
-reply future's done callback hands the result to the loop with
-`call_soon_threadsafe`, so any number of chats can wait on one loop thread.
+reply future's done callback hands the result to the loop (through one
+LoopCalls per loop: a burst of replies wakes it once), so any number of chats
+can wait on one loop thread.
 
 `AsyncHost`, `AsyncSession` and `AsyncChat` mirror the sync surface: every
 method of Host, Session and Chat is awaitable (a call that waits runs on an
@@ -20,6 +21,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import functools
+import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -30,6 +32,19 @@ from agenthost.actors.runtime import RuntimeFuture
 from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session
 from agenthost.messages.commands import CreateSession, SendMessage, TurnOutcome
 from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.providers.base import LoopCalls
+
+_loop_calls: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopCalls]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _calls_for(loop: asyncio.AbstractEventLoop) -> LoopCalls:
+    """The running loop's LoopCalls (made on the loop's own thread)."""
+    calls = _loop_calls.get(loop)
+    if calls is None:
+        calls = _loop_calls[loop] = LoopCalls(loop)
+    return calls
 
 
 def _ask(ref: "pykka.ActorRef[Any]", message: Any) -> RuntimeFuture:
@@ -45,6 +60,7 @@ async def wait(future: RuntimeFuture, timeout: float = DEFAULT_TIMEOUT) -> Any:
         AgentHostError: HOST_STOPPED if the actor died.
     """
     loop = asyncio.get_running_loop()
+    calls = _calls_for(loop)
     done: asyncio.Future[Any] = loop.create_future()
 
     def transfer(f: RuntimeFuture) -> None:
@@ -61,7 +77,7 @@ async def wait(future: RuntimeFuture, timeout: float = DEFAULT_TIMEOUT) -> Any:
                 done.set_exception(exc)
 
         with contextlib.suppress(RuntimeError):  # the awaiting loop is closed
-            loop.call_soon_threadsafe(apply)
+            calls.call(apply)
 
     future.add_done_callback(transfer)
     result = await asyncio.wait_for(done, timeout)

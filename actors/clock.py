@@ -120,13 +120,18 @@ class SystemClock:
     def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
         handle = TimerHandle(self.now() + max(delay, 0.0), callback)
         with self._cond:
+            earliest = self._timers.next_due()
             self._timers.push(handle)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="agenthost-clock", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            # The timer thread sleeps until the earliest timer: wake it only when
+            # this one comes sooner (an idle timer reset on every turn must not
+            # wake it each time).
+            if earliest is None or handle.due < earliest:
+                self._cond.notify()
         return handle
 
     def _run(self) -> None:

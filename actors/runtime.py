@@ -5,7 +5,14 @@ tell, ask, proxies, futures, on_start/on_stop/on_failure) and delegates the
 three implementation hooks pykka offers new actor types (the inbox, the
 future, the loop start) to the current `Runtime`:
 
-- `ThreadingRuntime` (default): one daemon thread per actor, pykka's own loop.
+- `PooledRuntime` (default): a few shared daemon worker threads and a run
+  queue of actors that have mail. An actor is queued at most once at a time,
+  so at most one of its handlers runs at a time and its mailbox stays FIFO; a
+  worker handles a bounded batch of one actor's messages per turn. An idle
+  actor costs its objects, no thread. In debug mode (AGENTHOST_DEBUG=1 or
+  `set_debug(True)`), a blocking `future.get()` on a pool worker raises.
+- `ThreadingRuntime`: one daemon thread per actor, pykka's own loop (the
+  store and worktree actors pin it: they do I/O).
 - `DeterministicRunner` (tests): no threads. Messages wait in one list until
   the test delivers them, in an order it chooses (`deliver(i)`), or FIFO
   (`run()`); waiting on a future from the test thread delivers FIFO until it
@@ -16,8 +23,12 @@ blocks (no `ask(...).get()`, no I/O outside the store and worktree actors).
 """
 
 import contextlib
+import os
+import queue
 import sys
 import threading
+import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -27,7 +38,7 @@ import pykka
 import structlog
 from pykka import ActorDeadError, ActorRef
 from pykka._envelope import Envelope
-from pykka._threading import ThreadingFuture
+from pykka._threading import ThreadingFutureResult
 from pykka.messages import _ActorStop
 
 log = structlog.get_logger(__name__)
@@ -36,7 +47,25 @@ ASK_TIMEOUT_S = 10.0
 _RECHECK_S = 0.005
 STOP_TIMEOUT_S = 5.0
 
+DEFAULT_BATCH = 64
+"""How many of one actor's messages a pool worker handles before it moves on."""
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+_debug = os.environ.get("AGENTHOST_DEBUG", "") not in ("", "0")
+_worker = threading.local()
+"""`_worker.pool` is set on a pool worker thread to the pool it serves."""
+
+
+def set_debug(on: bool) -> None:
+    """Turn debug checks on or off (default: env AGENTHOST_DEBUG=1). In debug
+    mode a blocking `future.get()` on a pool worker raises RuntimeError."""
+    global _debug
+    _debug = on
+
+
+def debug_enabled() -> bool:
+    return _debug
 
 
 def handles(*message_types: type) -> Callable[[F], F]:
@@ -65,8 +94,6 @@ class ThreadingRuntime:
     drives_futures = False
 
     def create_inbox(self, actor: "Actor") -> Any:
-        import queue
-
         return queue.Queue()
 
     def start(self, actor: "Actor") -> None:
@@ -75,6 +102,144 @@ class ThreadingRuntime:
 
     def run_until(self, done: Callable[[], bool], timeout: float | None) -> None:
         return None
+
+
+class _PoolInbox:
+    """One pooled actor's mailbox.
+
+    `claim` is held while the actor is in the run queue or a worker is handling
+    it (and before it starts), so no two workers ever handle it at once. It is
+    taken only with a non-blocking acquire (an atomic test-and-set): a sender
+    never waits on a worker, and whoever takes it queues the actor. The
+    messages wait in a SimpleQueue (about 170 bytes empty; a deque is 770).
+    """
+
+    __slots__ = ("actor", "claim", "items", "pool", "started")
+
+    def __init__(self, pool: "PooledRuntime", actor: "Actor") -> None:
+        self.pool = pool
+        self.actor = actor
+        self.items: queue.SimpleQueue[Envelope[Any]] = queue.SimpleQueue()
+        self.claim = threading.Lock()
+        self.claim.acquire()  # released after on_start has run
+        self.started = False
+
+    def put(self, envelope: Envelope[Any], /) -> None:
+        self.items.put(envelope)
+        if self.claim.acquire(blocking=False):
+            self.pool._ready.put(self)
+
+    def get(self) -> Envelope[Any]:  # pragma: no cover - the pool never loops per actor
+        raise RuntimeError("pooled actors are run by the pool's workers")
+
+    def empty(self) -> bool:
+        return self.items.empty()
+
+
+class PooledRuntime:
+    """Actors on a small shared pool of daemon worker threads.
+
+    Keeps pykka's semantics: per-actor FIFO, one handler of an actor at a time,
+    on_start before the first message, on_stop/on_failure, and every ask
+    queued behind a stop (or sent after it) answered with ActorDeadError.
+    Handlers must never block: a worker blocked in `future.get()` is a worker
+    the other actors lose (debug mode makes it raise).
+    """
+
+    drives_futures = False
+
+    def __init__(self, workers: int | None = None, batch: int = DEFAULT_BATCH) -> None:
+        """Args:
+        workers: worker threads (default max(2, cpu count)).
+        batch: messages of one actor handled per turn before the next actor's.
+        """
+        self.workers = workers if workers is not None else max(2, os.cpu_count() or 1)
+        self.batch = batch
+        self._lock = threading.Lock()
+        self._ready: queue.SimpleQueue[_PoolInbox | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    # -- runtime hooks ---------------------------------------------------------------------
+    def create_inbox(self, actor: "Actor") -> Any:
+        return _PoolInbox(self, actor)
+
+    def start(self, actor: "Actor") -> None:
+        """Queue the actor's on_start (it runs on a worker, before any message)."""
+        if not self._threads:
+            self._spawn()
+        self._ready.put(actor.actor_inbox)  # type: ignore[arg-type]
+
+    def run_until(self, done: Callable[[], bool], timeout: float | None) -> None:
+        return None
+
+    # -- the pool ----------------------------------------------------------------------------
+    def _spawn(self) -> None:
+        with self._lock:
+            if self._threads:
+                return
+            for index in range(self.workers):
+                thread = threading.Thread(
+                    target=self._work, name=f"agenthost-pool-{index}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+
+    def shutdown(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Stop the workers once they finish their current turn (actors still
+        queued stay queued; a later start spawns workers again)."""
+        with self._lock:
+            threads, self._threads = self._threads, []
+        for _ in threads:
+            self._ready.put(None)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def _work(self) -> None:
+        _worker.pool = self
+        ready = self._ready
+        while True:
+            inbox = ready.get()
+            if inbox is None:
+                return
+            try:
+                self._turn(inbox)
+            except BaseException:  # never lose a worker; the actor is stopped
+                log.error("pool_turn_failed", actor=type(inbox.actor).__name__, exc_info=True)
+                with contextlib.suppress(Exception):
+                    inbox.actor._stop()
+                with contextlib.suppress(Exception):
+                    self._finish(inbox)
+
+    def _turn(self, inbox: _PoolInbox) -> None:
+        actor = inbox.actor
+        if not inbox.started:
+            inbox.started = True
+            actor._actor_loop_setup()
+        items = inbox.items
+        for _ in range(self.batch):
+            if items.empty():
+                break
+            _process(actor, items.get_nowait())
+            if actor.actor_stopped.is_set():
+                break
+        self._finish(inbox)
+
+    def _finish(self, inbox: _PoolInbox) -> None:
+        """End an actor's turn: answer what a stopped actor still holds, and
+        queue it again if mail is left (behind the others, for fairness)."""
+        items = inbox.items
+        if inbox.actor.actor_stopped.is_set():
+            while not items.empty():
+                _answer_dead(inbox.actor, items.get_nowait())
+        if not items.empty():  # still claimed: requeue
+            self._ready.put(inbox)
+            return
+        inbox.claim.release()
+        # A sender that put before the release saw the claim taken and left the
+        # actor to us: look again.
+        if not items.empty() and inbox.claim.acquire(blocking=False):
+            self._ready.put(inbox)
 
 
 @attrs.frozen
@@ -200,7 +365,6 @@ class DeterministicRunner:
         `choose(pending, deliverable)` picks the next index among `deliverable`
         (default: the oldest), or None to deliver nothing now and wait.
         """
-        import time
 
         deadline = time.monotonic() + timeout
         count = 0
@@ -239,26 +403,45 @@ class DeterministicRunner:
 
     # -- one message, as pykka's loop handles it -------------------------------
     def _process(self, actor: "Actor", envelope: Envelope[Any]) -> None:
-        if actor.actor_stopped.is_set():
-            _answer_dead(actor, envelope)
-            return
-        try:
-            response = actor._handle_receive(envelope.message)
-            if envelope.reply_to is not None:
-                envelope.reply_to.set(response)
-        except Exception:
-            if envelope.reply_to is not None:
-                envelope.reply_to.set_exception()
-            else:
-                actor._handle_failure(*sys.exc_info())
-                with contextlib.suppress(Exception):
-                    actor.on_failure(*sys.exc_info())
+        _process(actor, envelope)
         if actor.actor_stopped.is_set():
             with self._cond:
                 mine = [(a, e) for a, e in self._items if a is actor]
                 self._items = deque((a, e) for a, e in self._items if a is not actor)
             for _, left in mine:
                 _answer_dead(actor, left)
+
+
+def _process(actor: "Actor", envelope: Envelope[Any]) -> None:
+    """Handle one message as pykka's `_actor_loop_running` does (shared by the
+    pool and the deterministic runner): the reply, or the failure hooks for a
+    tell. A message to a stopped actor is answered with ActorDeadError."""
+    if actor.actor_stopped.is_set():
+        _answer_dead(actor, envelope)
+        return
+    try:
+        response = actor._handle_receive(envelope.message)
+        if envelope.reply_to is not None:
+            envelope.reply_to.set(response)
+    except Exception:
+        if envelope.reply_to is not None:
+            envelope.reply_to.set_exception()
+        else:
+            actor._handle_failure(*sys.exc_info())
+            try:
+                actor.on_failure(*sys.exc_info())
+            except Exception:
+                actor._handle_failure(*sys.exc_info())
+    except BaseException:
+        if getattr(_worker, "pool", None) is None:
+            raise  # the deterministic runner's driver: let Ctrl-C through
+        # pykka stops the actor (and every other); on the pool only the actor
+        # stops, and an asker gets the exception instead of waiting forever.
+        log.error("actor_interrupted", actor=type(actor).__name__, exc_info=True)
+        if envelope.reply_to is not None:
+            with contextlib.suppress(Exception):
+                envelope.reply_to.set_exception()
+        actor._stop()
 
 
 def _answer_dead(actor: "Actor", envelope: Envelope[Any]) -> None:
@@ -271,7 +454,7 @@ def _answer_dead(actor: "Actor", envelope: Envelope[Any]) -> None:
     envelope.reply_to.set_exception(exc_info=(ActorDeadError, error, None))
 
 
-_runtime: Runtime = ThreadingRuntime()
+_runtime: Runtime = PooledRuntime()
 _live: dict[str, ActorRef[Any]] = {}
 _live_lock = threading.Lock()
 
@@ -305,41 +488,133 @@ def _call_isolated(callback: Callable[[Any], None], future: Any) -> None:
         log.warning("future_callback_failed", exc_info=True)
 
 
-class RuntimeFuture(ThreadingFuture[Any]):
-    """pykka's threading future, plus done callbacks; under the deterministic
-    runner, waiting on it from the driving thread delivers messages until set."""
+class RuntimeFuture(pykka.Future[Any]):
+    """pykka's threading future made light, plus done callbacks; under the
+    deterministic runner, waiting on it from the driving thread delivers
+    messages until it is set.
+
+    Same API and behaviour as pykka's ThreadingFuture (get with timeout ->
+    pykka.Timeout, set/set_exception once else queue.Full, get hooks for map,
+    join, reduce), but two plain locks instead of a Condition (an RLock, a deque
+    and bound methods: objects the garbage collector walks, one set per ask).
+    `_done` is held until the future is set; a waiter acquires and releases it.
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self._callbacks: list[Callable[[RuntimeFuture], None]] = []
+        self._result: ThreadingFutureResult | None = None
+        self._state = threading.Lock()
+        self._done = threading.Lock()
+        self._done.acquire()
+        self._callbacks: list[Callable[[RuntimeFuture], None]] | None = None
 
     def add_done_callback(self, callback: Callable[["RuntimeFuture"], None]) -> None:
         """Call `callback(self)` once set (at once if it already is), on the setter's thread."""
-        with self._condition:
+        with self._state:
             if self._result is None:
+                if self._callbacks is None:
+                    self._callbacks = []
                 self._callbacks.append(callback)
                 return
         _call_isolated(callback, self)
 
     def set(self, value: Any | None = None) -> None:
-        super().set(value)
-        self._run_callbacks()
+        self._settle(ThreadingFutureResult(value=value))
 
     def set_exception(self, exc_info: Any = None) -> None:
-        super().set_exception(exc_info if exc_info is not None else sys.exc_info())
-        self._run_callbacks()
+        assert exc_info is None or len(exc_info) == 3
+        self._settle(ThreadingFutureResult(exc_info=exc_info or sys.exc_info()))
 
-    def _run_callbacks(self) -> None:
-        with self._condition:
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
+    def set_get_hook(self, func: Any) -> None:
+        with self._state:
+            if self._result is not None:
+                raise queue.Full
+            super().set_get_hook(func)
+        with contextlib.suppress(RuntimeError):  # wake waiters; they call the hook
+            self._done.release()
+
+    def _settle(self, result: ThreadingFutureResult) -> None:
+        with self._state:
+            if self._result is not None or self._get_hook is not None:
+                raise queue.Full
+            self._result = result
+            callbacks, self._callbacks = self._callbacks, None
+        self._done.release()
+        for callback in callbacks or ():
             _call_isolated(callback, self)
 
     def get(self, *, timeout: float | None = None) -> Any:
-        runtime = _runtime
-        if runtime.drives_futures and self._result is None and self._get_hook is None:
-            runtime.run_until(lambda: self._result is not None, timeout)
-        return super().get(timeout=timeout)
+        if self._get_hook is not None:
+            return super().get(timeout=timeout)
+        if self._result is None:
+            if _debug and timeout != 0 and getattr(_worker, "pool", None) is not None:
+                raise RuntimeError(
+                    "a blocking future.get() on a pool worker thread: handlers on the pool"
+                    " never block (DESIGN.md); tell, and let the answer come back as a message"
+                )
+            runtime = _runtime
+            if runtime.drives_futures:
+                runtime.run_until(lambda: self._result is not None, timeout)
+            if self._result is None:
+                wait = -1 if timeout is None else max(timeout, 0.0)
+                if not self._done.acquire(timeout=wait):
+                    raise pykka.Timeout(f"{timeout} seconds")
+                self._done.release()
+            if self._get_hook is not None:  # set while we waited
+                return super().get(timeout=timeout)
+        result = self._result
+        assert result is not None
+        if result.exc_info is not None:
+            exc_type, exc_value, exc_traceback = result.exc_info
+            assert exc_type is not None
+            if exc_value is None:
+                exc_value = exc_type()
+            if exc_value.__traceback__ is not exc_traceback:
+                raise exc_value.with_traceback(exc_traceback)
+            raise exc_value
+        return result.value
+
+
+_flag_lock = threading.Lock()
+
+
+class StopFlag:
+    """threading.Event's API (is_set, set, clear, wait) as a bool; a real Event
+    is made only for a thread that waits on it."""
+
+    __slots__ = ("_event", "_set")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._event: threading.Event | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        with _flag_lock:
+            event = self._event
+        if event is not None:
+            event.set()
+
+    def clear(self) -> None:
+        self._set = False
+        with _flag_lock:
+            event = self._event
+        if event is not None:
+            event.clear()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._set:
+            return True
+        with _flag_lock:
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        if self._set:  # set() ran before the event existed
+            event.set()
+        return event.wait(timeout)
 
 
 class Actor(pykka.Actor):
@@ -363,7 +638,13 @@ class Actor(pykka.Actor):
         own = type(self).own_runtime
         inline = isinstance(runtime, DeterministicRunner) and not runtime.own_threads
         self._runtime = own if own is not None and not inline else runtime
-        super().__init__()
+        # pykka.Actor.__init__'s four fields, but the stopped flag is a StopFlag:
+        # pykka's threading.Event (a Condition, a lock and a deque) is about 1 KB
+        # and a dozen objects the garbage collector walks, per actor.
+        self.actor_urn = uuid.uuid4().urn
+        self.actor_inbox = self._create_actor_inbox()
+        self.actor_stopped = StopFlag()  # type: ignore[assignment]
+        self._actor_ref = ActorRef(self)
 
     @classmethod
     def start(cls, *args: Any, **kwargs: Any) -> ActorRef[Any]:
@@ -426,13 +707,16 @@ def live_actors() -> list[ActorRef[Any]]:
 
 
 def stop_all(timeout: float = STOP_TIMEOUT_S) -> None:
-    """Stop every actor the runtime still runs (tests' autouse fixture)."""
+    """Stop every actor the runtime still runs (tests' autouse fixture), within
+    `timeout` in all. Linear in the number of actors."""
+
+    deadline = time.monotonic() + timeout
     futures = []
-    for ref in live_actors():
+    for ref in live_actors():  # an ask of pykka's stop message: one future, not ref.stop's two
         with contextlib.suppress(ActorDeadError):
-            futures.append(ref.stop(block=False))
+            futures.append(ref.ask(_ActorStop(), block=False))
     for future in futures:
         with contextlib.suppress(ActorDeadError, pykka.Timeout):
-            future.get(timeout=timeout)
+            future.get(timeout=max(deadline - time.monotonic(), 0.0))
     with _live_lock:
         _live.clear()

@@ -8,11 +8,12 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import turn_roundtrip
+from benchmarks import pool, sessions, turn_roundtrip
 
 
 def main() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    console = Console()
     results = turn_roundtrip.run()
     baseline = results[0].per_op_us
     table = Table(title="turn round trip (medians of rounds, same run)")
@@ -22,14 +23,58 @@ def main() -> None:
         table.add_row(
             result.name, f"{result.per_op_us:,.1f} µs", f"{result.per_op_us / baseline:,.1f}x"
         )
-    Console().print(table)
+    console.print(table)
+
+    figures = pool.run()
+    table = Table(title="pooled runtime vs pykka ThreadingActor (medians of rounds, same run)")
+    for column in ("benchmark", "pooled", "pykka threads", "pool advantage"):
+        table.add_column(column, justify="left" if column == "benchmark" else "right")
+    for figure in figures:
+        table.add_row(
+            figure.name,
+            f"{figure.pooled:,.1f} {figure.unit}",
+            f"{figure.threaded:,.1f} {figure.unit}",
+            f"{figure.ratio:,.2f}x",
+        )
+    console.print(table)
+
+    memory = pool.memory()
+    console.print(
+        f"idle pooled actors: {memory.bytes_per_actor:,.0f} B each (tracemalloc, "
+        f"{memory.actors:,} actors); start {memory.start_s:.2f} s, stop {memory.stop_s:.2f} s"
+    )
+    resident = sessions.run()
+    console.print(
+        f"resident idle sessions: {resident.bytes_per_session:,.0f} B each (RSS growth over "
+        f"{resident.sessions:,} sessions after one turn, "
+        f"{resident.actors_per_session:.0f} actors each)"
+    )
     if "--json" in sys.argv:
         print(
             json.dumps(
-                [
-                    {"name": r.name, "per_op_us": r.per_op_us, "ratio": r.per_op_us / baseline}
-                    for r in results
-                ]
+                {
+                    "turn_roundtrip": [
+                        {"name": r.name, "per_op_us": r.per_op_us, "ratio": r.per_op_us / baseline}
+                        for r in results
+                    ],
+                    "pool": [
+                        {
+                            "name": f.name,
+                            "pooled": f.pooled,
+                            "threaded": f.threaded,
+                            "unit": f.unit,
+                            "ratio": f.ratio,
+                        }
+                        for f in figures
+                    ],
+                    "resident_session_bytes": resident.bytes_per_session,
+                    "pool_memory": {
+                        "actors": memory.actors,
+                        "bytes_per_actor": memory.bytes_per_actor,
+                        "start_s": memory.start_s,
+                        "stop_s": memory.stop_s,
+                    },
+                }
             )
         )
 

@@ -16,6 +16,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -190,11 +191,57 @@ class Provider(abc.ABC):
         return ProviderLoop(name)
 
 
+class LoopCalls:
+    """Calls handed to one event loop from other threads, one wake-up per burst.
+
+    `loop.call_soon_threadsafe` writes to the loop's self-pipe on every call: a
+    syscall and, on a busy machine, a GIL hand-off per call. Here calls wait in
+    a deque and only the first of a burst wakes the loop, which then runs them
+    all in order.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._calls: deque[tuple[Callable[..., object], tuple[Any, ...]]] = deque()
+        self._scheduled = False
+
+    def call(self, fn: Callable[..., object], *args: Any) -> None:
+        """Run `fn(*args)` on the loop's thread, after the calls made before it.
+
+        Raises:
+            RuntimeError: the loop is closed.
+        """
+        self._calls.append((fn, args))
+        if not self._scheduled:
+            # Two threads may both get here: the loop then drains twice, harmlessly.
+            self._scheduled = True
+            try:
+                self._loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:
+                self._scheduled = False
+                raise
+
+    def _drain(self) -> None:
+        # Clear the flag before taking the calls: a call appended after this
+        # point either is taken below or schedules another drain.
+        self._scheduled = False
+        calls = self._calls
+        for _ in range(len(calls)):
+            fn, args = calls.popleft()
+            try:
+                fn(*args)
+            except Exception as exc:
+                self._loop.call_exception_handler(
+                    {"message": "LoopCalls call failed", "exception": exc}
+                )
+
+
 class ProviderLoop:
     """One asyncio event loop on its own thread, shared by a provider kind's adapters."""
 
     def __init__(self, name: str) -> None:
         self.loop = asyncio.new_event_loop()
+        self._calls = LoopCalls(self.loop)
         self._thread = threading.Thread(target=self._run, name=f"provider-loop-{name}", daemon=True)
         self._thread.start()
 
@@ -203,16 +250,44 @@ class ProviderLoop:
         self.loop.run_forever()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Run `coro` on the loop; once the loop stopped, fail without running it."""
+        """Run `coro` on the loop; once the loop stopped, fail without running it.
+
+        As `asyncio.run_coroutine_threadsafe`, but a burst of submissions wakes
+        the loop once (LoopCalls). Cancelling the returned future cancels the task.
+        """
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
         try:
             if self.loop.is_closed() or not self.loop.is_running():
                 raise RuntimeError("the provider loop has stopped")
-            return asyncio.run_coroutine_threadsafe(coro, self.loop)
+            self._calls.call(self._start, coro, future)
         except RuntimeError as exc:
             coro.close()
-            failed: concurrent.futures.Future[T] = concurrent.futures.Future()
-            failed.set_exception(exc)
-            return failed
+            future.set_exception(exc)
+        return future
+
+    def _start(self, coro: Coroutine[Any, Any, T], future: concurrent.futures.Future[T]) -> None:
+        """On the loop thread: run `coro` as a task whose end settles `future`."""
+        if future.cancelled():
+            coro.close()
+            return
+        task = self.loop.create_task(coro)
+
+        def settle(done: "asyncio.Task[T]") -> None:
+            if done.cancelled():
+                future.cancel()
+            elif future.set_running_or_notify_cancel():
+                exc = done.exception()
+                if exc is not None:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(done.result())
+
+        def cancel_task(f: concurrent.futures.Future[T]) -> None:
+            if f.cancelled() and not self.loop.is_closed():
+                self.loop.call_soon_threadsafe(task.cancel)
+
+        task.add_done_callback(settle)
+        future.add_done_callback(cancel_task)
 
     def stop(self, timeout: float = 5.0) -> None:
         if not self.loop.is_running():

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agenthost.server.load import LoadConfig, run_load
+from agenthost.server.load import LoadConfig, run_load, tune_gc
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="agenthost: host agent chat sessions."
@@ -62,6 +62,7 @@ def load(
         shape=shape,
         store_dir=store,
     )
+    tune_gc()
     console = Console(stderr=True)
     with Progress(
         TextColumn("turns"),

@@ -8,6 +8,7 @@ costs no thread per chat.
 """
 
 import asyncio
+import gc
 import resource
 import sqlite3
 import statistics
@@ -26,6 +27,18 @@ from agenthost.providers.scripted import ScriptedProvider, echo_reply
 from agenthost.store import SqliteStore
 
 TURN_TIMEOUT_S = 120.0
+GC_THRESHOLDS = (10_000, 10, 100)
+"""The collector's thresholds for a process holding thousands of chats.
+
+With CPython's defaults (700, 10, 10) the in-flight turns of thousands of
+chats live long enough to reach the oldest generation, and full collections
+(each walking every actor's state, with the GIL held) took two thirds of a
+5,000-chat run on the 2-core machine; with these they take about a quarter."""
+
+
+def tune_gc() -> None:
+    """Set GC_THRESHOLDS: for a process that is the host (the CLI's), not for a library."""
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 @attrs.frozen(kw_only=True)

@@ -1,4 +1,5 @@
 import logging
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,10 @@ import structlog
 from agenthost.actors import FakeClock, Host, runtime
 from agenthost.providers import ScriptedProvider
 from agenthost.store import SqliteStore
+
+# Debug checks on: a blocking future.get() on a pool worker raises.
+os.environ["AGENTHOST_DEBUG"] = "1"
+runtime.set_debug(True)
 
 
 @pytest.fixture(autouse=True)

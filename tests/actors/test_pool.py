@@ -1,0 +1,416 @@
+"""The pooled runtime keeps pykka's semantics on a few shared worker threads."""
+
+import queue
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pykka
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agenthost.actors.runtime import (
+    Actor,
+    PooledRuntime,
+    RuntimeFuture,
+    handles,
+    live_actors,
+    set_debug,
+    stop_all,
+    use_runtime,
+)
+
+WAIT_S = 10.0
+
+
+class Note:
+    def __init__(self, sender: int, seq: int) -> None:
+        self.sender = sender
+        self.seq = seq
+
+
+class Boom:
+    pass
+
+
+class Probe(Actor):
+    """Records what it receives, which thread ran it, and any overlap of its handlers."""
+
+    def __init__(
+        self, name: str = "", events: list[str] | None = None, into: list["Probe"] | None = None
+    ) -> None:
+        super().__init__()
+        if into is not None:
+            into.append(self)  # for reading its records once it is stopped or idle
+        self.name = name
+        self.events = events if events is not None else []
+        self.received: list[tuple[int, int]] = []
+        self.busy = False
+        self.overlaps = 0
+        self.threads: set[str] = set()
+
+    def on_start(self) -> None:
+        self.events.append(f"start:{threading.current_thread().name}:{len(self.received)}")
+
+    def on_stop(self) -> None:
+        self.events.append("stop")
+
+    def on_failure(self, *exc_info: Any) -> None:
+        self.events.append("failure")
+
+    @handles(Note)
+    def _note(self, message: Note) -> int:
+        if self.busy:
+            self.overlaps += 1
+        self.busy = True
+        self.threads.add(threading.current_thread().name)
+        total = 0
+        for i in range(200):  # a little work, so that an overlap would show
+            total += i
+        self.received.append((message.sender, message.seq))
+        self.busy = False
+        return message.seq
+
+    @handles(Boom)
+    def _boom(self, message: Boom) -> None:
+        raise ValueError("boom")
+
+    def snapshot(self) -> tuple[list[tuple[int, int]], int, set[str]]:
+        return list(self.received), self.overlaps, set(self.threads)
+
+
+@pytest.fixture
+def switch_often() -> Iterator[None]:
+    """Make the interpreter switch threads very often, so that interleavings show."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(previous)
+
+
+@pytest.fixture
+def pool() -> Iterator[PooledRuntime]:
+    runtime = PooledRuntime(workers=4)
+    with use_runtime(runtime):
+        yield runtime
+        stop_all()
+    runtime.shutdown()
+
+
+def test_each_mailbox_is_fifo_and_handlers_never_overlap_under_many_senders(
+    pool: PooledRuntime, switch_often: None
+) -> None:
+    actors = [Probe.start(str(i)) for i in range(4)]
+    senders, per_sender = 8, 300
+    barrier = threading.Barrier(senders)
+
+    def send(sender: int) -> None:
+        barrier.wait(timeout=WAIT_S)
+        for seq in range(per_sender):
+            actors[seq % len(actors)].tell(Note(sender, seq))
+
+    threads = [threading.Thread(target=send, args=(s,)) for s in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert not any(thread.is_alive() for thread in threads)
+
+    for index, ref in enumerate(actors):
+        received, overlaps, _ = ref.proxy().snapshot().get(timeout=WAIT_S)
+        assert overlaps == 0
+        for sender in range(senders):
+            seqs = [seq for s, seq in received if s == sender]
+            assert seqs == list(range(index, per_sender, len(actors)))
+
+
+def test_the_pool_runs_actors_on_its_shared_workers(pool: PooledRuntime) -> None:
+    events: list[str] = []
+    ref = Probe.start("a", events)
+    assert ref.ask(Note(0, 1), timeout=WAIT_S) == 1
+    _, _, threads = ref.proxy().snapshot().get(timeout=WAIT_S)
+    assert all(name.startswith("agenthost-pool-") for name in threads)
+    assert events[0].startswith("start:agenthost-pool-")
+
+
+def test_ask_tell_and_proxies_work_on_the_pool(pool: PooledRuntime) -> None:
+    ref = Probe.start("a")
+    ref.tell(Note(0, 1))
+    assert ref.ask(Note(0, 2), timeout=WAIT_S) == 2
+    proxy = ref.proxy()
+    assert proxy.name.get(timeout=WAIT_S) == "a"
+    proxy.name = "b"
+    assert proxy.name.get(timeout=WAIT_S) == "b"
+    assert proxy.snapshot().get(timeout=WAIT_S)[0] == [(0, 1), (0, 2)]
+
+
+def test_an_exception_in_an_ask_goes_to_the_asker_and_the_actor_lives_on(
+    pool: PooledRuntime,
+) -> None:
+    events: list[str] = []
+    ref = Probe.start("a", events)
+    with pytest.raises(ValueError, match="boom"):
+        ref.ask(Boom(), timeout=WAIT_S)
+    assert ref.ask(Note(0, 3), timeout=WAIT_S) == 3
+    assert "failure" not in events
+
+
+def test_on_start_runs_before_the_first_message_and_on_stop_at_the_end(
+    pool: PooledRuntime,
+) -> None:
+    events: list[str] = []
+    ref = Probe.start("a", events)
+    ref.tell(Note(0, 1))
+    assert ref.stop(block=True, timeout=WAIT_S)
+    assert events[0].startswith("start:") and events[0].endswith(":0")  # nothing received yet
+    assert events[1:] == ["stop"]
+    assert not ref.is_alive()
+    assert ref not in live_actors()
+
+
+def test_a_failing_tell_calls_on_failure_stops_the_actor_and_later_asks_die(
+    pool: PooledRuntime,
+) -> None:
+    events: list[str] = []
+    ref = Probe.start("a", events)
+    ref.tell(Boom())
+    behind = ref.ask(Note(0, 1), block=False)
+    with pytest.raises(pykka.ActorDeadError):
+        behind.get(timeout=WAIT_S)
+    assert events[1:] == ["failure"]
+    assert ref not in live_actors()
+
+
+def test_a_stopped_actor_refuses_tells_and_asks(pool: PooledRuntime) -> None:
+    ref = Probe.start("a")
+    ref.stop(block=True, timeout=WAIT_S)
+    with pytest.raises(pykka.ActorDeadError):
+        ref.tell(Note(0, 1))
+    with pytest.raises(pykka.ActorDeadError):
+        ref.ask(Note(0, 2), timeout=WAIT_S)
+
+
+class Stopper(Actor):
+    """On Go, queues its own stop and then asks behind it (both wait behind this handler)."""
+
+    def __init__(self, behind: list[Any]) -> None:
+        super().__init__()
+        self.behind = behind
+
+    def go(self) -> None:
+        self.behind.append(self.actor_ref.stop(block=False))
+        self.behind.append(self.actor_ref.ask(Note(0, 1), block=False))
+        self.behind.append(self.actor_ref.ask(Note(0, 2), block=False))
+
+
+def test_asks_queued_behind_a_stop_are_answered_with_actor_dead(pool: PooledRuntime) -> None:
+    behind: list[Any] = []
+    ref = Stopper.start(behind)
+    ref.proxy().go().get(timeout=WAIT_S)
+    stopped, first, second = behind
+    assert stopped.get(timeout=WAIT_S) is True
+    for future in (first, second):
+        with pytest.raises(pykka.ActorDeadError):
+            future.get(timeout=WAIT_S)
+
+
+class Blocker(Actor):
+    def wait_on_unset_future(self, timeout: float) -> None:
+        RuntimeFuture().get(timeout=timeout)
+
+    def read_a_set_future(self) -> int:
+        future = RuntimeFuture()
+        future.set(5)
+        return int(future.get(timeout=WAIT_S))
+
+
+def test_a_blocking_get_on_a_pool_worker_raises_in_debug_mode(pool: PooledRuntime) -> None:
+    ref = Blocker.start()
+    with pytest.raises(RuntimeError, match="never block"):
+        ref.proxy().wait_on_unset_future(WAIT_S).get(timeout=WAIT_S)
+    assert ref.proxy().read_a_set_future().get(timeout=WAIT_S) == 5  # a get that cannot block
+
+
+def test_a_blocking_get_off_the_pool_is_allowed_in_debug_mode() -> None:
+    with pytest.raises(pykka.Timeout):
+        RuntimeFuture().get(timeout=0.01)
+
+
+def test_without_debug_a_blocking_get_on_the_pool_just_waits(pool: PooledRuntime) -> None:
+    ref = Blocker.start()
+    set_debug(False)
+    try:
+        with pytest.raises(pykka.Timeout):
+            ref.proxy().wait_on_unset_future(0.01).get(timeout=WAIT_S)
+    finally:
+        set_debug(True)
+
+
+class Flood(Actor):
+    """On the trigger, tells itself `n` messages and `other` one, then records its turns."""
+
+    def __init__(self, order: list[str], name: str) -> None:
+        super().__init__()
+        self.order = order
+        self.name = name
+
+    def trigger(self, n: int, other: Any) -> None:
+        self.order.append(f"{self.name}:trigger")
+        for i in range(n):
+            self.actor_ref.proxy().mark(i)
+        other.proxy().mark(0)
+
+    def mark(self, i: int) -> None:
+        self.order.append(f"{self.name}:{i}")
+
+
+def test_a_busy_actor_yields_its_worker_after_a_batch() -> None:
+    order: list[str] = []
+    runtime = PooledRuntime(workers=1, batch=2)
+    with use_runtime(runtime):
+        a = Flood.start(order, "a")
+        b = Flood.start(order, "b")
+        a.proxy().trigger(10, b).get(timeout=WAIT_S)
+        assert a.proxy().mark(99).get(timeout=WAIT_S) is None
+        stop_all()
+    runtime.shutdown()
+    # a's turn is the trigger and one more message; then b, whose mail came after.
+    assert order[:4] == ["a:trigger", "a:0", "b:0", "a:1"]
+    assert order[-1] == "a:99"
+
+
+class Idle(Actor):
+    pass
+
+
+def test_starting_and_stopping_many_actors_leaves_the_registry_empty(
+    pool: PooledRuntime,
+) -> None:
+    count = 20_000  # 100k takes ~5 s on two shared cores; `python -m benchmarks` runs 100k
+    refs = [Idle.start() for _ in range(count)]
+    assert len(live_actors()) == count
+    stop_all(timeout=60)
+    assert live_actors() == []
+    assert not any(ref.is_alive() for ref in refs)
+
+
+def test_the_pool_can_be_shut_down_and_started_again() -> None:
+    runtime = PooledRuntime(workers=2)
+    with use_runtime(runtime):
+        assert Probe.start().ask(Note(0, 1), timeout=WAIT_S) == 1
+        stop_all()
+        workers = list(runtime._threads)
+        runtime.shutdown()
+        assert workers and not any(worker.is_alive() for worker in workers)
+        assert Probe.start().ask(Note(0, 2), timeout=WAIT_S) == 2
+        stop_all()
+    runtime.shutdown()
+
+
+# -- random tells, asks and stops: FIFO and exactly-once ------------------------------------------
+operation = st.tuples(st.sampled_from(["tell", "ask", "stop"]), st.integers(0, 2))
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(operation, max_size=40))
+def test_random_tells_asks_and_stops_deliver_each_message_once_in_order(
+    pool: PooledRuntime, operations: list[tuple[str, int]]
+) -> None:
+    probes: list[Probe] = []
+    actors = [Probe.start(str(i), into=probes) for i in range(3)]
+    expected: list[list[tuple[int, int]]] = [[] for _ in actors]
+    stopped = [False] * len(actors)
+    asks: list[tuple[Any, int, bool]] = []  # future, seq, answered (sent before the stop)
+    stops: list[Any] = []
+    for seq, (kind, index) in enumerate(operations):
+        ref = actors[index]
+        if kind == "stop":
+            if not stopped[index]:
+                stops.append(ref.stop(block=False))
+                stopped[index] = True
+            continue
+        if kind == "tell":
+            try:
+                ref.tell(Note(index, seq))
+            except pykka.ActorDeadError:
+                assert stopped[index]
+        else:
+            asks.append((ref.ask(Note(index, seq), block=False), seq, not stopped[index]))
+        if not stopped[index]:
+            expected[index].append((index, seq))
+
+    for future, seq, answered in asks:
+        if answered:
+            assert future.get(timeout=WAIT_S) == seq
+        else:
+            with pytest.raises(pykka.ActorDeadError):
+                future.get(timeout=WAIT_S)
+    for future in stops:
+        assert future.get(timeout=WAIT_S) is True
+    for index, ref in enumerate(actors):
+        if not stopped[index]:  # (a stopped one handled all it will: its stop was answered)
+            ref.proxy().snapshot().get(timeout=WAIT_S)  # everything sent before is handled
+        assert probes[index].received == expected[index]
+        assert probes[index].overlaps == 0
+    stop_all()
+
+
+def test_the_stopped_flag_can_be_waited_on_like_pykkas_event(pool: PooledRuntime) -> None:
+    ref = Probe.start()
+    assert ref.actor_stopped.wait(0.01) is False
+    waiter_saw: list[bool] = []
+    waiter = threading.Thread(target=lambda: waiter_saw.append(ref.actor_stopped.wait(WAIT_S)))
+    waiter.start()
+    ref.stop(block=False)
+    waiter.join(WAIT_S)
+    assert waiter_saw == [True]
+    assert ref.actor_stopped.is_set()
+
+
+# -- the runtime's future keeps pykka's future behaviour --------------------------------------
+def test_every_thread_waiting_on_a_future_gets_its_value() -> None:
+    future = RuntimeFuture()
+    seen: list[int] = []
+    waiters = [
+        threading.Thread(target=lambda: seen.append(future.get(timeout=WAIT_S))) for _ in range(4)
+    ]
+    for waiter in waiters:
+        waiter.start()
+    future.set(7)
+    for waiter in waiters:
+        waiter.join(WAIT_S)
+    assert seen == [7, 7, 7, 7]
+    assert future.get(timeout=0) == 7
+
+
+def test_a_future_is_set_once_and_raises_what_it_was_set_with() -> None:
+    future = RuntimeFuture()
+    try:
+        raise KeyError("gone")
+    except KeyError:
+        future.set_exception()
+    with pytest.raises(queue.Full):
+        future.set(1)
+    with pytest.raises(KeyError, match="gone"):
+        future.get(timeout=WAIT_S)
+
+
+def test_done_callbacks_run_once_whether_added_before_or_after_the_value() -> None:
+    future = RuntimeFuture()
+    calls: list[str] = []
+    future.add_done_callback(lambda f: calls.append(f"before:{f.get(timeout=0)}"))
+    future.set("v")
+    future.add_done_callback(lambda f: calls.append(f"after:{f.get(timeout=0)}"))
+    assert calls == ["before:v", "after:v"]
+
+
+def test_pykkas_future_combinators_work_on_the_runtimes_future(pool: PooledRuntime) -> None:
+    refs = [Probe.start(str(i)) for i in range(3)]
+    futures = [ref.ask(Note(0, i), block=False) for i, ref in enumerate(refs)]
+    assert pykka.get_all(futures, timeout=WAIT_S) == [0, 1, 2]
+    assert futures[2].map(lambda value: value * 10).get(timeout=WAIT_S) == 20
+    assert refs[0].ask(Note(0, 5), block=False).join(futures[1]).get(timeout=WAIT_S) == [5, 1]

@@ -1,0 +1,137 @@
+"""ProviderLoop and LoopCalls: work handed to a provider's event loop from other threads."""
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from agenthost.providers.base import LoopCalls, ProviderLoop
+
+WAIT_S = 10.0
+
+
+@pytest.fixture
+def provider_loop() -> Iterator[ProviderLoop]:
+    loop = ProviderLoop("test")
+    yield loop
+    loop.stop()
+
+
+def test_calls_from_many_threads_each_run_once_in_each_threads_order(
+    provider_loop: ProviderLoop,
+) -> None:
+    calls = LoopCalls(provider_loop.loop)
+    ran: list[tuple[int, int]] = []
+    senders, per_sender = 6, 200
+    barrier = threading.Barrier(senders)
+    done = threading.Event()
+
+    def record(sender: int, seq: int) -> None:
+        ran.append((sender, seq))
+        if len(ran) == senders * per_sender:
+            done.set()
+
+    def send(sender: int) -> None:
+        barrier.wait(WAIT_S)
+        for seq in range(per_sender):
+            calls.call(record, sender, seq)
+
+    threads = [threading.Thread(target=send, args=(s,)) for s in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert done.wait(WAIT_S)
+    assert len(ran) == senders * per_sender
+    for sender in range(senders):
+        assert [seq for s, seq in ran if s == sender] == list(range(per_sender))
+
+
+def test_a_burst_of_calls_wakes_the_loop_once(provider_loop: ProviderLoop) -> None:
+    loop = provider_loop.loop
+    gate, entered, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def hold() -> None:  # keeps the loop busy while the burst arrives
+        entered.set()
+        gate.wait(WAIT_S)
+
+    loop.call_soon_threadsafe(hold)
+    assert entered.wait(WAIT_S)
+    wakeups = 0
+    original = loop.call_soon_threadsafe
+
+    def counting(*args: object) -> object:
+        nonlocal wakeups
+        wakeups += 1
+        return original(*args)  # type: ignore[arg-type]
+
+    loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+    try:
+        calls = LoopCalls(loop)
+        ran: list[int] = []
+        for i in range(100):
+            calls.call(ran.append, i)
+        calls.call(finished.set)
+        gate.set()
+        assert finished.wait(WAIT_S)
+    finally:
+        loop.call_soon_threadsafe = original  # type: ignore[method-assign]
+    assert ran == list(range(100))
+    assert wakeups == 1
+
+
+def test_submit_returns_the_coroutines_result_or_exception(provider_loop: ProviderLoop) -> None:
+    async def answer() -> int:
+        return 42
+
+    async def fail() -> None:
+        raise ValueError("no")
+
+    assert provider_loop.submit(answer()).result(WAIT_S) == 42
+    with pytest.raises(ValueError, match="no"):
+        provider_loop.submit(fail()).result(WAIT_S)
+
+
+def test_cancelling_a_submitted_future_cancels_its_task(provider_loop: ProviderLoop) -> None:
+    started = threading.Event()
+    cancelled = threading.Event()
+
+    async def forever() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    future = provider_loop.submit(forever())
+    assert started.wait(WAIT_S)
+    assert future.cancel()
+    assert cancelled.wait(WAIT_S)
+
+
+def test_a_task_cancelled_on_the_loop_cancels_its_future(provider_loop: ProviderLoop) -> None:
+    async def cancel_self() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        await asyncio.Event().wait()  # the pending cancel lands here
+
+    future = provider_loop.submit(cancel_self())
+    with pytest.raises(concurrent.futures.CancelledError):
+        future.result(WAIT_S)
+
+
+def test_submit_after_stop_fails_without_running_the_coroutine() -> None:
+    loop = ProviderLoop("stopped")
+    loop.stop()
+    ran: list[bool] = []
+
+    async def work() -> None:
+        ran.append(True)
+
+    with pytest.raises(RuntimeError, match="stopped"):
+        loop.submit(work()).result(WAIT_S)
+    assert ran == []
