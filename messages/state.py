@@ -38,7 +38,8 @@ def with_activity(
     except IsRead when `read` says otherwise."""
     value = (int(status) & ~ACTIVITY_MASK) | int(activity)
     if read is not None:
-        value = value | ChatStatus.IS_READ if read else value & ~ChatStatus.IS_READ
+        bit = int(ChatStatus.IS_READ)  # ints: IntFlag's ~ would drop unknown bits
+        value = value | bit if read else value & ~bit
     return ChatStatus(value)
 
 
@@ -416,7 +417,7 @@ def _config_pairs(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], 
 
 def _session_status(value: ChatStatus) -> ChatStatus:
     """The activity and unknown flags; IsRead and IsArchived are `read` and `archived`."""
-    return ChatStatus(int(value) & ~(ChatStatus.IS_READ | ChatStatus.IS_ARCHIVED))
+    return ChatStatus(int(value) & ~int(ChatStatus.IS_READ | ChatStatus.IS_ARCHIVED))
 
 
 @attrs.frozen(kw_only=True)
