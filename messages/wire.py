@@ -99,18 +99,17 @@ def _field_overrides(cls: type, structuring: bool) -> dict[str, Any]:
 
 
 def _defaults_to_omit(cls: type) -> list[tuple[str, Any]]:
-    """(wire name, default) of each field left off the wire at its default."""
+    """(wire name, default as it is on the wire) of each field left off the
+    wire at its default."""
     out = []
     for field in attrs.fields(cls):
         default = field.default
         if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
             default = default.factory()  # type: ignore[attr-defined]
         if field.metadata.get(OMIT_DEFAULT) or default is None:
-            out.append((_wire_name(field), default))
+            wire_default = None if default is None else converter.unstructure(default)
+            out.append((_wire_name(field), wire_default))
     return out
-
-
-_MISSING = object()
 
 
 def _make_unstructure(cls: type) -> Callable[[Any], dict[str, Any]]:
@@ -127,9 +126,7 @@ def _make_unstructure(cls: type) -> Callable[[Any], dict[str, Any]]:
     def unstructure(obj: Any) -> dict[str, Any]:
         data = base(obj)
         for key, default in omit:
-            if key in data and data[key] == (
-                default if default is None else converter.unstructure(default)
-            ):
+            if key in data and data[key] == default:
                 del data[key]
         if adapt is not None:
             data = adapt(data)
@@ -372,9 +369,21 @@ converter.register_structure_hook(AgentHostError, _make_structure(AgentHostError
 # -- protocol frames and unions -----------------------------------------------------
 
 
-def action_from_wire(data: Any) -> Any:
-    """An action by its `type`; a type this host does not know is an UnknownAction."""
-    if isinstance(data, Mapping) and data.get("type") not in _BY_TAG:
+def action_from_wire(data: Any) -> protocol.StateAction:
+    """A chat or session action by its `type`; a type this host does not know
+    is an UnknownAction, which every reducer ignores.
+
+    Raises:
+        AgentHostError: INVALID_ARGUMENT when the data does not fit.
+    """
+    action: protocol.StateAction = from_wire(data, protocol.StateAction)  # type: ignore[arg-type]
+    return action
+
+
+def _structure_action(data: Any, _type: object = None) -> Any:
+    if not isinstance(data, Mapping):
+        raise ValueError("an action is an object")
+    if data.get("type") not in _BY_TAG:
         tag = data.get("type")
         if not isinstance(tag, str):
             raise ValueError(f"an action needs a string type, not {tag!r}")
@@ -434,9 +443,7 @@ _ADAPTERS[protocol.ActionEnvelope] = (_envelope_out, None)
 _ADAPTERS[protocol.DispatchActionParams] = (_envelope_out, None)
 
 converter.register_unstructure_hook(protocol.UnknownAction, _unstructure_unknown_action)
-converter.register_structure_hook_func(
-    lambda t: t == protocol.StateAction, lambda data, _t: action_from_wire(data)
-)
+converter.register_structure_hook_func(lambda t: t == protocol.StateAction, _structure_action)
 converter.register_structure_hook_func(lambda t: t == protocol.JsonRpcMessage, _structure_jsonrpc)
 converter.register_structure_hook_func(
     lambda t: t == protocol.ReconnectResult, _structure_reconnect_result

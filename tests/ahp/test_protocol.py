@@ -34,7 +34,7 @@ from agenthost.messages.state import (
     UserMessage,
     with_legacy_steering_slot,
 )
-from agenthost.messages.wire import from_wire, to_wire
+from agenthost.messages.wire import action_from_wire, from_wire, to_wire
 
 HELLO = UserMessage(text="hello")
 
@@ -90,6 +90,15 @@ def test_a_dispatched_action_of_an_unknown_type_is_kept_not_refused() -> None:
         p.DispatchActionParams,
     )
     assert params.action == p.UnknownAction(type="chat/future", data=Json.of({"a": [1]}))
+
+
+@pytest.mark.parametrize(
+    "data", [{"type": "SendMessage", "text": "x"}, {"type": 3}, ["chat/delta"]]
+)
+def test_what_is_not_an_action_is_refused_as_invalid(data: object) -> None:
+    with pytest.raises(AgentHostError) as caught:
+        action_from_wire(data)
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT
 
 
 def test_a_snapshots_state_type_follows_its_channel_scheme() -> None:
