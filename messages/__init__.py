@@ -10,17 +10,23 @@ reducers and the wire conversion. Invariants:
 
 from agenthost.messages.commands import OutcomeState, TurnOutcome
 from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.fields import Json
 from agenthost.messages.reducers import reduce, reduce_chat
 from agenthost.messages.state import (
+    ActiveClient,
     ActiveTurn,
     ChatOrigin,
     ChatState,
     ChatStatus,
+    ChatSummary,
     ClientTool,
     OpenRequest,
     PendingKind,
     PendingMessage,
+    ReasoningPart,
     RequestKind,
+    SessionLifecycle,
+    SessionState,
     SessionSummary,
     ToolCall,
     ToolCallStatus,
@@ -32,18 +38,24 @@ from agenthost.messages.state import (
 from agenthost.messages.wire import from_wire, to_wire
 
 __all__ = [
+    "ActiveClient",
     "ActiveTurn",
     "AgentHostError",
     "ChatOrigin",
     "ChatState",
     "ChatStatus",
+    "ChatSummary",
     "ClientTool",
     "ErrorCode",
+    "Json",
     "OpenRequest",
     "OutcomeState",
     "PendingKind",
     "PendingMessage",
+    "ReasoningPart",
     "RequestKind",
+    "SessionLifecycle",
+    "SessionState",
     "SessionSummary",
     "ToolCall",
     "ToolCallStatus",

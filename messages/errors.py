@@ -9,9 +9,27 @@ from enum import StrEnum
 
 import attrs
 
+from agenthost.messages.fields import extension
 
-class ErrorCode(StrEnum):
-    """Closed set of error codes; on the AHP wire they are a turn error's errorType."""
+
+class OpenStrEnum(StrEnum):
+    """A string enum that also takes values a newer peer defines: an unknown
+    value decodes to a pseudo-member carrying it (AHP enums are open), so it
+    survives a round trip. Code compares with the known members as usual."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> "OpenStrEnum | None":
+        if not isinstance(value, str):
+            return None
+        member = str.__new__(cls, value)
+        member._name_ = value
+        member._value_ = value
+        return member
+
+
+class ErrorCode(OpenStrEnum):
+    """The error codes agenthost raises; on the AHP wire they are a turn error's
+    errorType. A peer's unknown errorType decodes to a pseudo-member."""
 
     INTERNAL = "internal"
     INVALID_ARGUMENT = "invalid_argument"
@@ -36,7 +54,7 @@ class AgentHostError(Exception):
 
     code: ErrorCode
     message: str
-    resumable: bool = False
+    resumable: bool = extension(default=False)
 
     def __str__(self) -> str:
         return f"{self.code.value}: {self.message}"

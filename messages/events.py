@@ -12,8 +12,12 @@ from typing import ClassVar
 import attrs
 
 from agenthost.messages.errors import AgentHostError
+from agenthost.messages.fields import Json, extension, iso_time, wire_name
 from agenthost.messages.state import (
+    ActiveClient,
     ChatState,
+    ChatStatus,
+    ChatSummary,
     OpenRequest,
     PendingKind,
     PendingMessage,
@@ -26,9 +30,13 @@ from agenthost.messages.state import (
 
 @attrs.frozen(kw_only=True)
 class ChatEvent:
+    """`session_id` and `chat_id` route an event inside the host; on AHP's wire
+    the envelope's channel says where an action belongs, so they are left off
+    while empty."""
+
     wire_type: ClassVar[str] = ""
-    session_id: str = ""
-    chat_id: str = ""
+    session_id: str = extension(default="")
+    chat_id: str = extension(default="")
 
 
 @attrs.frozen(kw_only=True)
@@ -45,6 +53,7 @@ class TurnStarted(ChatEvent):
     turn_id: str
     message: UserMessage
     queued_message_id: str | None = None
+    started_at: int | None = iso_time(default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -59,7 +68,17 @@ class AssistantDelta(ChatEvent):
     wire_type: ClassVar[str] = "chat/delta"
     turn_id: str
     part_id: str
-    text: str
+    text: str = wire_name("content")
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningDelta(ChatEvent):
+    """Reasoning text appended to a reasoning response part."""
+
+    wire_type: ClassVar[str] = "chat/reasoning"
+    turn_id: str
+    part_id: str
+    content: str
 
 
 @attrs.frozen(kw_only=True)
@@ -96,6 +115,8 @@ class ToolCallStarted(ChatEvent):
     tool_name: str
     display_name: str = ""
     intention: str | None = None
+    contributor: Json | None = None
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -106,6 +127,8 @@ class ToolCallDelta(ChatEvent):
     turn_id: str
     tool_call_id: str
     content: str
+    invocation_message: str | None = None
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -118,6 +141,7 @@ class ToolCallReady(ChatEvent):
     invocation_message: str = ""
     tool_input: str | None = None
     confirmed: str | None = None
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -128,16 +152,35 @@ class ToolCallConfirmed(ChatEvent):
     approved: bool
     confirmed: str | None = None
     reason: str | None = None
+    reason_message: str | None = None
+    user_suggestion: UserMessage | None = None
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
 class ToolCallCompleted(ChatEvent):
+    """The result's fields (`success` ... `error`) are AHP's nested `result` on the wire."""
+
     wire_type: ClassVar[str] = "chat/toolCallComplete"
     turn_id: str
     tool_call_id: str
     success: bool = True
     past_tense_message: str | None = None
-    requires_result_confirmation: bool = False
+    requires_result_confirmation: bool = extension(default=False)
+    content: Json | None = None
+    structured_content: Json | None = None
+    error: Json | None = None
+    meta: Json | None = wire_name("_meta", default=None)
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallContentChanged(ChatEvent):
+    """The running call's partial content (AHP ToolResultContent[]), replaced whole."""
+
+    wire_type: ClassVar[str] = "chat/toolCallContentChanged"
+    turn_id: str
+    tool_call_id: str
+    content: Json
 
 
 @attrs.frozen(kw_only=True)
@@ -191,16 +234,20 @@ class RemovalReason(StrEnum):
 
 @attrs.frozen(kw_only=True)
 class PendingMessageAdded(ChatEvent):
+    """On the wire the pending message's fields are the action's: {kind, id, message}."""
+
     wire_type: ClassVar[str] = "chat/pendingMessageSet"
     pending: PendingMessage
 
 
 @attrs.frozen(kw_only=True)
 class PendingMessageRemoved(ChatEvent):
+    """`reason` is ours (AHP's action is {kind, id})."""
+
     wire_type: ClassVar[str] = "chat/pendingMessageRemoved"
     kind: PendingKind
-    pending_id: str
-    reason: RemovalReason = RemovalReason.CLIENT
+    pending_id: str = wire_name("id")
+    reason: RemovalReason = extension(default=RemovalReason.CLIENT)
 
 
 @attrs.frozen(kw_only=True)
@@ -282,7 +329,68 @@ TERMINAL_EVENTS = (TurnCompleted, TurnCancelled, TurnFailed)
 @attrs.frozen(kw_only=True)
 class SessionEvent:
     wire_type: ClassVar[str] = ""
-    session_id: str = ""
+    session_id: str = extension(default="")
+
+
+@attrs.frozen(kw_only=True)
+class SessionReady(SessionEvent):
+    """The session's backend is up: lifecycle creating -> ready."""
+
+    wire_type: ClassVar[str] = "session/ready"
+
+
+@attrs.frozen(kw_only=True)
+class SessionCreationFailed(SessionEvent):
+    """The session's backend failed to start: lifecycle creating -> failed."""
+
+    wire_type: ClassVar[str] = "session/creationFailed"
+    error: AgentHostError
+
+
+@attrs.frozen(kw_only=True)
+class ChatAdded(SessionEvent):
+    """A chat joined the session's catalog (upsert by resource)."""
+
+    wire_type: ClassVar[str] = "session/chatAdded"
+    summary: ChatSummary
+
+
+@attrs.frozen(kw_only=True)
+class ChatRemoved(SessionEvent):
+    wire_type: ClassVar[str] = "session/chatRemoved"
+    chat: str
+
+
+@attrs.frozen(kw_only=True)
+class ChatUpdated(SessionEvent):
+    """Changed fields of one chat's summary (None: unchanged); AHP nests them in
+    `changes` on the wire."""
+
+    wire_type: ClassVar[str] = "session/chatUpdated"
+    chat: str
+    title: str | None = None
+    status: ChatStatus | None = None
+    modified_at: int | None = iso_time(default=None)
+
+
+@attrs.frozen(kw_only=True)
+class DefaultChatChanged(SessionEvent):
+    wire_type: ClassVar[str] = "session/defaultChatChanged"
+    default_chat: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ActiveClientSet(SessionEvent):
+    """A client joined the session's active clients or refreshed its entry."""
+
+    wire_type: ClassVar[str] = "session/activeClientSet"
+    active_client: ActiveClient
+
+
+@attrs.frozen(kw_only=True)
+class ActiveClientRemoved(SessionEvent):
+    wire_type: ClassVar[str] = "session/activeClientRemoved"
+    client_id: str
 
 
 @attrs.frozen(kw_only=True)
@@ -291,19 +399,19 @@ class SessionTitleChanged(SessionEvent):
 
     wire_type: ClassVar[str] = "session/titleChanged"
     title: str
-    by_user: bool = True
+    by_user: bool = extension(default=True)
 
 
 @attrs.frozen(kw_only=True)
 class IsReadChanged(SessionEvent):
     wire_type: ClassVar[str] = "session/isReadChanged"
-    read: bool
+    read: bool = wire_name("isRead")
 
 
 @attrs.frozen(kw_only=True)
 class IsArchivedChanged(SessionEvent):
     wire_type: ClassVar[str] = "session/isArchivedChanged"
-    archived: bool
+    archived: bool = wire_name("isArchived")
 
 
 @attrs.frozen(kw_only=True)

@@ -12,9 +12,12 @@ chat's invariants live, and it never raises on a well-typed action:
   pending-result-confirmation -> completed / cancelled(result-denied). An
   action that does not fit the call's status is a no-op;
 - a turn's end cancels (skipped) every tool call not in a terminal state and
-  closes its open requests;
-- the status is input-needed while a request is open or a tool call waits for
-  the user;
+  closes its open requests; a cancelled call keeps only what AHP's cancelled
+  state has (no confirmation, no result);
+- the status's activity bits are input-needed while a request is open or a
+  tool call waits for the user, else in-progress during a turn, else idle or
+  error; its flags (IsRead, IsArchived, unknown bits) are kept, except that
+  a turn start clears IsRead;
 - unknown actions are no-ops.
 """
 
@@ -26,10 +29,16 @@ import attrs
 
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import (
+    ActiveClientRemoved,
+    ActiveClientSet,
     AssistantDelta,
+    ChatAdded,
     ChatEvent,
+    ChatRemoved,
     ChatTitleChanged,
+    ChatUpdated,
     ConfigChanged,
+    DefaultChatChanged,
     DraftChanged,
     InputNeededRemoved,
     InputNeededSet,
@@ -38,14 +47,18 @@ from agenthost.messages.events import (
     PendingMessageAdded,
     PendingMessageRemoved,
     QueuedMessagesReordered,
+    ReasoningDelta,
     RequestClosed,
     RequestOpened,
     ResponsePartAdded,
+    SessionCreationFailed,
     SessionEvent,
+    SessionReady,
     SessionTitleChanged,
     SteeringRecorded,
     ToolCallCompleted,
     ToolCallConfirmed,
+    ToolCallContentChanged,
     ToolCallDelta,
     ToolCallReady,
     ToolCallResultConfirmed,
@@ -62,16 +75,20 @@ from agenthost.messages.state import (
     ActiveTurn,
     ChatState,
     ChatStatus,
+    ChatSummary,
     MarkdownPart,
     PendingKind,
     PendingMessage,
+    ReasoningPart,
     ResponsePart,
+    SessionLifecycle,
     SessionState,
     ToolCall,
     ToolCallPart,
     ToolCallStatus,
     Turn,
     TurnState,
+    with_activity,
 )
 
 ChatReducer = Callable[[ChatState, Any, int], ChatState]
@@ -137,10 +154,49 @@ def reduce_session(state: SessionState, action: SessionEvent, now_ms: int = 0) -
             return attrs.evolve(
                 state, input_needed=tuple(c for c in state.input_needed if c != chat_id)
             )
+        case SessionReady():
+            return attrs.evolve(state, lifecycle=SessionLifecycle.READY)
+        case SessionCreationFailed(error=error):
+            return attrs.evolve(state, lifecycle=SessionLifecycle.FAILED, creation_error=error)
+        case ChatAdded(summary=summary):
+            others = tuple(c for c in state.chats if c.resource != summary.resource)
+            if len(others) == len(state.chats):
+                return attrs.evolve(state, chats=(*state.chats, summary))
+            chats = tuple(summary if c.resource == summary.resource else c for c in state.chats)
+            return attrs.evolve(state, chats=chats)
+        case ChatRemoved(chat=chat):
+            return attrs.evolve(state, chats=tuple(c for c in state.chats if c.resource != chat))
+        case ChatUpdated(chat=chat):
+            chats = tuple(
+                _chat_summary_updated(c, action) if c.resource == chat else c for c in state.chats
+            )
+            return attrs.evolve(state, chats=chats)
+        case DefaultChatChanged(default_chat=default_chat):
+            return attrs.evolve(state, default_chat=default_chat)
+        case ActiveClientSet(active_client=client):
+            if any(c.client_id == client.client_id for c in state.active_clients):
+                clients = tuple(
+                    client if c.client_id == client.client_id else c for c in state.active_clients
+                )
+                return attrs.evolve(state, active_clients=clients)
+            return attrs.evolve(state, active_clients=(*state.active_clients, client))
+        case ActiveClientRemoved(client_id=client_id):
+            clients = tuple(c for c in state.active_clients if c.client_id != client_id)
+            return attrs.evolve(state, active_clients=clients)
     return state
 
 
 reduce.register(SessionState, reduce_session)
+
+
+def _chat_summary_updated(summary: ChatSummary, action: ChatUpdated) -> ChatSummary:
+    """The fields the action carries replace the summary's; the rest stay."""
+    return attrs.evolve(
+        summary,
+        title=summary.title if action.title is None else action.title,
+        status=summary.status if action.status is None else action.status,
+        modified_at=summary.modified_at if action.modified_at is None else action.modified_at,
+    )
 
 
 @_handles(TurnStarted)
@@ -149,15 +205,21 @@ def _turn_started(state: ChatState, action: TurnStarted, now_ms: int) -> ChatSta
         return state  # idempotent per turn id
     steering = state.steering_messages
     queued = state.queued_messages
+    slot = state.steering_message
     if action.queued_message_id is not None:
         steering = tuple(m for m in steering if m.id != action.queued_message_id)
         queued = tuple(m for m in queued if m.id != action.queued_message_id)
+        if slot is not None and slot.id == action.queued_message_id:
+            slot = None
     return attrs.evolve(
         state,
-        active_turn=ActiveTurn(id=action.turn_id, message=action.message),
+        active_turn=ActiveTurn(
+            id=action.turn_id, message=action.message, started_at=action.started_at
+        ),
         steering_messages=steering,
         queued_messages=queued,
-        status=ChatStatus.IN_PROGRESS,
+        steering_message=slot,
+        status=with_activity(state.status, ChatStatus.IN_PROGRESS, read=False),
         modified_at=now_ms,
     )
 
@@ -191,19 +253,46 @@ def _delta(state: ChatState, action: AssistantDelta, now_ms: int) -> ChatState:
     return _with_active(state, action.turn_id, response_parts=parts)
 
 
+@_handles(ReasoningDelta)
+def _reasoning(state: ChatState, action: ReasoningDelta, now_ms: int) -> ChatState:
+    active = state.active_turn
+    if active is None or active.id != action.turn_id:
+        return state
+    parts = tuple(
+        attrs.evolve(part, content=part.content + action.content)
+        if part.id == action.part_id and isinstance(part, ReasoningPart)
+        else part
+        for part in active.response_parts
+    )
+    return _with_active(state, action.turn_id, response_parts=parts)
+
+
 @_handles(UsageReported)
 def _usage(state: ChatState, action: UsageReported, now_ms: int) -> ChatState:
     return _with_active(state, action.turn_id, usage=action.usage)
 
 
+def _cancel_call(call: ToolCall, reason: str, **changes: Any) -> ToolCall:
+    """The call cancelled: AHP's cancelled state has its invocation and input,
+    and no confirmation or result."""
+    return attrs.evolve(
+        call,
+        status=ToolCallStatus.CANCELLED,
+        reason=reason,
+        confirmed=None,
+        success=None,
+        past_tense_message=None,
+        partial_input=None,
+        content=None,
+        structured_content=None,
+        error=None,
+        **changes,
+    )
+
+
 def _skip_unfinished(parts: tuple[ResponsePart, ...]) -> tuple[ResponsePart, ...]:
     return tuple(
-        attrs.evolve(
-            part,
-            tool_call=attrs.evolve(
-                part.tool_call, status=ToolCallStatus.CANCELLED, reason="skipped"
-            ),
-        )
+        attrs.evolve(part, tool_call=_cancel_call(part.tool_call, "skipped"))
         if isinstance(part, ToolCallPart) and not part.tool_call.status.terminal
         else part
         for part in parts
@@ -228,13 +317,15 @@ def _end_turn(
         steering=active.steering,
         state=turn_state,
         error=error,
+        started_at=active.started_at,
     )
+    activity = ChatStatus.ERROR if turn_state is TurnState.ERROR else ChatStatus.IDLE
     return attrs.evolve(
         state,
         turns=(*state.turns, turn),
         active_turn=None,
         open_requests=tuple(r for r in state.open_requests if r.turn_id != turn_id),
-        status=ChatStatus.ERROR if turn_state is TurnState.ERROR else ChatStatus.IDLE,
+        status=with_activity(state.status, activity),
         modified_at=now_ms,
     )
 
@@ -280,6 +371,9 @@ def _pending_set(state: ChatState, action: PendingMessageAdded, now_ms: int) -> 
 
 @_handles(PendingMessageRemoved)
 def _pending_removed(state: ChatState, action: PendingMessageRemoved, now_ms: int) -> ChatState:
+    slot = state.steering_message
+    if action.kind is PendingKind.STEERING and slot is not None and slot.id == action.pending_id:
+        state = attrs.evolve(state, steering_message=None)
     current = _pending_of(state, action.kind)
     kept = tuple(m for m in current if m.id != action.pending_id)
     return state if len(kept) == len(current) else _with_pending(state, action.kind, kept)
@@ -294,7 +388,9 @@ def _with_status(state: ChatState) -> ChatState:
         isinstance(p, ToolCallPart) and p.tool_call.status.waits_for_user
         for p in active.response_parts
     )
-    status = ChatStatus.INPUT_NEEDED if waiting else ChatStatus.IN_PROGRESS
+    status = with_activity(
+        state.status, ChatStatus.INPUT_NEEDED if waiting else ChatStatus.IN_PROGRESS
+    )
     return state if state.status is status else attrs.evolve(state, status=status)
 
 
@@ -333,6 +429,8 @@ def _tool_started(state: ChatState, action: ToolCallStarted, now_ms: int) -> Cha
         tool_name=action.tool_name,
         display_name=action.display_name,
         intention=action.intention,
+        contributor=action.contributor,
+        meta=action.meta,
     )
     return _with_active(
         state, action.turn_id, response_parts=(*active.response_parts, ToolCallPart(tool_call=call))
@@ -344,7 +442,12 @@ def _tool_delta(state: ChatState, action: ToolCallDelta, now_ms: int) -> ChatSta
     def change(call: ToolCall) -> ToolCall | None:
         if call.status is not ToolCallStatus.STREAMING:
             return None
-        return attrs.evolve(call, tool_input=(call.tool_input or "") + action.content)
+        return attrs.evolve(
+            call,
+            partial_input=(call.partial_input or "") + action.content,
+            invocation_message=action.invocation_message or call.invocation_message,
+            meta=action.meta or call.meta,
+        )
 
     return _update_tool(state, action.turn_id, action.tool_call_id, change)
 
@@ -360,7 +463,9 @@ def _tool_ready(state: ChatState, action: ToolCallReady, now_ms: int) -> ChatSta
             status=status,
             invocation_message=action.invocation_message,
             tool_input=action.tool_input if action.tool_input is not None else call.tool_input,
-            confirmed=action.confirmed if action.confirmed is not None else call.confirmed,
+            confirmed=action.confirmed,  # a call waiting for confirmation has none
+            partial_input=None,
+            meta=action.meta or call.meta,
         )
 
     return _update_tool(state, action.turn_id, action.tool_call_id, change)
@@ -373,9 +478,18 @@ def _tool_confirmed(state: ChatState, action: ToolCallConfirmed, now_ms: int) ->
             return None
         if action.approved:
             return attrs.evolve(
-                call, status=ToolCallStatus.RUNNING, confirmed=action.confirmed or "user-action"
+                call,
+                status=ToolCallStatus.RUNNING,
+                confirmed=action.confirmed or "user-action",
+                meta=action.meta or call.meta,
             )
-        return attrs.evolve(call, status=ToolCallStatus.CANCELLED, reason=action.reason or "denied")
+        return _cancel_call(
+            call,
+            action.reason or "denied",
+            reason_message=action.reason_message,
+            user_suggestion=action.user_suggestion,
+            meta=action.meta or call.meta,
+        )
 
     return _update_tool(state, action.turn_id, action.tool_call_id, change)
 
@@ -395,6 +509,10 @@ def _tool_completed(state: ChatState, action: ToolCallCompleted, now_ms: int) ->
             status=status,
             success=action.success,
             past_tense_message=action.past_tense_message,
+            content=action.content if action.content is not None else call.content,
+            structured_content=action.structured_content,
+            error=action.error,
+            meta=action.meta or call.meta,
         )
 
     return _update_tool(state, action.turn_id, action.tool_call_id, change)
@@ -409,7 +527,17 @@ def _tool_result_confirmed(
             return None
         if action.approved:
             return attrs.evolve(call, status=ToolCallStatus.COMPLETED)
-        return attrs.evolve(call, status=ToolCallStatus.CANCELLED, reason="result-denied")
+        return _cancel_call(call, "result-denied")
+
+    return _update_tool(state, action.turn_id, action.tool_call_id, change)
+
+
+@_handles(ToolCallContentChanged)
+def _tool_content(state: ChatState, action: ToolCallContentChanged, now_ms: int) -> ChatState:
+    def change(call: ToolCall) -> ToolCall | None:
+        if call.status is not ToolCallStatus.RUNNING:
+            return None
+        return attrs.evolve(call, content=action.content)
 
     return _update_tool(state, action.turn_id, action.tool_call_id, change)
 
@@ -481,5 +609,9 @@ def _truncated(state: ChatState, action: Truncated, now_ms: int) -> ChatState:
             return state
         turns = state.turns[: ids.index(action.turn_id) + 1]
     return attrs.evolve(
-        state, turns=turns, active_turn=None, status=ChatStatus.IDLE, modified_at=now_ms
+        state,
+        turns=turns,
+        active_turn=None,
+        status=with_activity(state.status, ChatStatus.IDLE),
+        modified_at=now_ms,
     )

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agenthost.messages import AgentHostError, ChatState, ErrorCode, from_wire, to_wire
+from agenthost.messages.fields import Json
 from agenthost.messages.state import SessionSummary, Turn
 from agenthost.messages.wire import iso_to_ms, message_types, ms_to_iso
 
@@ -21,6 +22,19 @@ st.register_type_strategy(
     st.builds(ChatState, modified_at=st.integers(0, 253_402_300_799_999)),  # up to year 9999
 )
 st.register_type_strategy(float, st.floats(allow_nan=False, allow_infinity=False))  # JSON numbers
+_json_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | text
+)
+_json = st.recursive(
+    _json_leaves,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+    max_leaves=6,
+)
+st.register_type_strategy(Json, st.builds(Json.of, _json.filter(lambda v: v is not None)))
 VALUE_TYPES = (*message_types(), ChatState, Turn, SessionSummary)
 
 
