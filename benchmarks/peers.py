@@ -23,7 +23,10 @@ the run down): rounds of the workload after a small warm-up, turns/s as the
 median of rounds (setup is timed apart), peak RSS over the RSS after the
 warm-up. A child that exceeds the budget is stopped and reported "too slow";
 so is a size a system was too slow for at a smaller size, or whose estimate
-from that smaller size is over the budget.
+from that smaller size is over the budget. A size whose threads (estimated
+from the warm-up) would not fit under the machine's pid_max is reported
+"cannot start" without being tried, so a peer never starves other processes
+of threads.
 
 The store: the same turn rows written three ways, as rows/s against raw
 sqlite3 inserts in one transaction: SqliteStore ops committed in batches as
@@ -74,6 +77,7 @@ BASELINE = "agenthost"
 DEFAULT_CHATS = (100, 1000)
 DEFAULT_BUDGET_S = 60.0
 WAIT_S = 120.0  # any single wait for a reply inside a workload
+PID_MARGIN = 4096
 RUN_TIMEOUT_S = 3600.0  # all turns of one round (the parent's budget stops it much earlier)
 
 
@@ -127,6 +131,7 @@ class Tally:
     turns: int = 0
     deltas: int = 0
     setup_s: float = 0.0
+    threads: int = 0
     run_s: float = 0.0
 
 
@@ -149,6 +154,8 @@ async def converse(
 
 
 async def run_clients(clients: Sequence[tuple[Send, NextEvent]], tally: Tally) -> None:
+    """Every chat's client at once; setup is done, so the thread count is the run's."""
+    tally.threads = threading.active_count()
     started = time.perf_counter()
     chats = (converse(i, send, next_event, tally) for i, (send, next_event) in enumerate(clients))
     await asyncio.wait_for(asyncio.gather(*chats), RUN_TIMEOUT_S)
@@ -374,11 +381,18 @@ def peak_rss() -> int:
 
 
 def measure(system: str, chats: int, rounds: int, budget_s: float) -> dict[str, Any]:
-    """Runs in the child: warm up, then rounds until `rounds` or the budget is spent."""
-    run_workload(system, 3)
+    """Runs in the child: warm up, then rounds until `rounds` or the budget is spent.
+
+    The warm-up at 1 and 3 chats also tells the threads a chat costs; a size whose
+    threads would not fit under pid_max is not tried (it returns only a "problem").
+    """
+    one, three = run_workload(system, 1), run_workload(system, 3)
+    needed = one.threads + (three.threads - one.threads) * (chats - 1) // 2
+    if needed > thread_headroom():
+        return {"problem": f"cannot start (~{needed:,} threads)"}
     gc.collect()
     baseline = current_rss()
-    rates, setups = [], []
+    rates, setups, threads = [], [], []
     started = time.monotonic()
     for _ in range(rounds):
         tally = run_workload(system, chats)
@@ -386,6 +400,7 @@ def measure(system: str, chats: int, rounds: int, budget_s: float) -> dict[str, 
             raise RuntimeError(f"counted {tally.turns} turns and {tally.deltas} deltas")
         rates.append(tally.turns / tally.run_s)
         setups.append(tally.setup_s)
+        threads.append(tally.threads)
         spent = time.monotonic() - started
         if spent + tally.setup_s + tally.run_s > budget_s:
             break
@@ -396,6 +411,7 @@ def measure(system: str, chats: int, rounds: int, budget_s: float) -> dict[str, 
         "setup_s": statistics.median(setups),
         "round_s": (time.monotonic() - started) / len(rates),
         "rounds": len(rates),
+        "threads": max(threads),
         "peak_rss_delta": max(peak_rss() - baseline, 0),
     }
 
@@ -423,11 +439,22 @@ def measure_in_child(system: str, chats: int, rounds: int, budget_s: float) -> O
         return Outcome(system, chats, problem=f"too slow (over {budget_s:.0f} s)")
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
-            return Outcome(system, chats, result=json.loads(line.removeprefix("RESULT ")))
+            result = json.loads(line.removeprefix("RESULT "))
+            if "problem" in result:
+                return Outcome(system, chats, problem=result["problem"])
+            return Outcome(system, chats, result=result)
     last = (done.stderr.strip().splitlines() or ["no output"])[-1]
     if "can't start new thread" in last:
         return Outcome(system, chats, problem="cannot start (threads)")
     return Outcome(system, chats, problem=f"failed: {last[:80]}")
+
+
+def thread_headroom() -> int:
+    """Threads this machine can still start (pid_max bounds them, for every user at once),
+    less a margin: a peer that would exhaust them is not run, so it cannot starve others."""
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
+    return pid_max - running - PID_MARGIN
 
 
 def compare(sizes: list[int], systems: list[str], rounds: int, budget_s: float) -> list[Outcome]:
@@ -581,12 +608,12 @@ def print_peers(outcomes: list[Outcome], console: Console) -> None:
             title=f"{chats:,} chats x {TURNS} turns x {DELTAS} deltas (turns/s: median of rounds)"
         )
         columns = ("system", "turns/s", "agenthost ÷ it", "setup", "peak RSS Δ", "per chat")
-        for column in (*columns, "rounds"):
+        for column in (*columns, "threads", "rounds"):
             table.add_column(column, justify="left" if column == "system" else "right")
         for outcome in at_size:
             result = outcome.result
             if result is None:
-                table.add_row(outcome.system, outcome.problem, "", "", "", "", "")
+                table.add_row(outcome.system, outcome.problem, "", "", "", "", "", "")
                 continue
             ratio = f"{ours['turns_per_s'] / result['turns_per_s']:.2f}x" if ours else "-"
             table.add_row(
@@ -596,6 +623,7 @@ def print_peers(outcomes: list[Outcome], console: Console) -> None:
                 f"{result['setup_s']:.2f} s",
                 f"{result['peak_rss_delta'] / 2**20:,.1f} MiB",
                 f"{result['peak_rss_delta'] / chats:,.0f} B",
+                f"{result['threads']:,}",
                 str(result["rounds"]),
             )
         console.print(table)

@@ -57,7 +57,8 @@ def test_a_size_estimated_over_the_budget_is_not_run(monkeypatch: pytest.MonkeyP
         ran.append((system, chats))
         if chats > 100:
             return peers.Outcome(system, chats, problem="too slow (over 60 s)")
-        return peers.Outcome(system, chats, result={"round_s": 10.0 if system == "pykka" else 1})
+        slow = system == "pykka"
+        return peers.Outcome(system, chats, result={"round_s": 10.0 if slow else 1})
 
     monkeypatch.setattr(peers, "measure_in_child", fake_child)
     outcomes = peers.compare([100, 1000, 5000], ["asyncio", "pykka"], rounds=1, budget_s=60)
@@ -66,3 +67,14 @@ def test_a_size_estimated_over_the_budget_is_not_run(monkeypatch: pytest.MonkeyP
     assert problems[("pykka", 1000)] == "too slow (est. 100 s)"
     assert problems[("asyncio", 5000)] == "too slow (over 60 s)"
     assert problems[("pykka", 5000)] == "too slow (est. 100 s)"
+
+
+def test_a_size_whose_threads_would_not_fit_is_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(peers, "thread_headroom", lambda: 20_000)
+    result = peers.measure("pykka", 10_000, rounds=1, budget_s=60)
+    assert result["problem"].startswith("cannot start (~3")  # three threads a chat
+
+
+def test_thread_headroom_is_below_pid_max() -> None:
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+    assert 0 < pid_max - peers.thread_headroom() - peers.PID_MARGIN < pid_max
