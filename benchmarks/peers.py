@@ -467,7 +467,9 @@ def compare(sizes: list[int], systems: list[str], rounds: int, budget_s: float) 
             if system == "autogen" and not autogen_installed():
                 outcome = Outcome(system, chats, problem="not installed (pip install .[bench])")
             elif before is not None and before.result is None:
-                outcome = Outcome(system, chats, problem=before.problem)
+                outcome = Outcome(
+                    system, chats, problem=f"not run: {before.problem} at {before.chats:,}"
+                )
             elif before is not None and before.result is not None:
                 estimate = before.result["round_s"] * chats / before.chats
                 if estimate > budget_s:
@@ -658,6 +660,8 @@ def main(argv: list[str]) -> None:
     sizes = sorted(int(size) for size in args.chats.split(","))
     systems = [s for s in SYSTEMS if s in args.systems.split(",")]
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)
     outcomes = compare(sizes, systems, args.rounds, args.budget)
     print_peers(outcomes, console)
     store = compare_store(args.store_rows) if args.store_rows else {}

@@ -65,8 +65,8 @@ def test_a_size_estimated_over_the_budget_is_not_run(monkeypatch: pytest.MonkeyP
     assert ran == [("asyncio", 100), ("pykka", 100), ("asyncio", 1000)]
     problems = {(o.system, o.chats): o.problem for o in outcomes}
     assert problems[("pykka", 1000)] == "too slow (est. 100 s)"
-    assert problems[("asyncio", 5000)] == "too slow (over 60 s)"
-    assert problems[("pykka", 5000)] == "too slow (est. 100 s)"
+    assert problems[("asyncio", 5000)] == "not run: too slow (over 60 s) at 1,000"
+    assert problems[("pykka", 5000)] == "not run: too slow (est. 100 s) at 1,000"
 
 
 def test_a_size_whose_threads_would_not_fit_is_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
