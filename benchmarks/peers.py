@@ -237,8 +237,12 @@ async def agenthost_chats(chats: int) -> Tally:
             providers={"scripted": ScriptedProvider(echo_deltas=DELTAS)},
         )
         try:
-            sessions = await asyncio.gather(*(aio.create_session(host) for _ in range(chats)))
-            handles = await asyncio.gather(*(aio.chat(session) for session in sessions))
+            sessions = await asyncio.gather(
+                *(aio.create_session(host, timeout=WAIT_S) for _ in range(chats))
+            )
+            handles = await asyncio.gather(
+                *(aio.chat(session, timeout=WAIT_S) for session in sessions)
+            )
             clients: list[tuple[Send, NextEvent]] = []
             for chat in handles:
                 events: AsyncIterator[object] = chat.subscribe(timeout=WAIT_S).__aiter__()
