@@ -1,4 +1,8 @@
-"""`python -m benchmarks` (tox -e bench): every benchmark, as ratios to its baseline."""
+"""`python -m benchmarks` (tox -e bench): benchmarks, as ratios to their baselines.
+
+`python -m benchmarks` runs the turn round trip; `python -m benchmarks peers
+[--chats 100,1000,5000]` the workload against peers and the store (benchmarks/peers.py).
+"""
 
 import json
 import logging
@@ -8,10 +12,13 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import pool, sessions, turn_roundtrip
+from benchmarks import peers, pool, sessions, turn_roundtrip
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["peers"]:
+        peers.main(sys.argv[2:])
+        return
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     console = Console()
     results = turn_roundtrip.run()
