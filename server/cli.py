@@ -144,6 +144,9 @@ def serve(
     store: str | None = typer.Option(
         None, help="sqlite:///path/to/agenthost.db (default: under the data directory)"
     ),
+    providers: Path | None = typer.Option(
+        None, help="a providers.toml manifest of named providers (default: the scripted one)"
+    ),
     provider: str = typer.Option("scripted", help="the provider when no manifest is given"),
     token_file: Path | None = typer.Option(
         None, help="lines of `token identity`; default: a generated token for `local`"
@@ -155,13 +158,22 @@ def serve(
 
     from agenthost.actors import Host
     from agenthost.actors.surface import default_store_path
+    from agenthost.messages.errors import AgentHostError
+    from agenthost.providers import ScriptedProvider, load_manifest
     from agenthost.server.serve import ServeConfig, new_token, read_tokens
     from agenthost.server.serve import serve as run_server
     from agenthost.store import SqliteStore
 
-    if provider != "scripted":
+    if providers is not None:
+        try:
+            configured = load_manifest(providers)
+        except AgentHostError as error:
+            raise typer.BadParameter(error.message, param_hint="--providers") from None
+    elif provider == "scripted":
+        configured = {"scripted": ScriptedProvider()}
+    else:
         raise typer.BadParameter(
-            "only the scripted provider without a manifest", param_hint="--provider"
+            "without --providers, only the scripted provider", param_hint="--provider"
         )
     if store is not None and not store.startswith("sqlite:///"):
         raise typer.BadParameter("use sqlite:///path", param_hint="--store")
@@ -172,7 +184,7 @@ def serve(
     else:
         generated = new_token()
         tokens = {generated: "local"}
-    running = Host.start(store=SqliteStore(path))
+    running = Host.start(store=SqliteStore(path), providers=configured)
 
     def ready(url: str) -> None:
         print(f"agenthost: serving AHP at {url.replace('http', 'ws', 1)}ahp  (web page: {url})")

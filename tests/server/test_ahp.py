@@ -383,3 +383,112 @@ def test_serve_stops_on_sigterm_after_the_running_turn_and_exits_zero(tmp_path: 
     with sqlite3.connect(db) as stored:
         rows = stored.execute("SELECT user_text, state FROM turns").fetchall()
     assert rows == [("before the signal", "complete")]
+
+
+def test_health_metrics_initial_subscriptions_and_chats(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    async def body(server: Server) -> None:
+        async with server.http.get(server.url + "healthz") as health:
+            assert (health.status, await health.json()) == (200, {"ok": True, "accepting": True})
+        async with server.client() as client:
+            result = await client.initialize(initialSubscriptions=["ahp-root://"])
+            assert [s["resource"] for s in result["snapshots"]] == ["ahp-root://"]
+            assert result["snapshots"][0]["state"]["agents"][0]["provider"] == "scripted"
+            session_uri, chat = await new_session(client)
+            extra = (await client.call("createChat", {"channel": session_uri}))["resource"]
+            state = (await client.call("subscribe", {"channel": session_uri}))["snapshot"]["state"]
+            assert [c["resource"] for c in state["chats"]] == [chat, extra]
+            await client.call("subscribe", {"channel": chat})
+            await client.dispatch(chat, turn("count me", "t-m"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t-m"))
+            await client.call("disposeChat", {"channel": extra})
+            with pytest.raises(RpcFailed):
+                await client.call("subscribe", {"channel": extra})
+        async with server.http.get(server.url + "metrics") as metrics:
+            text = await metrics.text()
+        assert 'agenthost_turns_total{outcome="complete"} 1' in text
+        assert "agenthost_live_sessions 1" in text
+        assert "agenthost_turn_latency_seconds_count" in text
+
+    run(host, body)
+
+
+def test_a_client_too_slow_for_its_stream_is_cut_off_and_the_host_goes_on(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("burst", *(Say(f"{i} ") for i in range(200)))
+
+    async def body(server: Server) -> None:
+        async with server.client() as slow:
+            await slow.initialize()
+            _, chat = await new_session(slow)
+            await slow.call("subscribe", {"channel": chat})
+            await slow.dispatch(chat, turn("burst", "t-burst"))
+            await asyncio.wait_for(slow.closed.wait(), 10)
+            assert slow.ws.close_code == 1008
+        async with server.client() as again:  # the turn was not held back by the cut
+            await again.initialize()
+            snapshot = (await again.call("subscribe", {"channel": chat}))["snapshot"]
+            if snapshot["state"].get("activeTurn") is not None:
+                await again.wait_for(action_of("chat/turnComplete", turnId="t-burst"))
+            turns = (await again.call("fetchTurns", {"channel": chat}))["turns"]
+            assert turns[-1]["state"] == "complete"
+
+    run(host, body, Limits(outbox=20))
+
+
+def test_a_connection_past_its_rate_limit_is_told_so(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            answers = []
+            for _ in range(8):
+                try:
+                    answers.append(await client.call("ping"))
+                except RpcFailed as error:
+                    answers.append(error.code)
+            assert -32029 in answers and answers[0] == {}
+
+    run(host, body, Limits(rate=0.001, burst=4))
+
+
+def test_tokens_and_prompt_text_never_reach_the_logs(host: Host) -> None:
+    import logging
+
+    import structlog
+    from structlog.testing import capture_logs
+
+    from tests.server.ahp_client import TOKEN
+
+    secret = "my secret prompt about Q3 numbers"
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            _, chat = await new_session(client)
+            await client.call("subscribe", {"channel": chat})
+            await client.dispatch(chat, turn(secret, "t-secret"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t-secret"))
+        with pytest.raises(aiohttp.WSServerHandshakeError):
+            async with server.client(token="x" * 32):
+                pass
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    with capture_logs() as logs:
+        run(host, body)
+    assert logs, "the run logged nothing: the check below would prove nothing"
+    text = repr(logs)
+    assert TOKEN not in text and "x" * 32 not in text and secret not in text
+
+
+def test_serve_refuses_a_bad_manifest_naming_the_entry_and_key(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from agenthost.server.cli import app
+
+    manifest = tmp_path / "providers.toml"
+    manifest.write_text('[providers.fast]\nkind = "scripted"\nbogus = 1\n')
+    result = CliRunner().invoke(app, ["serve", "--providers", str(manifest), "--port", "0"])
+    assert result.exit_code != 0
+    assert "'fast'" in result.output and "'bogus'" in result.output
