@@ -27,6 +27,7 @@ import tenacity
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
     Capabilities,
+    HostRequestOpened,
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
@@ -98,6 +99,43 @@ class RetryPolicy:
     wait_min: float = 0.2
     wait_max: float = 2.0
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+
+class HostRequests:
+    """The requests an adapter opened to the host (permissions, questions,
+    client tools) and their answers. An answer may arrive before the adapter
+    waits for it (it emitted the request first): the early answer wins."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, asyncio.Future[ProviderAnswer]] = {}
+        self._early: dict[str, ProviderAnswer] = {}
+
+    async def ask(self, request: HostRequestOpened, emit: Emit) -> ProviderAnswer:
+        """Emit `request` and wait for the host's answer to it."""
+        early = self._early.pop(request.request_id, None)
+        emit(request)
+        if early is not None:
+            return early
+        future: asyncio.Future[ProviderAnswer] = asyncio.get_running_loop().create_future()
+        self._waiting[request.request_id] = future
+        try:
+            return await future
+        finally:
+            self._waiting.pop(request.request_id, None)
+
+    def answer(self, message: ProviderAnswer) -> None:
+        future = self._waiting.get(message.request_id)
+        if future is None:
+            self._early[message.request_id] = message
+        elif not future.done():
+            future.set_result(message)
+
+    def waiting_on(self) -> list[str]:
+        return sorted(self._waiting)
+
+    def cancel_all(self) -> None:
+        for future in self._waiting.values():
+            future.cancel()
 
 
 class ProviderAdapter(abc.ABC):
@@ -243,10 +281,15 @@ class ProviderLoop:
         self.loop = asyncio.new_event_loop()
         self._calls = LoopCalls(self.loop)
         self._thread = threading.Thread(target=self._run, name=f"provider-loop-{name}", daemon=True)
+        self._running = threading.Event()
         self._thread.start()
+        # Submissions check that the loop runs: it must, once this returns.
+        if not self._running.wait(timeout=30.0):
+            raise RuntimeError(f"the provider loop {name} did not start")
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._running.set)
         self.loop.run_forever()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:

@@ -67,6 +67,7 @@ from agenthost.messages.provider import (
 )
 from agenthost.providers.base import (
     Emit,
+    HostRequests,
     Provider,
     ProviderAdapter,
     ProviderCallError,
@@ -203,8 +204,7 @@ class ClaudeAdapter(ProviderAdapter):
         self._run: _Run | None = None
         self._cancelled: set[str] = set()  # keys cancelled before their run started
         self._sends: dict[str, asyncio.Future[str]] = {}
-        self._asks: dict[str, asyncio.Future[ProviderAnswer]] = {}
-        self._early: dict[str, ProviderAnswer] = {}
+        self._requests = HostRequests()
         self._stderr: collections.deque[str] = collections.deque(maxlen=5)
         self._timeouts = 0
         self._last_frame = 0.0
@@ -296,11 +296,7 @@ class ClaudeAdapter(ProviderAdapter):
             self._cancelled.add(message.turn_id)
 
     async def answer(self, message: ProviderAnswer) -> None:
-        future = self._asks.get(message.request_id)
-        if future is None:
-            self._early[message.request_id] = message
-        elif not future.done():
-            future.set_result(message)
+        self._requests.answer(message)
 
     async def dispose(self) -> None:
         """Close stdin and let the CLI exit (the SDK waits for it, then
@@ -335,7 +331,7 @@ class ClaudeAdapter(ProviderAdapter):
         return {
             "running": run is not None and run.key == turn_id,
             "queued_messages": len(self._queued),
-            "waiting_on": sorted(self._asks),
+            "waiting_on": self._requests.waiting_on(),
             "rpc_timeouts": self._timeouts,
         }
 
@@ -545,15 +541,7 @@ class ClaudeAdapter(ProviderAdapter):
             tool_name=tool_name,
             arguments=json.dumps(tool_input),
         )
-        answer = self._early.pop(call_id, None)
-        self._emit(request)
-        if answer is None:
-            future: asyncio.Future[ProviderAnswer] = asyncio.get_running_loop().create_future()
-            self._asks[call_id] = future
-            try:
-                answer = await future
-            finally:
-                self._asks.pop(call_id, None)
+        answer = await self._requests.ask(request, self._emit)
         if answer.approved and answer.error is None:
             return sdk.PermissionResultAllow(updated_input=tool_input)
         return sdk.PermissionResultDeny(message=answer.error or "The user denied this tool call.")
@@ -592,8 +580,7 @@ class ClaudeAdapter(ProviderAdapter):
         for future in self._sends.values():
             if not future.done():
                 future.set_exception(ProviderCrashed(reason))
-        for ask in self._asks.values():
-            ask.cancel()
+        self._requests.cancel_all()
         if self._open:
             self._open = False
             self._emit(

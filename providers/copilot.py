@@ -92,6 +92,7 @@ from agenthost.messages.provider import (
 from agenthost.messages.state import ClientTool
 from agenthost.providers.base import (
     Emit,
+    HostRequests,
     Provider,
     ProviderAdapter,
     ProviderCallError,
@@ -198,8 +199,7 @@ class CopilotAdapter(ProviderAdapter):
         self._key: str | None = None  # the host run the CLI works on now
         self._busy = False
         self._announced: set[str] = set()  # tool call ids the host has heard of
-        self._waiting: dict[str, asyncio.Future[ProviderAnswer]] = {}
-        self._early: dict[str, ProviderAnswer] = {}
+        self._requests = HostRequests()
         self._timeouts = 0
         self._failed: ProviderCrashed | None = None
         self._heartbeat: asyncio.Task[None] | None = None
@@ -327,18 +327,13 @@ class CopilotAdapter(ProviderAdapter):
         await self._call("session.abort", self._session.abort())
 
     async def answer(self, message: ProviderAnswer) -> None:
-        future = self._waiting.get(message.request_id)
-        if future is None:
-            self._early[message.request_id] = message
-        elif not future.done():
-            future.set_result(message)
+        self._requests.answer(message)
 
     async def dispose(self) -> None:
         """Stop the CLI: gracefully within the timeout, else kill it."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
-        for future in self._waiting.values():
-            future.cancel()
+        self._requests.cancel_all()
         client, self._client, self._session = self._client, None, None
         if client is None:
             return
@@ -351,7 +346,7 @@ class CopilotAdapter(ProviderAdapter):
     def turn_diagnostic_snapshot(self, turn_id: str) -> dict[str, Any]:
         return {
             "running": self._busy and self._key == turn_id,
-            "waiting_on": sorted(self._waiting),
+            "waiting_on": self._requests.waiting_on(),
             "timeouts": self._timeouts,
         }
 
@@ -526,17 +521,7 @@ class CopilotAdapter(ProviderAdapter):
         )
 
     async def _ask(self, request: HostRequestOpened) -> ProviderAnswer:
-        """Open a request to the host and wait for its answer (an early one wins)."""
-        early = self._early.pop(request.request_id, None)
-        self._emit(request)
-        if early is not None:
-            return early
-        future: asyncio.Future[ProviderAnswer] = asyncio.get_running_loop().create_future()
-        self._waiting[request.request_id] = future
-        try:
-            return await future
-        finally:
-            self._waiting.pop(request.request_id, None)
+        return await self._requests.ask(request, self._emit)
 
     # -- liveness ------------------------------------------------------------------------------
     def _live_session(self) -> CopilotSession:

@@ -46,6 +46,7 @@ from agenthost.messages.provider import (
 )
 from agenthost.providers.base import (
     Emit,
+    HostRequests,
     Provider,
     ProviderAdapter,
     ProviderCallError,
@@ -432,9 +433,8 @@ class ScriptedAdapter(ProviderAdapter):
         self.chat_id = chat_id
         self._emit = emit
         self._current: _Run | None = None
-        self._waiting: dict[str, asyncio.Future[ProviderAnswer]] = {}
+        self._requests = HostRequests()
         self._background: set[asyncio.Task[str]] = set()
-        self._early_answers: dict[str, ProviderAnswer] = {}
 
     async def send(self, message: ProviderSend) -> str | None:
         self.backend._record_prompt(message.session_id, message.text, message.instructions)
@@ -646,25 +646,11 @@ class ScriptedAdapter(ProviderAdapter):
         self._emit(ToolCallCompleted(turn_id=key, tool_call_id=call_id, result=result))
 
     async def _ask(self, request: HostRequestOpened) -> ProviderAnswer:
-        """Open a request to the host and wait for its answer (an early one wins)."""
-        early = self._early_answers.pop(request.request_id, None)
-        self._emit(request)
-        if early is not None:
-            return early
-        future: asyncio.Future[ProviderAnswer] = asyncio.get_running_loop().create_future()
-        self._waiting[request.request_id] = future
-        try:
-            return await future
-        finally:
-            self._waiting.pop(request.request_id, None)
+        return await self._requests.ask(request, self._emit)
 
     async def answer(self, message: ProviderAnswer) -> None:
         self.backend._record_answer(message)
-        future = self._waiting.get(message.request_id)
-        if future is None:
-            self._early_answers[message.request_id] = message
-        elif not future.done():
-            future.set_result(message)
+        self._requests.answer(message)
 
     async def _boundary(self, run: _Run, said: list[str]) -> None:
         """The model reads the steering queued so far, then echoes it."""
@@ -757,7 +743,7 @@ class ScriptedAdapter(ProviderAdapter):
         return {
             "running": run is not None and run.key == turn_id and run.alive,
             "unread_steering": 0 if run is None else sum(not s.read for s in run.steering),
-            "waiting_on": sorted(self._waiting),
+            "waiting_on": self._requests.waiting_on(),
         }
 
 

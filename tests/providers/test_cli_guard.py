@@ -1,7 +1,6 @@
 """The CLI guard: a provider CLI never outlives the host and never gets a terminal."""
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -11,22 +10,10 @@ import pytest
 
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.providers.cli_guard import resolve_cli
+from tests.providers.processes import wait_gone
 
 HERE = Path(__file__).parent
 WAIT_S = 10.0
-
-
-def _wait_gone(pid: int) -> bool:
-    """Wait (bounded) for a process that is not our child to exit."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], WAIT_S)
-        return bool(readable)
-    finally:
-        os.close(fd)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
@@ -46,11 +33,11 @@ def test_a_cli_dies_with_a_host_killed_by_sigkill_and_has_no_terminal() -> None:
         assert tty == "no"
         assert argv == ["--flag"], "the SDK's arguments reach the CLI"
         os.kill(host.pid, signal.SIGKILL)
-        assert _wait_gone(cli_pid), "the CLI outlived its host"
+        assert wait_gone(cli_pid), "the CLI outlived its host"
     finally:
         host.kill()
         host.wait(timeout=WAIT_S)
-        if cli_pid is not None and not _wait_gone(cli_pid):
+        if cli_pid is not None and not wait_gone(cli_pid):
             os.kill(cli_pid, signal.SIGKILL)
 
 

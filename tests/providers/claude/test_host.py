@@ -1,7 +1,6 @@
 """Claude end to end: the public host surface, the real SDK, the stand-in CLI."""
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from agenthost.messages.events import AssistantDelta, RequestOpened
 from agenthost.store import SqliteStore
 from tests.fakes.events import drain_events
 from tests.providers.claude.standin import WAIT_S, StandIn
+from tests.providers.processes import wait_gone
 
 
 @pytest.fixture
@@ -145,19 +145,6 @@ def test_a_crashed_cli_is_restarted_and_resumes_the_conversation(
     assert standin.received() == ["boom", "fine"]
 
 
-def _wait_gone(pid: int) -> bool:
-    """Wait (bounded) for a process that is not our child to exit."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], WAIT_S)
-        return bool(readable)
-    finally:
-        os.close(fd)
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
 def test_the_cli_has_no_terminal_and_dies_with_a_host_killed_by_sigkill(tmp_path: Path) -> None:
     host = subprocess.Popen(
@@ -176,11 +163,11 @@ def test_the_cli_has_no_terminal_and_dies_with_a_host_killed_by_sigkill(tmp_path
         assert started["sid"] == started["pgid"] == cli_pid, "the CLI leads its own session"
         assert started["tty"] is False
         os.kill(host.pid, signal.SIGKILL)
-        assert _wait_gone(cli_pid), "the CLI outlived its host"
+        assert wait_gone(cli_pid), "the CLI outlived its host"
     finally:
         host.kill()
         host.wait(timeout=WAIT_S)
-        if cli_pid is not None and not _wait_gone(cli_pid):
+        if cli_pid is not None and not wait_gone(cli_pid):
             os.kill(cli_pid, signal.SIGKILL)
 
 

@@ -1,7 +1,6 @@
 """The Copilot adapter over the real SDK, against the stand-in CLI (no actors)."""
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from agenthost.providers.base import (
 )
 from agenthost.providers.copilot import CopilotProvider
 from tests.providers.copilot.conftest import STANDIN, WAIT_S, Driver, StandIn
+from tests.providers.processes import wait_gone
 
 Drive = Callable[..., Driver]
 NOT_FOUND = (
@@ -396,16 +396,3 @@ def test_the_cli_runs_in_its_own_session_without_a_terminal_and_dies_with_a_kill
         host.wait(timeout=WAIT_S)
         if cli is not None and not wait_gone(cli["pid"]):
             os.kill(cli["pid"], signal.SIGKILL)
-
-
-def wait_gone(pid: int) -> bool:
-    """Wait (bounded) for a process that is not our child to exit."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], WAIT_S)
-        return bool(readable)
-    finally:
-        os.close(fd)
