@@ -122,6 +122,7 @@ from agenthost.messages.state import (
     Turn,
     TurnState,
     UserMessage,
+    with_attachments,
 )
 from agenthost.store.records import (
     DeletePending,
@@ -138,6 +139,7 @@ from agenthost.store.records import TruncateChat as TruncateStoredChat
 log = structlog.get_logger(__name__)
 
 STEERING_BUSY = "Cannot change a steering message while it is being processed"
+MODEL_KEY = "model"  # a session config value: the model its turns ask for
 STEERING_NOT_WITHDRAWN = AgentHostError(
     code=ErrorCode.INVALID_ARGUMENT,
     message="The model already had this steering message; it stays until the model reads it.",
@@ -443,11 +445,13 @@ class ChatActor(HostedActor):
             )
 
     def _add_pending(
-        self, kind: PendingKind, text: str, origin: Origin, pending_id: str | None = None
+        self,
+        kind: PendingKind,
+        message: UserMessage,
+        origin: Origin,
+        pending_id: str | None = None,
     ) -> PendingMessage:
-        pending = PendingMessage(
-            id=pending_id or new_id(), kind=kind, message=UserMessage(text=text)
-        )
+        pending = PendingMessage(id=pending_id or new_id(), kind=kind, message=message)
         self._apply(self._stamp(PendingMessageAdded(pending=pending)), origin=origin)
         position = len(
             self._state.steering_messages
@@ -615,12 +619,12 @@ class ChatActor(HostedActor):
     def _send(self, message: SendMessage) -> Ticket:
         self._refuse_if_driven()
         self._check_new_ids(message.turn_id, message.pending_id)
+        user = UserMessage(text=message.text, attachments=message.attachments)
         if not self._busy():
             request = self._request(RequestKind.SEND, message.text, message.client_id)
-            user = UserMessage(text=message.text)
             return self._admit(request, Ticket(), user, turn_id=message.turn_id)
         pending = self._add_pending(
-            PendingKind.QUEUED, message.text, Origin(message.client_id), message.pending_id
+            PendingKind.QUEUED, user, Origin(message.client_id), message.pending_id
         )
         ticket = Ticket(pending_id=pending.id)
         self._tickets[pending.id] = ticket
@@ -648,7 +652,10 @@ class ChatActor(HostedActor):
             )
             return SteerReply(pending=pending, ticket=ticket)
         pending = self._add_pending(
-            PendingKind.STEERING, message.text, Origin(message.client_id), message.pending_id
+            PendingKind.STEERING,
+            UserMessage(text=message.text),
+            Origin(message.client_id),
+            message.pending_id,
         )
         self.send(
             self._drain,
@@ -840,6 +847,7 @@ class ChatActor(HostedActor):
                 turn_id=turn_id,
                 seq=self._turn_seq,
                 user_text=message.text,
+                attachments=message.attachments,
                 started_at=self.services.clock.wall_ms(),
             )
         )
@@ -859,9 +867,11 @@ class ChatActor(HostedActor):
                 self._tracker,
                 BeginTurn(
                     turn_id=turn_id,
-                    text=outgoing.text,
+                    text=with_attachments(outgoing.text, message.attachments),
                     history=history,
                     instructions=outgoing.instructions,
+                    model=dict(self._session.config).get(MODEL_KEY) or None,
+                    attachments=message.attachments,
                 ),
             )
         return turn_id

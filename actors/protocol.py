@@ -13,7 +13,7 @@ from pykka import ActorRef
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import ChatEvent, SessionEvent
 from agenthost.messages.provider import Capabilities, ProviderEvent
-from agenthost.messages.state import SessionState, Turn
+from agenthost.messages.state import Attachment, SessionState, Turn
 from agenthost.store.records import SessionRecord, StoreOp
 
 Ref = ActorRef[Any]
@@ -171,6 +171,8 @@ class BeginTurn:
     text: str
     history: tuple[Turn, ...] = ()
     instructions: str = ""
+    model: str | None = None
+    attachments: tuple[Attachment, ...] = ()
 
 
 @attrs.frozen

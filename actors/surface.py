@@ -74,6 +74,7 @@ from agenthost.messages.commands import (
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
+    Attachment,
     ChatState,
     ChatStatus,
     ClientTool,
@@ -212,11 +213,15 @@ class Host:
         *,
         worktree_of: str | os.PathLike[str] | None = None,
         session_id: str | None = None,
+        model: str | None = None,
+        instructions: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> "Session":
         """A new session (with the id given, or a new one). With `worktree_of` (a
         git repository) it gets an isolated git worktree of its own, on a branch
-        `agenthost/<session id>`."""
+        `agenthost/<session id>`. `model` overrides the provider's model for its
+        turns and `instructions` go with each of them as system instructions
+        (both are session config values: `model`, `instructions`)."""
         session_id = session_id or uuid.uuid4().hex
         worktree = None
         if worktree_of is not None:
@@ -230,7 +235,11 @@ class Host:
             CreateSession(provider=provider, session_id=session_id, worktree=worktree),
             timeout,
         )
-        return Session(self, info)
+        session = Session(self, info)
+        config = {"model": model or "", "instructions": instructions or ""}
+        if any(config.values()):
+            session.set_config({k: v for k, v in config.items() if v}, timeout=timeout)
+        return session
 
     def export_session(
         self, session_id: str, *, timeout: float = DEFAULT_TIMEOUT
@@ -495,6 +504,7 @@ class Chat:
         client_id: str | None = None,
         turn_id: str | None = None,
         pending_id: str | None = None,
+        attachments: Sequence[str | os.PathLike[str]] = (),
         timeout: float = DEFAULT_TIMEOUT,
     ) -> "TurnHandle":
         """Send a message: it starts a turn, or is queued while one runs.
@@ -502,10 +512,19 @@ class Chat:
         Admission may refuse it (the outcome is "rejected", with the error) or
         handle it without a turn (a local command: "handled"). `turn_id` and
         `pending_id` are ids the caller chose for the turn or the queue entry.
+        `attachments` are text files (UTF-8, at most 1 MiB each) sent with the
+        message and kept with its turn.
+
+        Raises:
+            AgentHostError: INVALID_ARGUMENT naming an attachment that cannot be read.
         """
         _check_text(text)
         command = SendMessage(
-            text=text, client_id=client_id, turn_id=turn_id, pending_id=pending_id
+            text=text,
+            client_id=client_id,
+            turn_id=turn_id,
+            pending_id=pending_id,
+            attachments=tuple(read_attachment(path) for path in attachments),
         )
         ticket: Ticket = self._call(command, timeout)
         return TurnHandle(ticket)
@@ -658,6 +677,30 @@ EXPORT_FORMAT = 1
 
 def _new_id() -> str:
     return uuid.uuid4().hex
+
+
+MAX_ATTACHMENT_BYTES = 1 << 20
+
+
+def read_attachment(path: str | os.PathLike[str]) -> Attachment:
+    """A text file as an attachment (on the caller's thread: the surface's I/O).
+
+    Raises:
+        AgentHostError: INVALID_ARGUMENT naming the file: missing, too large, not UTF-8.
+    """
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        if size > MAX_ATTACHMENT_BYTES:
+            raise AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message=f"attachment {file}: {size} bytes; at most {MAX_ATTACHMENT_BYTES}",
+            )
+        return Attachment(name=file.name, text=file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise AgentHostError(
+            code=ErrorCode.INVALID_ARGUMENT, message=f"attachment {file}: {error}"
+        ) from None
 
 
 def _check_text(text: object) -> None:

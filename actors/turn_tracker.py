@@ -110,6 +110,7 @@ from agenthost.messages.provider import (
 from agenthost.messages.provider import ToolCallCompleted as ProviderToolCallCompleted
 from agenthost.messages.provider import ToolCallStarted as ProviderToolCallStarted
 from agenthost.messages.state import (
+    Attachment,
     MarkdownPart,
     OpenRequest,
     RequestKind,
@@ -168,6 +169,8 @@ class _Turn:
     stream: _Stream
     history: tuple[Turn, ...] = ()
     instructions: str = ""
+    model: str | None = None
+    attachments: tuple[Attachment, ...] = ()
     sent: bool = False
     own_echo_seen: bool = False
     finish_reason: str | None = None
@@ -338,6 +341,8 @@ class TurnTrackerActor(HostedActor):
             stream=_Stream(self.session_id, self.chat_id, message.turn_id),
             history=message.history,
             instructions=message.instructions,
+            model=message.model,
+            attachments=message.attachments,
             last_event_at=self.services.clock.now(),
         )
         self._turn = turn
@@ -362,6 +367,8 @@ class TurnTrackerActor(HostedActor):
                 text=turn.text,
                 history=history,
                 instructions=turn.instructions,
+                model=turn.model,
+                attachments=turn.attachments,
             ),
         )
 
@@ -1025,7 +1032,7 @@ def _history(turns: tuple[Turn, ...]) -> tuple[HistoryMessage, ...]:
     """
     messages: list[HistoryMessage] = []
     for turn in turns:
-        user = "\n\n".join([turn.user_text, *(s.text for s in turn.steering)])
+        user = "\n\n".join([turn.message.prompt, *(s.text for s in turn.steering)])
         messages.append(HistoryMessage(role="user", text=user))
         assistant = turn.assistant_text or NO_REPLY[turn.state]
         messages.append(HistoryMessage(role="assistant", text=assistant))

@@ -9,7 +9,7 @@ from enum import StrEnum
 import attrs
 
 from agenthost.messages.errors import AgentHostError
-from agenthost.messages.state import ClientTool, Worktree
+from agenthost.messages.state import Attachment, ClientTool, Worktree
 
 
 @attrs.frozen(kw_only=True)
@@ -51,6 +51,7 @@ class SendMessage:
     client_id: str | None = None
     turn_id: str | None = None
     pending_id: str | None = None
+    attachments: tuple[Attachment, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

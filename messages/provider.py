@@ -11,6 +11,7 @@ from enum import StrEnum
 import attrs
 
 from agenthost.messages.errors import AgentHostError
+from agenthost.messages.state import Attachment
 
 
 @attrs.frozen(kw_only=True)
@@ -43,6 +44,8 @@ class ProviderSend:
     text: str
     history: tuple[HistoryMessage, ...] = ()
     instructions: str = ""
+    model: str | None = None  # the session's model override, if any
+    attachments: tuple[Attachment, ...] = ()  # also rendered into `text` already
 
 
 @attrs.frozen(kw_only=True)

@@ -66,11 +66,32 @@ class MessageOrigin:
 
 
 @attrs.frozen(kw_only=True)
+class Attachment:
+    """A text file sent with a message (its name and its text)."""
+
+    name: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
 class UserMessage:
-    """A user's message as AHP carries it: text and where it came from."""
+    """A user's message as AHP carries it: text and where it came from, plus
+    (an extension) the text attachments sent with it."""
 
     text: str
     origin: MessageOrigin = MessageOrigin()
+    attachments: tuple[Attachment, ...] = extension(default=())
+
+    @property
+    def prompt(self) -> str:
+        """The text with its attachments, as a model reads it."""
+        return with_attachments(self.text, self.attachments)
+
+
+def with_attachments(text: str, attachments: tuple[Attachment, ...]) -> str:
+    """`text`, then each attachment in a fenced block named after its file."""
+    blocks = [f'<attachment name="{a.name}">\n{a.text}\n</attachment>' for a in attachments]
+    return "\n\n".join([text, *blocks])
 
 
 @attrs.frozen(kw_only=True)

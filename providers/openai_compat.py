@@ -197,7 +197,7 @@ class OpenAICompatAdapter(ProviderAdapter):
         turn_log = self._log.bind(turn_id=turn_id)
         messages = _request_messages(message)
         request: dict[str, Any] = {
-            "model": self.backend.model,
+            "model": message.model or self.backend.model,
             "messages": messages,
             "stream": True,
             "stream_options": {"include_usage": True},

@@ -209,7 +209,7 @@ class ScriptedProvider(Provider):
         ] = defaultdict(list)
         self._reached: dict[str, int] = defaultdict(int)
         self._prompts: list[tuple[str, str]] = []
-        self._instructions: list[str] = []
+        self._sends: list[ProviderSend] = []
         self._inputs: list[str] = []
         self._answers: list[ProviderAnswer] = []
         self._steered = 0
@@ -314,7 +314,13 @@ class ScriptedProvider(Provider):
     def instructions(self) -> list[str]:
         """The instructions each send carried, in order (beside `prompts`)."""
         with self._lock:
-            return list(self._instructions)
+            return [send.instructions for send in self._sends]
+
+    @property
+    def sends(self) -> list[ProviderSend]:
+        """Every send as the provider got it (text, instructions, model, attachments)."""
+        with self._lock:
+            return list(self._sends)
 
     def prompts_for(self, session_id: str) -> list[str]:
         with self._lock:
@@ -328,10 +334,10 @@ class ScriptedProvider(Provider):
         with self._lock:
             return self._scripts.get(text)
 
-    def _record_prompt(self, session_id: str, text: str, instructions: str = "") -> None:
+    def _record_prompt(self, message: ProviderSend) -> None:
         with self._lock:
-            self._prompts.append((session_id, text))
-            self._instructions.append(instructions)
+            self._prompts.append((message.session_id, message.text))
+            self._sends.append(message)
 
     def _record_steered(self) -> None:
         with self._lock:
@@ -437,7 +443,7 @@ class ScriptedAdapter(ProviderAdapter):
         self._background: set[asyncio.Task[str]] = set()
 
     async def send(self, message: ProviderSend) -> str | None:
-        self.backend._record_prompt(message.session_id, message.text, message.instructions)
+        self.backend._record_prompt(message)
         message_id = self.backend._next_id()
         steps = self._steps_for(message.text)
         run = _Run(key=message.turn_id)

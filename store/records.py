@@ -10,6 +10,7 @@ import attrs
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
+    Attachment,
     ChatOrigin,
     PendingMessage,
     SessionState,
@@ -46,6 +47,7 @@ class SaveTurnStarted:
     seq: int
     user_text: str
     started_at: int
+    attachments: tuple[Attachment, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

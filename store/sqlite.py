@@ -24,6 +24,7 @@ import structlog
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
+    Attachment,
     ChatOrigin,
     ChatOriginKind,
     MarkdownPart,
@@ -213,6 +214,10 @@ class SqliteStore:
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (op.turn_id, op.chat_id, op.session_id, op.seq, op.user_text, op.started_at),
                 )
+                db.executemany(
+                    "INSERT INTO turn_attachments VALUES (?, ?, ?, ?)",
+                    [(op.turn_id, i, a.name, a.text) for i, a in enumerate(op.attachments)],
+                )
             case SaveAssistantText():
                 db.execute(
                     "UPDATE turns SET assistant_text = ? WHERE id = ?", (op.text, op.turn_id)
@@ -255,12 +260,7 @@ class SqliteStore:
             case TruncateChat():
                 marks = ",".join("?" * len(op.keep))
                 doomed = f"chat_id = ? AND id NOT IN ({marks})" if op.keep else "chat_id = ?"
-                db.execute(
-                    "DELETE FROM turn_steering WHERE turn_id IN"
-                    f" (SELECT id FROM turns WHERE {doomed})",
-                    (op.chat_id, *op.keep),
-                )
-                db.execute(f"DELETE FROM turns WHERE {doomed}", (op.chat_id, *op.keep))
+                self._delete_turns(doomed, (op.chat_id, *op.keep))
             case ImportSession():
                 self._import(op.record)
             case SaveSessionState(session_id=session_id, state=state):
@@ -294,26 +294,28 @@ class SqliteStore:
                     (key.session_id, key.chat_id, key.contribution, key.key),
                 )
             case DeleteChat(chat_id=chat_id):
-                db.execute(
-                    "DELETE FROM turn_steering WHERE turn_id IN"
-                    " (SELECT id FROM turns WHERE chat_id = ?)",
-                    (chat_id,),
-                )
-                for table in ("pending_messages", "turns", "mementos"):
+                self._delete_turns("chat_id = ?", (chat_id,))
+                for table in ("pending_messages", "mementos"):
                     db.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,))
                 db.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
             case DeleteSession():
-                db.execute(
-                    "DELETE FROM turn_steering WHERE turn_id IN"
-                    " (SELECT id FROM turns WHERE session_id = ?)",
-                    (op.session_id,),
-                )
-                for table in ("pending_messages", "turns", "mementos"):
+                self._delete_turns("session_id = ?", (op.session_id,))
+                for table in ("pending_messages", "mementos"):
                     db.execute(f"DELETE FROM {table} WHERE session_id = ?", (op.session_id,))
                 db.execute("DELETE FROM chats WHERE session_id = ?", (op.session_id,))
                 db.execute("DELETE FROM sessions WHERE id = ?", (op.session_id,))
             case _:
                 raise TypeError(f"unknown store operation {type(op).__name__}")
+
+    def _delete_turns(self, where: str, params: tuple[Any, ...]) -> None:
+        """Delete the turns `where` selects, with their steering and attachments."""
+        db = self._conn
+        for table in ("turn_steering", "turn_attachments"):
+            db.execute(
+                f"DELETE FROM {table} WHERE turn_id IN (SELECT id FROM turns WHERE {where})",
+                params,
+            )
+        db.execute(f"DELETE FROM turns WHERE {where}", params)
 
     def _import(self, record: SessionRecord) -> None:
         if self._conn.execute(
@@ -348,6 +350,7 @@ class SqliteStore:
                         seq=seq,
                         user_text=turn.user_text,
                         started_at=record.created_at,
+                        attachments=turn.message.attachments,
                     )
                 )
                 self._apply(
@@ -484,8 +487,15 @@ class SqliteStore:
                     message=UserMessage(text=text, origin=MessageOrigin(kind=OriginKind.STEERING)),
                 )
             )
+        attachments: dict[str, list[Attachment]] = {}
+        for turn_id, name, text in db.execute(
+            "SELECT a.turn_id, a.name, a.text FROM turn_attachments a"
+            " JOIN turns t ON t.id = a.turn_id WHERE t.chat_id = ? ORDER BY a.turn_id, a.position",
+            (chat_id,),
+        ).fetchall():
+            attachments.setdefault(turn_id, []).append(Attachment(name=name, text=text))
         turns = tuple(
-            _turn_from_row(r, tuple(steering.get(r[0], ())))
+            _turn_from_row(r, tuple(steering.get(r[0], ())), tuple(attachments.get(r[0], ())))
             for r in db.execute(
                 "SELECT id, user_text, assistant_text, state, error_code, error_message"
                 " FROM turns WHERE chat_id = ? ORDER BY seq, rowid",
@@ -503,7 +513,11 @@ class SqliteStore:
         return ChatRecord(chat_id=chat_id, title=title, draft=draft, turns=turns, pending=pending)
 
 
-def _turn_from_row(row: tuple[Any, ...], steering: tuple[PendingMessage, ...]) -> Turn:
+def _turn_from_row(
+    row: tuple[Any, ...],
+    steering: tuple[PendingMessage, ...],
+    attachments: tuple[Attachment, ...] = (),
+) -> Turn:
     turn_id, user_text, assistant_text, state, error_code, error_message = row
     error = (
         None
@@ -513,7 +527,7 @@ def _turn_from_row(row: tuple[Any, ...], steering: tuple[PendingMessage, ...]) -
     parts = (MarkdownPart(id=f"{turn_id}-md", content=assistant_text),) if assistant_text else ()
     return Turn(
         id=turn_id,
-        message=UserMessage(text=user_text),
+        message=UserMessage(text=user_text, attachments=attachments),
         response_parts=parts,
         steering=steering,
         state=TurnState(state),

@@ -8,6 +8,7 @@ from agenthost.actors.contributions.mark_unread import MarkUnread
 from agenthost.actors.contributions.persisted_usage import PersistedUsage
 from agenthost.actors.contributions.queue_drain import QueueDrain
 from agenthost.actors.contributions.session_flags import SessionFlags
+from agenthost.actors.contributions.session_instructions import SessionInstructions
 from agenthost.actors.contributions.session_title import SessionTitle
 from agenthost.actors.contributions.turn_admission import TurnAdmission
 
@@ -16,6 +17,7 @@ BUILTINS: tuple[type[Contribution], ...] = (
     TurnAdmission,
     QueueDrain,
     InputNeeded,
+    SessionInstructions,
     SessionTitle,
     MarkUnread,
     ChatDraft,

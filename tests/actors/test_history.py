@@ -9,7 +9,7 @@ import attrs
 from agenthost.actors import FakeClock, Host
 from agenthost.actors.turn_tracker import NO_REPLY, _history
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
-from agenthost.messages.provider import HistoryMessage, ProviderSend
+from agenthost.messages.provider import HistoryMessage
 from agenthost.messages.state import (
     MarkdownPart,
     MessageOrigin,
@@ -20,8 +20,7 @@ from agenthost.messages.state import (
     TurnState,
     UserMessage,
 )
-from agenthost.providers.base import Emit
-from agenthost.providers.scripted import Gate, Reject, Say, ScriptedAdapter, ScriptedProvider
+from agenthost.providers.scripted import Gate, Reject, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.store.sqlite import ABANDONED_ON_RESTART
 
@@ -141,24 +140,11 @@ def test_steering_folded_into_a_turn_joins_its_user_message() -> None:
 
 
 class Recording(ScriptedProvider):
-    """The scripted claude shape, stateful or not, recording every ProviderSend."""
+    """The scripted claude shape, stateful or not (`sends` records every ProviderSend)."""
 
     def __init__(self, *, stateful: bool) -> None:
         super().__init__(shape="claude")
         self.capabilities = attrs.evolve(self.capabilities, stateful_prompt=stateful)
-        self.sends: list[ProviderSend] = []
-
-    def open_session(self, session_id: str, chat_id: str, emit: Emit) -> ScriptedAdapter:
-        adapter = super().open_session(session_id, chat_id, emit)
-        send = adapter.send
-
-        async def recorded(message: ProviderSend) -> str | None:
-            with self._lock:
-                self.sends.append(message)
-            return await send(message)
-
-        adapter.send = recorded  # type: ignore[method-assign]
-        return adapter
 
 
 def run_conversation(provider: Recording, db_path: Path) -> None:

@@ -18,6 +18,7 @@ def test_the_built_in_sequence_is_pinned(host: Host) -> None:
         ("turn_admission", 100),
         ("queue_drain", 200),
         ("input_needed", 200),
+        ("session_instructions", 300),
         ("session_title", 400),
         ("mark_unread", 500),
         ("chat_draft", 600),
@@ -26,7 +27,7 @@ def test_the_built_in_sequence_is_pinned(host: Host) -> None:
     ]
     assert dispatcher.ids("on_incoming_request") == ["local_command", "turn_admission"]
     assert dispatcher.ids("on_turn_end") == ["queue_drain", "mark_unread", "persisted_usage"]
-    assert dispatcher.ids("on_outgoing_turn") == []
+    assert dispatcher.ids("on_outgoing_turn") == ["session_instructions"]
     assert dispatcher.ids("on_hydrate_turns") == ["persisted_usage"]
     assert dispatcher.ids("on_hydrate_chat") == ["chat_draft"]
 
