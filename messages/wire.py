@@ -105,7 +105,7 @@ def _defaults_to_omit(cls: type) -> list[tuple[str, Any]]:
     for field in attrs.fields(cls):
         default = field.default
         if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-            default = default.factory()  # type: ignore[attr-defined]
+            default = default.factory()  # type: ignore[attr-defined,unused-ignore]
         if field.metadata.get(OMIT_DEFAULT) or default is None:
             wire_default = None if default is None else converter.unstructure(default)
             out.append((_wire_name(field), wire_default))
