@@ -718,11 +718,20 @@ class Connection:
         provider = _field(params, "provider", str, required=False) or _default_provider(self)
         if session_id in self.server._owners:
             raise RpcError(INVALID_PARAMS, f"invalid params: session {session_id} exists")
-        session = await self.server.call(
-            self.server.host.create_session, provider, session_id=session_id
-        )
+        # The creator follows the session's lifecycle: creating -> ready, or creationFailed.
+        self.channels.add(uri)
+        try:
+            session = await self.server.call(
+                self.server.host.create_session, provider, session_id=session_id
+            )
+        except AgentHostError as error:
+            failed = {"type": "session/creationFailed", "error": to_wire(error)}
+            self.server.session_action(self.identity, session_id, failed, None)
+            self.channels.discard(uri)
+            raise
         await self.server.call(session.set_config, {OWNER_KEY: self.identity})
         self.server._owners[session_id] = self.identity
+        self.server.session_action(self.identity, session_id, {"type": "session/ready"}, None)
         state = await self._session_state(session)
         self.server.broadcast_root(
             self.identity, "root/sessionAdded", {"channel": ROOT, "summary": _summary(uri, state)}

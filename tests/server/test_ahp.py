@@ -492,3 +492,51 @@ def test_serve_refuses_a_bad_manifest_naming_the_entry_and_key(tmp_path: Any) ->
     result = CliRunner().invoke(app, ["serve", "--providers", str(manifest), "--port", "0"])
     assert result.exit_code != 0
     assert "'fast'" in result.output and "'bogus'" in result.output
+
+
+def test_session_creation_reports_ready_or_creation_failed(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            session_uri, _ = await new_session(client)
+            await client.wait_for(action_of("session/ready"))
+            doomed = f"ahp-session:/{uuid.uuid4()}"
+            with pytest.raises(RpcFailed) as refused:
+                await client.call("createSession", {"channel": doomed, "provider": "nope"})
+            assert "unknown provider" in str(refused.value)
+            failed = await client.wait_for(action_of("session/creationFailed"))
+            assert failed["params"]["channel"] == doomed
+            assert "unknown provider" in failed["params"]["action"]["error"]["message"]
+            listed = await client.call("listSessions")
+            assert [s["resource"] for s in listed["items"]] == [session_uri]
+
+    run(host, body)
+
+
+def test_a_client_that_leaves_fails_its_parked_tool_calls_after_the_grace_period(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    from agenthost.messages.state import ClientTool
+    from agenthost.providers.scripted import ClientToolCall
+
+    provider.on("fetch it", ClientToolCall("fetch", "{}"), Say("done"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as browser:
+            await browser.initialize(client_id="browser")
+            session_uri, chat = await new_session(browser)
+            session_id = session_uri.removeprefix("ahp-session:/")
+            session = await asyncio.to_thread(host.open_session, session_id)
+            await asyncio.to_thread(session.set_client_tools, "browser", [ClientTool(name="fetch")])
+            await browser.call("subscribe", {"channel": chat})
+            await browser.dispatch(chat, turn("fetch it", "t-tool"))
+            await browser.wait_for(action_of("chat/toolCallStart"))
+        async with server.client() as watcher:  # the browser is gone; its call fails
+            await watcher.initialize(client_id="watcher")
+            snapshot = (await watcher.call("subscribe", {"channel": chat}))["snapshot"]
+            if snapshot["state"].get("activeTurn") is not None:
+                await watcher.wait_for(action_of("chat/turnComplete", turnId="t-tool"))
+            turns = (await watcher.call("fetchTurns", {"channel": chat}))["turns"]
+            assert turns[-1]["state"] == "complete"
+
+    run(host, body, Limits(client_tool_grace_s=0.2))
