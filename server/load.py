@@ -451,7 +451,7 @@ class AhpConnection:
                         waiting.set_result(message)
                 elif message["method"] == "action":
                     params = message.get("params") or {}
-                    chat = self.chats.get(params.get("channel"))
+                    chat = self.chats.get(str(params.get("channel")))
                     if chat is not None:
                         chat.on_action(params)
         finally:
