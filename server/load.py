@@ -479,8 +479,7 @@ class AhpConnection:
         answered = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = answered
         try:
-            await self._pace()
-            await self.ws.send_json(
+            await self._send(
                 {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
             )
             response = await asyncio.wait_for(answered, timeout)
@@ -493,9 +492,15 @@ class AhpConnection:
     async def dispatch(self, channel: str, action: dict[str, Any]) -> None:
         if self._lost:
             raise ConnectionLost("the server closed the connection")
-        await self._pace()
         params = {"channel": channel, "clientSeq": next(self._seq), "action": action}
-        await self.ws.send_json({"jsonrpc": "2.0", "method": "dispatchAction", "params": params})
+        await self._send({"jsonrpc": "2.0", "method": "dispatchAction", "params": params})
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        await self._pace()
+        try:
+            await self.ws.send_json(message)
+        except (ConnectionError, aiohttp.ClientError) as error:
+            raise ConnectionLost(f"cannot send: {error}") from error
 
     async def close(self) -> None:
         await self.ws.close()

@@ -3,8 +3,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from agenthost.providers.scripted import Gate, ScriptedProvider
 from agenthost.server.cli import app
-from agenthost.server.load import ChatRecord, LoadConfig, check_invariants, percentile
+from agenthost.server.load import ChatRecord, LoadConfig, check_invariants, percentile, run_load
 
 
 def test_load_runs_chats_concurrently_and_reports_json(tmp_path: Path) -> None:
@@ -83,3 +84,13 @@ def test_percentiles() -> None:
     assert percentile(values, 50) == 50.5
     assert percentile(values, 99) > percentile(values, 95) > percentile(values, 50)
     assert percentile([], 99) == 0.0
+
+
+def test_an_in_process_turn_that_never_ends_is_a_violation(tmp_path: Path) -> None:
+    provider = ScriptedProvider(echo_deltas=2).on("chat 1 turn 0", Gate("never"))
+    config = LoadConfig(chats=2, turns=2, store_dir=tmp_path, turn_timeout_s=2.0)
+    report = run_load(config, provider=provider)
+    assert report.turns_completed == 2
+    assert report.violations[0] == "1 turns did not complete (first: chat 1 turn 0: timeout)"
+    assert "chat 1: a turn was left active" in report.violations  # as the store shows it
+    assert not any(v.startswith("chat 0") for v in report.violations)
