@@ -1,5 +1,6 @@
 """The `agenthost` command line."""
 
+import asyncio
 import json
 import logging
 import sys
@@ -13,7 +14,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agenthost.server.load import LoadConfig, run_load, tune_gc
+from agenthost.server.load import (
+    CHATS_PER_CONNECTION,
+    MAX_CONNECTIONS,
+    SERVER_RATE,
+    TURN_TIMEOUT_S,
+    LoadConfig,
+    LoadError,
+    LoadReport,
+    load_remote,
+    run_load,
+    tune_gc,
+)
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="agenthost: host agent chat sessions."
@@ -38,21 +50,54 @@ def main_options(
 def load(
     chats: int = typer.Option(10, min=1, help="concurrent chats"),
     turns: int = typer.Option(5, min=1, help="turns per chat"),
-    deltas: int = typer.Option(10, min=1, help="streamed deltas per reply"),
-    delta_ms: float = typer.Option(0.0, min=0, help="milliseconds between deltas"),
+    deltas: int = typer.Option(
+        10, min=1, help="streamed deltas per reply (with --url: what the server's provider sends)"
+    ),
+    delta_ms: float = typer.Option(
+        0.0, min=0, help="milliseconds between deltas (with --url: the server provider's pacing)"
+    ),
     think_ms: float = typer.Option(0.0, min=0, help="milliseconds a user thinks between turns"),
     shape: str = typer.Option("copilot", help="scripted provider shape: copilot, claude or codex"),
     store: Path | None = typer.Option(
         None, help="folder for the SQLite store (default: a temporary one)"
     ),
+    turn_timeout: float = typer.Option(
+        TURN_TIMEOUT_S, min=0.001, help="seconds a turn may take before it counts as lost"
+    ),
+    url: str | None = typer.Option(
+        None, help="drive a running AHP server (ws://host:port/ahp) instead of an in-process host"
+    ),
+    token: str | None = typer.Option(
+        None, envvar="AGENTHOST_TOKEN", help="the server's bearer token (or AGENTHOST_TOKEN)"
+    ),
+    connections: int | None = typer.Option(
+        None,
+        min=1,
+        help=f"WebSockets to spread the chats over (default: {MAX_CONNECTIONS}, "
+        f"or one per {CHATS_PER_CONNECTION} chats beyond that)",
+    ),
+    rate: float = typer.Option(
+        SERVER_RATE * 0.9,
+        min=1,
+        help="messages per second per WebSocket; keep it below the server's limit",
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
 ) -> None:
-    """Drive N concurrent chats of T turns through an in-process host.
+    """Drive N concurrent chats of T turns through an in-process host, or with
+    --url through a running AHP server; report throughput, latency and the
+    invariant checks, and exit 1 on a violation.
 
-    Runs on the embedded default: SQLite and the scripted provider.
+    In-process it runs on the embedded default: SQLite and the scripted provider.
     """
     if shape not in ("copilot", "claude", "codex"):
         raise typer.BadParameter(f"unknown shape {shape!r}: use copilot, claude or codex")
+    if url is not None:
+        if not url.startswith(("ws://", "wss://")):
+            raise typer.BadParameter("use ws://host:port/ahp", param_hint="--url")
+        if not token:
+            raise typer.BadParameter("a token is needed with --url", param_hint="--token")
+        if store is not None:
+            raise typer.BadParameter("the server keeps its own store", param_hint="--store")
     config = LoadConfig(
         chats=chats,
         turns=turns,
@@ -61,6 +106,11 @@ def load(
         think_ms=think_ms,
         shape=shape,
         store_dir=store,
+        turn_timeout_s=turn_timeout,
+        url=url,
+        token=token,
+        connections=connections,
+        rate=rate,
     )
     tune_gc()
     console = Console(stderr=True)
@@ -73,33 +123,65 @@ def load(
         disable=as_json or not console.is_terminal,
     ) as progress:
         task = progress.add_task("turns", total=chats * turns)
-        report = run_load(config, progress=lambda: progress.advance(task))
+
+        def advance() -> None:
+            progress.advance(task)
+
+        try:
+            if url is None:
+                report = run_load(config, progress=advance)
+            else:
+                report = asyncio.run(load_remote(config, progress=advance))
+        except LoadError as error:
+            console.print(f"[red]agenthost load: {error}")
+            raise typer.Exit(code=1) from None
     if as_json:
         print(json.dumps({**attrs.asdict(report), "ok": report.ok}, indent=2))
     else:
-        table = Table(title=f"agenthost load: {chats} chats x {turns} turns ({shape})")
-        table.add_column("measure")
-        table.add_column("value", justify="right")
-        table.add_row("turns completed", f"{report.turns_completed} / {report.turns_requested}")
-        table.add_row("turns/s", f"{report.turns_per_s:,.0f}")
-        table.add_row(
-            "turn latency p50 / p95 / p99",
-            " / ".join(
-                f"{v:.1f}"
-                for v in (report.latency_ms_p50, report.latency_ms_p95, report.latency_ms_p99)
-            )
-            + " ms",
-        )
-        table.add_row(
-            "host overhead p50 / p99",
-            (f"{report.host_overhead_ms_p50:.1f} / {report.host_overhead_ms_p99:.1f} ms"),
-        )
-        table.add_row("peak RSS", f"{report.peak_rss_mb:,.0f} MB")
-        table.add_row("wall time", f"{report.seconds:.2f} s")
-        table.add_row("invariants", "ok" if report.ok else "[red]" + "; ".join(report.violations))
-        Console().print(table)
+        print_report(report, shape if url is None else url)
     if not report.ok:
         raise typer.Exit(code=1)
+
+
+def print_report(report: LoadReport, target: str) -> None:
+    remote = report.mode == "remote"
+    table = Table(
+        title=f"agenthost load ({report.mode}): {report.chats} chats x "
+        f"{report.turns_requested // max(report.chats, 1)} turns ({target})"
+    )
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("turns completed", f"{report.turns_completed} / {report.turns_requested}")
+    table.add_row("turns/s", f"{report.turns_per_s:,.0f}")
+
+    def trio(values: tuple[float, float, float]) -> str:
+        return " / ".join(f"{v:.1f}" for v in values) + " ms"
+
+    table.add_row(
+        "turn latency p50 / p95 / p99",
+        trio((report.latency_ms_p50, report.latency_ms_p95, report.latency_ms_p99)),
+    )
+    table.add_row(
+        "server + network overhead p50 / p95 / p99" if remote else "host overhead p50 / p95 / p99",
+        trio(
+            (report.host_overhead_ms_p50, report.host_overhead_ms_p95, report.host_overhead_ms_p99)
+        ),
+    )
+    if report.bytes_per_idle_session is not None:
+        table.add_row(
+            "bytes per resident idle session",
+            f"{report.bytes_per_idle_session:,.0f} ({report.resident_sessions} resident)",
+        )
+    if report.connections is not None:
+        table.add_row(
+            "WebSockets / frames received", f"{report.connections} / {report.frames_received:,}"
+        )
+    table.add_row(
+        "peak RSS (this process)" if remote else "peak RSS", f"{report.peak_rss_mb:,.0f} MB"
+    )
+    table.add_row("wall time (turns)", f"{report.seconds:.2f} s")
+    table.add_row("invariants", "ok" if report.ok else "[red]" + "; ".join(report.violations))
+    Console().print(table)
 
 
 def _open_host(store: Path | None) -> Any:

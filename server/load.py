@@ -1,32 +1,61 @@
-"""`agenthost load`: drive N concurrent chats of T turns through one host.
+"""`agenthost load`: drive N concurrent chats of T turns, and check what came out.
 
-Runs on the embedded default (SQLite in a temporary or given folder, the
-scripted provider), shows progress, and ends with the figures and the
-invariant checks: no turn left active, every turn stored, no message lost.
-All chats wait on one asyncio loop (agenthost.actors.aio), so the driver
-costs no thread per chat.
+Two drivers share one per-chat loop (`run_chat`), one set of invariant checks
+(`check_invariants`) and one report (`build_report`):
+
+- in-process (`run_load`): one host on the embedded default (SQLite in a
+  temporary or given folder, the scripted provider); all chats wait on one
+  asyncio loop (agenthost.actors.aio), so the driver costs no thread per chat.
+  The store is read afterwards as another process would.
+- remote (`load_remote`): a running AHP server (`agenthost serve`) over a
+  bounded number of WebSockets, each carrying many chats; every chat is a
+  session of its own, subscribed to its default chat; a turn is a dispatched
+  `chat/turnStarted` and ends with the first terminal action for its turn id.
+  Afterwards each chat's turns are read back with `fetchTurns` and its state
+  with a fresh `subscribe` snapshot.
+
+The invariants: every turn the driver started completed (within the per-turn
+timeout); no turn is left active; every prompt is stored, in order, as a
+complete turn answered `echo: <prompt>`; nothing is left pending. Over the wire
+also: every started turn got exactly one terminal action, and the streamed
+deltas add up to the stored reply.
+
+Host overhead is a turn's latency minus the scripted provider's own pacing
+((deltas - 1) x delta_ms). Remotely the driver cannot see the server's
+provider: it takes the pacing from --deltas/--delta-ms as a statement about
+the server, and the overhead then also holds the WebSocket round trip and the
+AHP layer.
 """
 
 import asyncio
 import gc
+import itertools
+import json
+import math
+import os
 import resource
 import sqlite3
 import statistics
 import tempfile
 import time
+import uuid
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import aiohttp
 import attrs
 
 from agenthost.actors import aio
 from agenthost.actors.surface import Chat, Host
-from agenthost.messages.commands import OutcomeState
 from agenthost.providers.scripted import ScriptedProvider, echo_reply
 from agenthost.store import SqliteStore
 
 TURN_TIMEOUT_S = 120.0
+RESIDENT_S = 24 * 3600.0
+"""The load host's idle release: sessions stay resident through a run, so the
+bytes per resident idle session are measured on resident sessions."""
 GC_THRESHOLDS = (10_000, 10, 100)
 """The collector's thresholds for a process holding thousands of chats.
 
@@ -34,11 +63,29 @@ With CPython's defaults (700, 10, 10) the in-flight turns of thousands of
 chats live long enough to reach the oldest generation, and full collections
 (each walking every actor's state, with the GIL held) took two thirds of a
 5,000-chat run on the 2-core machine; with these they take about a quarter."""
+MAX_CONNECTIONS = 50
+CHATS_PER_CONNECTION = 200
+"""Below the server's default of 256 subscriptions per connection."""
+SERVER_RATE = 200.0
+SERVER_BURST = 400
+"""The server's default per-connection limits (server.ahp.Limits): the remote
+driver paces itself below them, since a dispatch over the limit is dropped."""
+PAGE = 1000
+MAX_LISTED = 20
+TERMINAL_ACTIONS = {
+    "chat/turnComplete": "complete",
+    "chat/turnCancelled": "cancelled",
+    "chat/error": "error",
+}
 
 
 def tune_gc() -> None:
     """Set GC_THRESHOLDS: for a process that is the host (the CLI's), not for a library."""
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+class LoadError(Exception):
+    """The run could not start or set its chats up (not an invariant violation)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -50,10 +97,27 @@ class LoadConfig:
     think_ms: float = 0.0
     shape: str = "copilot"
     store_dir: Path | None = None
+    turn_timeout_s: float = TURN_TIMEOUT_S
+    url: str | None = None
+    token: str | None = attrs.field(default=None, repr=False)
+    connections: int | None = None
+    rate: float = SERVER_RATE * 0.9
+    burst: int = int(SERVER_BURST * 0.9)
+
+    @property
+    def scripted_s(self) -> float:
+        """The scripted provider's own time per turn: the gaps between its deltas."""
+        return max(self.deltas - 1, 0) * self.delta_ms / 1000
+
+    def connection_count(self) -> int:
+        if self.connections is not None:
+            return min(self.connections, self.chats)
+        return min(self.chats, max(MAX_CONNECTIONS, math.ceil(self.chats / CHATS_PER_CONNECTION)))
 
 
 @attrs.frozen(kw_only=True)
 class LoadReport:
+    mode: str  # "in-process" or "remote"
     chats: int
     turns_requested: int
     turns_completed: int
@@ -63,13 +127,37 @@ class LoadReport:
     latency_ms_p95: float
     latency_ms_p99: float
     host_overhead_ms_p50: float
+    host_overhead_ms_p95: float
     host_overhead_ms_p99: float
     peak_rss_mb: float
+    bytes_per_idle_session: float | None = None
+    resident_sessions: int | None = None
+    connections: int | None = None
+    frames_received: int | None = None
     violations: tuple[str, ...]
 
     @property
     def ok(self) -> bool:
         return not self.violations
+
+
+@attrs.define
+class ChatRecord:
+    """What one chat did and what came back; filled by a driver, judged by check_invariants."""
+
+    index: int
+    prompts: list[str] = attrs.field(factory=list)
+    outcomes: list[str] = attrs.field(factory=list)
+    stored: list[tuple[str, str | None, str | None]] = attrs.field(factory=list)
+    active: bool = False
+    pending: int = 0
+    wire: list[str] = attrs.field(factory=list)
+
+
+class ChatTarget(Protocol):
+    async def turn(self, prompt: str) -> str:
+        """Run one turn; its outcome: complete, cancelled, error, rejected or lost."""
+        ...
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -84,103 +172,499 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def current_rss() -> int | None:
+    """This process's resident set now, in bytes (Linux); None elsewhere."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def prompt_for(chat_index: int, turn_index: int) -> str:
     return f"chat {chat_index} turn {turn_index}"
 
 
-async def _drive(
-    host: Host,
+async def run_chat(
+    target: ChatTarget,
+    record: ChatRecord,
     config: LoadConfig,
     latencies: list[float],
-    outcomes: dict[tuple[int, int], Any],
     progress: Callable[[], None],
-) -> list[str]:
-    sessions = await asyncio.gather(*(aio.create_session(host) for _ in range(config.chats)))
-    chats: list[Chat] = await asyncio.gather(*(aio.chat(s) for s in sessions))
+) -> None:
+    """One chat's turns, one after another; both drivers run this.
 
-    async def run_chat(index: int, chat: Chat) -> None:
-        for turn in range(config.turns):
-            if turn and config.think_ms:
-                await asyncio.sleep(config.think_ms / 1000)
-            started = time.perf_counter()
-            ticket = await aio.send(chat, prompt_for(index, turn), timeout=TURN_TIMEOUT_S)
-            outcome = await aio.outcome(ticket, timeout=TURN_TIMEOUT_S)
-            latencies.append(time.perf_counter() - started)
-            outcomes[(index, turn)] = outcome
-            progress()
+    A turn that does not end within the timeout (or ends otherwise than
+    complete) ends the chat's run: later prompts would only queue behind it."""
+    for turn in range(config.turns):
+        if turn and config.think_ms:
+            await asyncio.sleep(config.think_ms / 1000)
+        prompt = prompt_for(record.index, turn)
+        record.prompts.append(prompt)
+        started = time.perf_counter()
+        try:
+            outcome = await asyncio.wait_for(target.turn(prompt), config.turn_timeout_s)
+        except TimeoutError:
+            outcome = "timeout"
+        record.outcomes.append(outcome)
+        progress()
+        if outcome != "complete":
+            return
+        latencies.append(time.perf_counter() - started)
 
-    await asyncio.gather(*(run_chat(i, chat) for i, chat in enumerate(chats)))
-    return [s.id for s in sessions]
 
-
-def check_invariants(
-    db_path: Path, session_ids: list[str], config: LoadConfig, outcomes: dict[tuple[int, int], Any]
-) -> list[str]:
-    """Read the store as another process would, after the host stopped."""
+def check_invariants(records: list[ChatRecord], config: LoadConfig) -> list[str]:
+    """The run's violations, from what the chats did and what was stored."""
     violations: list[str] = []
-    bad = [key for key, o in outcomes.items() if o.state is not OutcomeState.COMPLETE]
-    if bad:
+    failed = [(r.index, t, o) for r in records for t, o in enumerate(r.outcomes) if o != "complete"]
+    unsent = sum(config.turns - len(r.prompts) for r in records)
+    if failed:
+        index, turn, outcome = failed[0]
         violations.append(
-            f"{len(bad)} turns did not complete (first: chat {bad[0][0]} turn {bad[0][1]})"
+            f"{len(failed)} turns did not complete (first: chat {index} turn {turn}: {outcome})"
         )
-    with sqlite3.connect(db_path) as db:
-        for index, session_id in enumerate(session_ids):
-            rows = db.execute(
-                "SELECT user_text, assistant_text, state FROM turns WHERE session_id = ?"
-                " ORDER BY seq",
-                (session_id,),
-            ).fetchall()
-            expected = [
-                (prompt_for(index, t), echo_reply(prompt_for(index, t)), "complete")
-                for t in range(config.turns)
-            ]
-            if any(state is None for _, _, state in rows):
-                violations.append(f"chat {index}: a turn was left active")
-            if len(rows) != config.turns:
-                violations.append(f"chat {index}: {len(rows)} turns stored, {config.turns} sent")
-            elif rows != expected:
-                violations.append(f"chat {index}: stored turns differ from what was sent")
-            pending = db.execute(
-                "SELECT COUNT(*) FROM pending_messages WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
-            if pending:
-                violations.append(f"chat {index}: {pending} messages left pending")
+    if unsent:
+        violations.append(f"{unsent} turns were never sent (their chat stopped at a failed turn)")
+    per_chat: list[str] = []
+    for record in records:
+        expected = [(p, echo_reply(p), "complete") for p in record.prompts]
+        if record.active or any(state is None for _, _, state in record.stored):
+            per_chat.append(f"chat {record.index}: a turn was left active")
+        if len(record.stored) != len(record.prompts):
+            per_chat.append(
+                f"chat {record.index}: {len(record.stored)} turns stored,"
+                f" {len(record.prompts)} sent"
+            )
+        elif record.stored != expected:
+            per_chat.append(f"chat {record.index}: stored turns differ from what was sent")
+        if record.pending:
+            per_chat.append(f"chat {record.index}: {record.pending} messages left pending")
+        per_chat.extend(f"chat {record.index}: {problem}" for problem in record.wire)
+    violations.extend(per_chat[:MAX_LISTED])
+    if len(per_chat) > MAX_LISTED:
+        violations.append(f"... and {len(per_chat) - MAX_LISTED} more")
     return violations
 
 
-def run_load(config: LoadConfig, progress: Callable[[], None] = lambda: None) -> LoadReport:
-    with tempfile.TemporaryDirectory(prefix="agenthost-load-") as scratch:
-        folder = config.store_dir or Path(scratch)
-        db_path = folder / f"load-{int(time.time() * 1000)}.db"
-        provider = ScriptedProvider(
-            shape=config.shape,  # type: ignore[arg-type]
-            echo_deltas=config.deltas,
-            delta_s=config.delta_ms / 1000,
-        )
-        host = Host.start(store=SqliteStore(db_path), providers={"scripted": provider})
-        latencies: list[float] = []
-        outcomes: dict[tuple[int, int], Any] = {}
-        started = time.perf_counter()
-        try:
-            session_ids = asyncio.run(_drive(host, config, latencies, outcomes, progress))
-        finally:
-            host.stop(timeout=60)
-        seconds = time.perf_counter() - started
-        violations = check_invariants(db_path, session_ids, config, outcomes)
-    scripted_s = max(config.deltas - 1, 0) * config.delta_ms / 1000
-    overhead = [max(0.0, latency - scripted_s) * 1000 for latency in latencies]
+def build_report(
+    config: LoadConfig,
+    mode: str,
+    records: list[ChatRecord],
+    latencies: list[float],
+    seconds: float,
+    **extra: Any,
+) -> LoadReport:
     millis = [latency * 1000 for latency in latencies]
+    overhead = [max(0.0, latency - config.scripted_s) * 1000 for latency in latencies]
+    completed = sum(r.outcomes.count("complete") for r in records)
     return LoadReport(
+        mode=mode,
         chats=config.chats,
         turns_requested=config.chats * config.turns,
-        turns_completed=sum(1 for o in outcomes.values() if o.state is OutcomeState.COMPLETE),
+        turns_completed=completed,
         seconds=seconds,
-        turns_per_s=len(latencies) / seconds if seconds else 0.0,
+        turns_per_s=completed / seconds if seconds else 0.0,
         latency_ms_p50=percentile(millis, 50),
         latency_ms_p95=percentile(millis, 95),
         latency_ms_p99=percentile(millis, 99),
         host_overhead_ms_p50=percentile(overhead, 50),
+        host_overhead_ms_p95=percentile(overhead, 95),
         host_overhead_ms_p99=percentile(overhead, 99),
         peak_rss_mb=peak_rss_mb(),
-        violations=tuple(violations),
+        violations=tuple(check_invariants(records, config)),
+        **extra,
+    )
+
+
+# -- in-process ------------------------------------------------------------------------------
+class LocalChat:
+    """A chat of the in-process host, driven through agenthost.actors.aio."""
+
+    def __init__(self, chat: Chat, timeout: float) -> None:
+        self.chat = chat
+        self.timeout = timeout
+
+    async def turn(self, prompt: str) -> str:
+        ticket = await aio.send(self.chat, prompt, timeout=self.timeout)
+        outcome = await aio.outcome(ticket, timeout=self.timeout)
+        return str(outcome.state.value)
+
+
+@attrs.define
+class _LocalRun:
+    session_ids: list[str]
+    seconds: float
+    bytes_per_idle_session: float | None
+    resident: int
+
+
+async def _drive_local(
+    host: Host,
+    config: LoadConfig,
+    records: list[ChatRecord],
+    latencies: list[float],
+    progress: Callable[[], None],
+) -> _LocalRun:
+    loop = asyncio.get_running_loop()
+    gc.collect()
+    before = current_rss()
+    sessions = await asyncio.gather(*(aio.create_session(host) for _ in range(config.chats)))
+    chats: list[Chat] = await asyncio.gather(*(aio.chat(s) for s in sessions))
+    targets = [LocalChat(chat, config.turn_timeout_s) for chat in chats]
+    started = time.perf_counter()
+    pairs = zip(targets, records, strict=True)
+    await asyncio.gather(*(run_chat(t, r, config, latencies, progress) for t, r in pairs))
+    seconds = time.perf_counter() - started
+    # Every session is resident (idle release is RESIDENT_S away) and idle now.
+    gc.collect()
+    after = current_rss()
+    counters = await loop.run_in_executor(None, host.counters)
+    resident = counters.get("resident", 0)
+    per_session = None
+    if before is not None and after is not None and resident:
+        per_session = max(0, after - before) / resident
+    return _LocalRun([s.id for s in sessions], seconds, per_session, resident)
+
+
+def read_store(db_path: Path, session_ids: list[str], records: list[ChatRecord]) -> None:
+    """Fill the records from the store, read as another process would after the host stopped."""
+    with sqlite3.connect(db_path) as db:
+        for record, session_id in zip(records, session_ids, strict=True):
+            record.stored = [
+                (user, assistant, state)
+                for user, assistant, state in db.execute(
+                    "SELECT user_text, assistant_text, state FROM turns WHERE session_id = ?"
+                    " ORDER BY seq",
+                    (session_id,),
+                )
+            ]
+            record.pending = db.execute(
+                "SELECT COUNT(*) FROM pending_messages WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+
+
+def run_load(
+    config: LoadConfig,
+    progress: Callable[[], None] = lambda: None,
+    provider: ScriptedProvider | None = None,
+) -> LoadReport:
+    """The in-process run. Bytes per resident idle session: the growth of this
+    process's resident set from before the sessions were created to after
+    their last turns ended (each after a full collection), divided by the
+    sessions then resident. It includes the driver's own per-chat records and
+    allocator slack the turns left behind, so it is an upper bound."""
+    with tempfile.TemporaryDirectory(prefix="agenthost-load-") as scratch:
+        folder = config.store_dir or Path(scratch)
+        db_path = folder / f"load-{int(time.time() * 1000)}.db"
+        provider = provider or ScriptedProvider(
+            shape=config.shape,  # type: ignore[arg-type]
+            echo_deltas=config.deltas,
+            delta_s=config.delta_ms / 1000,
+        )
+        host = Host.start(
+            store=SqliteStore(db_path), providers={"scripted": provider}, idle_release_s=RESIDENT_S
+        )
+        records = [ChatRecord(index=i) for i in range(config.chats)]
+        latencies: list[float] = []
+        try:
+            run = asyncio.run(_drive_local(host, config, records, latencies, progress))
+        finally:
+            host.stop(timeout=60)
+        read_store(db_path, run.session_ids, records)
+    return build_report(
+        config,
+        "in-process",
+        records,
+        latencies,
+        run.seconds,
+        bytes_per_idle_session=run.bytes_per_idle_session,
+        resident_sessions=run.resident,
+    )
+
+
+# -- remote ----------------------------------------------------------------------------------
+class RemoteError(Exception):
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(f"{error.get('message')} (code {error.get('code')})")
+        self.code = error.get("code")
+
+
+class ConnectionLost(Exception):
+    pass
+
+
+class AhpConnection:
+    """One WebSocket to the server, carrying many chats; runs on the driver's loop.
+
+    Paces what it sends below the server's rate limit (a token bucket), since
+    the server drops a dispatch over the limit without an answer."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse, rate: float, burst: int) -> None:
+        self.ws = ws
+        self.frames = 0
+        self.chats: dict[str, RemoteChat] = {}
+        self._rate = rate
+        self._burst = float(burst)
+        self._tokens = float(burst)
+        self._refilled = time.monotonic()
+        self._ids = itertools.count(1)
+        self._seq = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._lost = False
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    @classmethod
+    async def open(
+        cls, http: aiohttp.ClientSession, config: LoadConfig, number: int
+    ) -> "AhpConnection":
+        assert config.url is not None
+        headers = {"Authorization": f"Bearer {config.token}"}
+        try:
+            ws = await asyncio.wait_for(
+                http.ws_connect(config.url, headers=headers, max_msg_size=0),
+                config.turn_timeout_s,
+            )
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise LoadError(f"cannot connect to {config.url}: {error}") from error
+        connection = cls(ws, config.rate, config.burst)
+        await connection.call(
+            "initialize",
+            {
+                "channel": "ahp-root://",
+                "protocolVersions": ["1.1.0"],
+                "clientId": f"load-{uuid.uuid4().hex[:12]}-{number}",
+            },
+            config.turn_timeout_s,
+        )
+        return connection
+
+    async def _read(self) -> None:
+        try:
+            async for frame in self.ws:
+                if frame.type is not aiohttp.WSMsgType.TEXT:
+                    continue
+                self.frames += 1
+                message = json.loads(frame.data)
+                if "method" not in message:
+                    waiting = self._waiting.pop(message.get("id"), None)
+                    if waiting is not None and not waiting.done():
+                        waiting.set_result(message)
+                elif message["method"] == "action":
+                    params = message.get("params") or {}
+                    chat = self.chats.get(str(params.get("channel")))
+                    if chat is not None:
+                        chat.on_action(params)
+        finally:
+            self._lost = True
+            for waiting in self._waiting.values():
+                if not waiting.done():
+                    waiting.set_exception(ConnectionLost("the server closed the connection"))
+            for chat in self.chats.values():
+                chat.connection_lost()
+
+    async def _pace(self) -> None:
+        while True:
+            now = time.monotonic()
+            self._tokens = min(self._burst, self._tokens + (now - self._refilled) * self._rate)
+            self._refilled = now
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return
+            await asyncio.sleep((1 - self._tokens) / self._rate)
+
+    async def call(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        if self._lost:
+            raise ConnectionLost("the server closed the connection")
+        request_id = next(self._ids)
+        answered = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = answered
+        try:
+            await self._send(
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            )
+            response = await asyncio.wait_for(answered, timeout)
+        finally:
+            self._waiting.pop(request_id, None)
+        if "error" in response:
+            raise RemoteError(response["error"])
+        return response["result"]
+
+    async def dispatch(self, channel: str, action: dict[str, Any]) -> None:
+        if self._lost:
+            raise ConnectionLost("the server closed the connection")
+        params = {"channel": channel, "clientSeq": next(self._seq), "action": action}
+        await self._send({"jsonrpc": "2.0", "method": "dispatchAction", "params": params})
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        await self._pace()
+        try:
+            await self.ws.send_json(message)
+        except (ConnectionError, aiohttp.ClientError) as error:
+            raise ConnectionLost(f"cannot send: {error}") from error
+
+    async def close(self) -> None:
+        await self.ws.close()
+        self._reader.cancel()
+
+
+class RemoteChat:
+    """One chat on the server: a session of its own, subscribed to its default chat.
+
+    Watches its channel's actions: which turns started, how often each ended,
+    and what text streamed for each."""
+
+    def __init__(self, connection: AhpConnection, index: int, channel: str) -> None:
+        self.connection = connection
+        self.index = index
+        self.channel = channel
+        self._ends: dict[str, asyncio.Future[str]] = {}
+        self.started: set[str] = set()
+        self.terminals: Counter[str] = Counter()
+        self.streamed: dict[str, list[str]] = {}
+        self.problems: list[str] = []
+        connection.chats[channel] = self
+
+    @classmethod
+    async def open(cls, connection: AhpConnection, index: int, timeout: float) -> "RemoteChat":
+        uri = f"ahp-session:/{uuid.uuid4()}"
+        try:
+            created = await connection.call("createSession", {"channel": uri}, timeout)
+            channel = created["state"]["defaultChat"]
+            chat = cls(connection, index, channel)
+            await connection.call("subscribe", {"channel": channel}, timeout)
+        except (RemoteError, ConnectionLost, TimeoutError, KeyError, TypeError) as error:
+            raise LoadError(f"chat {index} could not be set up: {error!r}") from error
+        return chat
+
+    async def turn(self, prompt: str) -> str:
+        turn_id = uuid.uuid4().hex
+        ended = asyncio.get_running_loop().create_future()
+        self._ends[turn_id] = ended
+        action = {"type": "chat/turnStarted", "turnId": turn_id, "message": {"text": prompt}}
+        try:
+            await self.connection.dispatch(self.channel, action)
+            return await ended
+        except ConnectionLost:
+            return "lost"
+        finally:
+            self._ends.pop(turn_id, None)
+
+    def on_action(self, params: dict[str, Any]) -> None:
+        action = params.get("action") or {}
+        kind = action.get("type")
+        turn_id = action.get("turnId")
+        if not isinstance(turn_id, str):
+            return
+        if params.get("rejectionReason") is not None:
+            if kind == "chat/turnStarted":
+                self._end(turn_id, "rejected")
+            return
+        if kind == "chat/turnStarted":
+            self.started.add(turn_id)
+            self.streamed[turn_id] = []
+        elif kind == "chat/responsePart":
+            part = action.get("part") or {}
+            if part.get("kind") == "markdown" and turn_id in self.streamed:
+                self.streamed[turn_id].append(str(part.get("content", "")))
+        elif kind == "chat/delta":
+            if turn_id in self.streamed:
+                self.streamed[turn_id].append(str(action.get("content", "")))
+        elif kind in TERMINAL_ACTIONS:
+            self.terminals[turn_id] += 1
+            if turn_id not in self.started:
+                self.problems.append(f"{kind} for turn {turn_id}, which never started")
+            self._end(turn_id, TERMINAL_ACTIONS[kind])
+
+    def _end(self, turn_id: str, outcome: str) -> None:
+        ended = self._ends.get(turn_id)
+        if ended is not None and not ended.done():
+            ended.set_result(outcome)
+
+    def connection_lost(self) -> None:
+        for ended in self._ends.values():
+            if not ended.done():
+                ended.set_exception(ConnectionLost())
+
+    async def collect(self, record: ChatRecord, timeout: float) -> None:
+        """Read the chat back: its stored turns and its state now; judge the stream."""
+        turns: list[dict[str, Any]] = []
+        cursor: str | None = "0"
+        while cursor is not None:
+            page = await self.connection.call(
+                "fetchTurns", {"channel": self.channel, "cursor": cursor, "limit": PAGE}, timeout
+            )
+            turns.extend(page.get("turns") or [])
+            cursor = page.get("nextCursor")
+        record.stored = [_stored(turn) for turn in turns]
+        snapshot = await self.connection.call("subscribe", {"channel": self.channel}, timeout)
+        state = snapshot["snapshot"]["state"]
+        record.active = state.get("activeTurn") is not None
+        record.pending = sum(
+            len(state.get(key) or []) for key in ("steeringMessages", "queuedMessages")
+        )
+        record.wire = list(self.problems)
+        for turn_id in sorted(self.started):
+            ends = self.terminals[turn_id]
+            if ends != 1:
+                record.wire.append(f"turn {turn_id} got {ends} terminal actions")
+        replies = {t["id"]: text for t in turns if (text := _stored(t)[1]) is not None}
+        for turn_id, parts in self.streamed.items():
+            if self.terminals[turn_id] and replies.get(turn_id, "") != "".join(parts):
+                record.wire.append(f"turn {turn_id}: the streamed reply differs from the stored")
+
+
+def _stored(turn: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """A fetched turn as (user text, assistant text, state), as the store keeps it."""
+    message = turn.get("message") or {}
+    parts = [
+        str(p.get("content", ""))
+        for p in turn.get("responseParts") or []
+        if p.get("kind") == "markdown"
+    ]
+    return str(message.get("text", "")), "".join(parts) if parts else None, turn.get("state")
+
+
+async def load_remote(
+    config: LoadConfig, progress: Callable[[], None] = lambda: None
+) -> LoadReport:
+    """The remote run against `config.url` with `config.token`, on the running loop.
+
+    Raises:
+        LoadError: the server cannot be reached, or a chat cannot be set up.
+    """
+    records = [ChatRecord(index=i) for i in range(config.chats)]
+    latencies: list[float] = []
+    count = config.connection_count()
+    async with aiohttp.ClientSession() as http:
+        connections: list[AhpConnection] = []
+        try:
+            for number in range(count):
+                connections.append(await AhpConnection.open(http, config, number))
+            chats = await asyncio.gather(
+                *(
+                    RemoteChat.open(connections[i % count], i, config.turn_timeout_s)
+                    for i in range(config.chats)
+                )
+            )
+            started = time.perf_counter()
+            pairs = list(zip(chats, records, strict=True))
+            await asyncio.gather(*(run_chat(c, r, config, latencies, progress) for c, r in pairs))
+            seconds = time.perf_counter() - started
+            try:
+                await asyncio.gather(*(c.collect(r, config.turn_timeout_s) for c, r in pairs))
+            except (RemoteError, ConnectionLost, TimeoutError) as error:
+                raise LoadError(f"cannot read the chats back: {error!r}") from error
+        except RemoteError as error:
+            raise LoadError(str(error)) from error
+        finally:
+            for connection in connections:
+                await connection.close()
+    return build_report(
+        config,
+        "remote",
+        records,
+        latencies,
+        seconds,
+        connections=count,
+        frames_received=sum(c.frames for c in connections),
     )

@@ -1,12 +1,11 @@
 import json
-import sqlite3
 from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agenthost.messages import OutcomeState, TurnOutcome
+from agenthost.providers.scripted import Gate, ScriptedProvider
 from agenthost.server.cli import app
-from agenthost.server.load import LoadConfig, check_invariants, percentile
+from agenthost.server.load import ChatRecord, LoadConfig, check_invariants, percentile, run_load
 
 
 def test_load_runs_chats_concurrently_and_reports_json(tmp_path: Path) -> None:
@@ -31,6 +30,9 @@ def test_load_runs_chats_concurrently_and_reports_json(tmp_path: Path) -> None:
     assert report["turns_completed"] == report["turns_requested"] == 24
     assert report["turns_per_s"] > 0
     assert report["latency_ms_p50"] <= report["latency_ms_p99"]
+    assert report["host_overhead_ms_p50"] <= report["host_overhead_ms_p95"]
+    assert report["resident_sessions"] == 8
+    assert report["bytes_per_idle_session"] is None or report["bytes_per_idle_session"] >= 0
 
 
 def test_load_prints_a_table_for_people(tmp_path: Path) -> None:
@@ -48,18 +50,33 @@ def test_bad_options_are_clear_errors() -> None:
     assert result.exit_code != 0 and "unknown shape" in result.output
 
 
-def test_the_invariant_checks_catch_a_lost_turn(tmp_path: Path) -> None:
-    db = tmp_path / "x.db"
-    with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE turns (session_id, seq, user_text, assistant_text, state)")
-        conn.execute("CREATE TABLE pending_messages (session_id)")
-        conn.execute(
-            "INSERT INTO turns VALUES ('s', 0, 'chat 0 turn 0', 'echo: chat 0 turn 0', 'complete')"
-        )
-    config = LoadConfig(chats=1, turns=2)
-    done = TurnOutcome(state=OutcomeState.COMPLETE)
-    violations = check_invariants(db, ["s"], config, {(0, 0): done, (0, 1): done})
+def test_the_invariant_checks_catch_a_lost_turn() -> None:
+    record = ChatRecord(
+        index=0,
+        prompts=["chat 0 turn 0", "chat 0 turn 1"],
+        outcomes=["complete", "complete"],
+        stored=[("chat 0 turn 0", "echo: chat 0 turn 0", "complete")],
+    )
+    violations = check_invariants([record], LoadConfig(chats=1, turns=2))
     assert violations == ["chat 0: 1 turns stored, 2 sent"]
+
+
+def test_the_invariant_checks_catch_a_turn_left_active_and_a_double_end() -> None:
+    record = ChatRecord(
+        index=3,
+        prompts=["chat 3 turn 0"],
+        outcomes=["timeout"],
+        active=True,
+        wire=["turn t1 got 2 terminal actions"],
+    )
+    violations = check_invariants([record], LoadConfig(chats=1, turns=2))
+    assert violations == [
+        "1 turns did not complete (first: chat 3 turn 0: timeout)",
+        "1 turns were never sent (their chat stopped at a failed turn)",
+        "chat 3: a turn was left active",
+        "chat 3: 0 turns stored, 1 sent",
+        "chat 3: turn t1 got 2 terminal actions",
+    ]
 
 
 def test_percentiles() -> None:
@@ -67,3 +84,13 @@ def test_percentiles() -> None:
     assert percentile(values, 50) == 50.5
     assert percentile(values, 99) > percentile(values, 95) > percentile(values, 50)
     assert percentile([], 99) == 0.0
+
+
+def test_an_in_process_turn_that_never_ends_is_a_violation(tmp_path: Path) -> None:
+    provider = ScriptedProvider(echo_deltas=2).on("chat 1 turn 0", Gate("never"))
+    config = LoadConfig(chats=2, turns=2, store_dir=tmp_path, turn_timeout_s=2.0)
+    report = run_load(config, provider=provider)
+    assert report.turns_completed == 2
+    assert report.violations[0] == "1 turns did not complete (first: chat 1 turn 0: timeout)"
+    assert "chat 1: a turn was left active" in report.violations  # as the store shows it
+    assert not any(v.startswith("chat 0") for v in report.violations)
