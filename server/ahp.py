@@ -227,6 +227,8 @@ class AhpServer:
         self._grace: dict[str, asyncio.TimerHandle] = {}  # client id -> pending removal
         self._client_sessions: dict[str, set[str]] = {}  # client id -> sessions it acted in
         self._summaries: dict[str, dict[str, Any]] = {}  # session id -> last summary sent
+        self._handles: dict[str, Session] = {}  # session id -> its handle
+        self._checking: dict[str, bool] = {}  # session id -> changed again while checking
         self._background: set[asyncio.Task[None]] = set()
         self.accepting = True
         self.running_turns = 0
@@ -338,19 +340,33 @@ class AhpServer:
         return self._owners.get(session_id)
 
     async def session(self, session_id: str, identity: str) -> Session:
-        """The session, if `identity` owns it; otherwise "not found"."""
+        """The session, if `identity` owns it; otherwise "not found". Handles
+        are kept (one released from memory is restored on its next call), so
+        a dispatch never reloads its session from the store."""
         owner = self._owners.get(session_id)
         if owner is None:
-            try:
-                session = await self.call(self.host.open_session, session_id)
-            except AgentHostError as error:
-                raise RpcError(NOT_FOUND, f"session {session_id} not found") from error
-            config = dict(await self.call(session.config))
+            await self._open(session_id)
+            config = dict(await self.call(self._handles[session_id].config))
             owner = config.get(OWNER_KEY, "")
             self._owners[session_id] = owner
         if owner != identity:
             raise RpcError(NOT_FOUND, f"session {session_id} not found")
-        return await self.call(self.host.open_session, session_id)
+        return await self._open(session_id)
+
+    async def _open(self, session_id: str) -> Session:
+        handle = self._handles.get(session_id)
+        if handle is None:
+            try:
+                handle = await self.call(self.host.open_session, session_id)
+            except AgentHostError as error:
+                raise RpcError(NOT_FOUND, f"session {session_id} not found") from error
+            self._handles[session_id] = handle
+        return handle
+
+    def forget_session(self, session_id: str) -> None:
+        self._owners.pop(session_id, None)
+        self._handles.pop(session_id, None)
+        self._summaries.pop(session_id, None)
 
     async def chat(self, chat_id: str, identity: str) -> tuple[Session, Chat]:
         session_id = self._chat_sessions.get(chat_id)
@@ -403,18 +419,32 @@ class AhpServer:
             self.metrics.steering_not_withdrawn += 1
 
     def summary_may_have_changed(self, session_id: str) -> None:
-        """Send root/sessionSummaryChanged to the owner's connections if it did."""
+        """Send root/sessionSummaryChanged to the owner's connections if it did.
+
+        One check per session at a time; a change meanwhile runs one more
+        check after it, so the last summary sent is never an older one."""
         owner = self._owners.get(session_id)
         if owner is None:
             return
+        if session_id in self._checking:
+            self._checking[session_id] = True
+            return
+        self._checking[session_id] = False
 
         async def check() -> None:
-            session = await self.call(self.host.open_session, session_id)
-            summary = _listed(await self.call(session.summary))
-            if self._summaries.get(session_id) != summary:
-                self._summaries[session_id] = summary
-                params = {"channel": ROOT, "summary": summary}
-                self.broadcast_root(owner, "root/sessionSummaryChanged", params)
+            try:
+                while True:
+                    session = await self._open(session_id)
+                    summary = _listed(await self.call(session.summary))
+                    if self._summaries.get(session_id) != summary:
+                        self._summaries[session_id] = summary
+                        params = {"channel": ROOT, "summary": summary}
+                        self.broadcast_root(owner, "root/sessionSummaryChanged", params)
+                    if not self._checking.get(session_id):
+                        return
+                    self._checking[session_id] = False
+            finally:
+                self._checking.pop(session_id, None)
 
         task = asyncio.get_running_loop().create_task(check())
         self._background.add(task)
@@ -445,9 +475,9 @@ class AhpServer:
 
     async def _remove_client(self, session_id: str, client_id: str) -> None:
         try:
-            session = await self.call(self.host.open_session, session_id)
+            session = await self._open(session_id)
             await self.call(session.remove_client, client_id)
-        except AgentHostError:
+        except (AgentHostError, RpcError):
             log.info("client_removal_skipped", session_id=session_id)
 
     def touched(self, client_id: str | None, session_id: str) -> None:
@@ -455,8 +485,9 @@ class AhpServer:
             self._client_sessions.setdefault(client_id, set()).add(session_id)
 
     def broadcast_root(self, identity: str, method: str, params: dict[str, Any]) -> None:
+        """A root notification, to the identity's connections subscribed to the root."""
         for connection in self.connections:
-            if connection.identity == identity and connection.initialized:
+            if connection.identity == identity and ROOT in connection.channels:
                 connection.offer({"jsonrpc": "2.0", "method": method, "params": params})
 
     def session_action(self, identity: str, session_id: str, action: Any, origin: Any) -> None:
@@ -731,6 +762,7 @@ class Connection:
             raise
         await self.server.call(session.set_config, {OWNER_KEY: self.identity})
         self.server._owners[session_id] = self.identity
+        self.server._handles[session_id] = session
         self.server.session_action(self.identity, session_id, {"type": "session/ready"}, None)
         state = await self._session_state(session)
         self.server.broadcast_root(
@@ -742,7 +774,7 @@ class Connection:
         uri = _field(params, "channel", str)
         session = await self.server.session(uri.removeprefix(SESSION_PREFIX), self.identity)
         await self.server.call(session.dispose)
-        self.server._owners.pop(session.id, None)
+        self.server.forget_session(session.id)
         self.server.broadcast_root(
             self.identity, "root/sessionRemoved", {"channel": ROOT, "resource": uri}
         )
