@@ -523,6 +523,11 @@ class Connection:
     def initialized(self) -> bool:
         return self.version is not None
 
+    @property
+    def legacy_steering(self) -> bool:
+        """A peer of protocol < 1.1 knows one steering slot, not the list."""
+        return self.version is not None and tuple(map(int, self.version.split("."))) < (1, 1, 0)
+
     # -- output ------------------------------------------------------------------------
     def offer(self, message: dict[str, Any]) -> None:
         """Queue a message; a client too slow to take it is cut off."""
@@ -720,7 +725,7 @@ class Connection:
             channel = await self.server.channel(chat)
             self.channels.add(uri)
             channel.subscribers.add(self)
-            return channel.snapshot()
+            return channel.snapshot(legacy_steering=self.legacy_steering)
         raise RpcError(NOT_FOUND, f"unknown channel {uri}")
 
     async def _session_state(self, session: Session) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from agenthost.messages.events import (
     TurnStarted,
 )
 from agenthost.messages.reducers import reduce_chat
-from agenthost.messages.state import ChatState
+from agenthost.messages.state import ChatState, with_legacy_steering_slot
 from agenthost.messages.wire import to_wire
 
 log = structlog.get_logger(__name__)
@@ -151,8 +151,13 @@ class ChatChannel:
         """Wait until another caller's `open` has taken the snapshot."""
         await self._opened.wait()
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"resource": self.uri, "state": to_wire(self.state), "fromSeq": self.from_seq}
+    def snapshot(self, legacy_steering: bool = False) -> dict[str, Any]:
+        """The chat as its stream shows it; with `legacy_steering` (a peer of
+        protocol < 1.1) the head of the steering list in the single slot."""
+        state = self.state
+        if legacy_steering and state is not None:
+            state = with_legacy_steering_slot(state)
+        return {"resource": self.uri, "state": to_wire(state), "fromSeq": self.from_seq}
 
     async def _pump(self, subscription: Subscription) -> None:
         async for event in subscription:

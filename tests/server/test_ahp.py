@@ -540,3 +540,43 @@ def test_a_client_that_leaves_fails_its_parked_tool_calls_after_the_grace_period
             assert turns[-1]["state"] == "complete"
 
     run(host, body, Limits(client_tool_grace_s=0.2))
+
+
+def test_a_client_of_protocol_1_0_sees_the_head_of_the_steering_list_in_the_single_slot(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("long", Say("a"), Gate("g"), Say("b"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as new:
+            await new.initialize(client_id="new")
+            _, chat = await new_session(new)
+            await new.call("subscribe", {"channel": chat})
+            await new.dispatch(chat, turn("long", "t-long"))
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+            steer = {
+                "type": "chat/pendingMessageSet",
+                "kind": "steering",
+                "id": "s1",
+                "message": {"text": "first"},
+            }
+            await new.wait_for(by_origin(await new.dispatch(chat, steer)))
+            async with server.client() as old:
+                result = await old.call(
+                    "initialize",
+                    {
+                        "channel": "ahp-root://",
+                        "protocolVersions": ["1.0.0"],
+                        "clientId": "old",
+                        "initialSubscriptions": [chat],
+                    },
+                )
+                assert result["protocolVersion"] == "1.0.0"
+                state = result["snapshots"][0]["state"]
+                assert state["steeringMessage"]["id"] == "s1"
+                assert not state.get("steeringMessages")
+            current = (await new.call("subscribe", {"channel": chat}))["snapshot"]["state"]
+            assert [m["id"] for m in current["steeringMessages"]] == ["s1"]
+            await asyncio.to_thread(provider.open, "g")
+
+    run(host, body)
