@@ -28,24 +28,17 @@ def test_the_async_surface_mirrors_the_sync_one_without_blocking_the_loop(
             assert isinstance(chat, AsyncChat) and chat.id == chat.sync.id
             events = await chat.subscribe()
             handle = await chat.send("slow")
-            ticks = 0
-
-            async def ticker() -> None:
-                nonlocal ticks
-                while True:
-                    ticks += 1
-                    await asyncio.sleep(0)
-
-            ticking = asyncio.get_running_loop().create_task(ticker())
             await asyncio.to_thread(provider.wait_reached, "g", 10)
-            before = ticks
-            waiting = asyncio.get_running_loop().create_task(_outcome(handle))
-            await asyncio.sleep(0)
-            await asyncio.sleep(0)
-            assert ticks > before, "the loop runs while a turn is awaited"
+            loop = asyncio.get_running_loop()
+            waiting = loop.create_task(_outcome(handle))
+            responsive = asyncio.Event()
+            loop.call_soon(responsive.set)
+            # Were awaiting the turn to block the loop, this callback could not run
+            # before the gate opens, and the gate opens only after it ran.
+            await asyncio.wait_for(responsive.wait(), 10)
+            assert not waiting.done()
             provider.open("g")
             outcome = await asyncio.wait_for(waiting, 10)
-            ticking.cancel()
             assert (outcome.state, outcome.text) == (OutcomeState.COMPLETE, "ab")
             async for event in events:
                 if isinstance(event, TurnCompleted):
