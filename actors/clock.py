@@ -110,6 +110,17 @@ class SystemClock:
         self._timers = _TimerHeap()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Drop every pending timer and end the timer thread (the host that
+        made this clock stopped); later timers never fire."""
+        with self._cond:
+            self._stopped = True
+            self._timers = _TimerHeap()
+            self._cond.notify()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
 
     def now(self) -> float:
         return time.monotonic()
@@ -120,6 +131,9 @@ class SystemClock:
     def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
         handle = TimerHandle(self.now() + max(delay, 0.0), callback)
         with self._cond:
+            if self._stopped:
+                handle.cancel()
+                return handle
             earliest = self._timers.next_due()
             self._timers.push(handle)
             if self._thread is None:
@@ -137,6 +151,8 @@ class SystemClock:
     def _run(self) -> None:
         while True:
             with self._cond:
+                if self._stopped:
+                    return
                 handle = self._timers.pop_due(self.now())
                 if handle is None:
                     due = self._timers.next_due()

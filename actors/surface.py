@@ -125,10 +125,12 @@ class Host:
         services: Services,
         store: SqliteStore,
         loops: dict[str, ProviderLoop],
+        own_clock: SystemClock | None = None,
     ) -> None:
         self._services = services
         self._store = store
         self._loops = loops
+        self._own_clock = own_clock  # a clock this host made, stopped with it
         self._stopped = False
 
     @classmethod
@@ -171,8 +173,11 @@ class Host:
         store = store or SqliteStore(default_store_path())
         store.open()
         loops = {name: provider.make_loop(name) for name, provider in providers.items()}
+        own_clock = None
+        if clock is None:
+            clock = own_clock = SystemClock()
         services = Services(
-            clock=clock or SystemClock(),
+            clock=clock,
             store=StoreActor.start(store),
             group=ActorGroup(),
             providers=dict(providers),
@@ -204,7 +209,7 @@ class Host:
             ),
         )
         log.info("host_started", store=str(store.path), providers=sorted(providers))
-        return cls(services, store, loops)
+        return cls(services, store, loops, own_clock)
 
     # -- sessions -------------------------------------------------------------------------
     def create_session(
@@ -337,6 +342,8 @@ class Host:
                 )
         for loop in self._loops.values():
             loop.stop()
+        if self._own_clock is not None:
+            self._own_clock.stop()
         log.info("host_stopped")
 
     def __enter__(self) -> "Host":

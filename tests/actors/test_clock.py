@@ -1,6 +1,7 @@
 """SystemClock: real-time timers on one thread."""
 
 import threading
+from pathlib import Path
 
 from agenthost.actors import SystemClock
 
@@ -35,3 +36,40 @@ def test_timers_fire_in_due_order_and_cancelled_ones_never() -> None:
     clock.call_later(0.02, lambda: order.append("second"))
     assert done.wait(WAIT_S)
     assert order == ["first", "second", "third"]
+
+
+def test_a_stopped_clock_ends_its_thread_and_fires_nothing_more() -> None:
+    clock = SystemClock()
+    fired = threading.Event()
+    clock.call_later(0.01, fired.set)
+    assert fired.wait(WAIT_S)
+    late = threading.Event()
+    clock.call_later(0.01, late.set)
+    clock.stop()
+    clock.call_later(0, late.set)
+    assert not any(t.name == "agenthost-clock" and t.is_alive() for t in _threads_of(clock))
+    assert not late.is_set()
+
+
+def _threads_of(clock: SystemClock) -> list[threading.Thread]:
+    return [] if clock._thread is None else [clock._thread]
+
+
+def test_a_host_stops_the_clock_it_made_and_leaves_one_it_was_given(db_path: Path) -> None:
+    from agenthost.actors import Host
+    from agenthost.store import SqliteStore
+
+    host = Host.start(store=SqliteStore(db_path))
+    made = host.services.clock
+    assert isinstance(made, SystemClock)
+    made.call_later(3600, lambda: None)  # a pending timer: the clock's thread runs
+    assert made._thread is not None and made._thread.is_alive()
+    host.stop()
+    assert not made._thread.is_alive()
+    given = SystemClock()
+    host = Host.start(store=SqliteStore(db_path), clock=given)
+    host.create_session()
+    host.stop()
+    fired = threading.Event()
+    given.call_later(0, fired.set)
+    assert fired.wait(WAIT_S), "a clock the host was given keeps working"
