@@ -11,6 +11,7 @@ outbox holds events behind the write they depend on, and a new subscriber's
 snapshot is the state as of the last event published, never ahead of it.
 """
 
+import itertools
 import uuid
 from collections import deque
 from typing import Any
@@ -205,8 +206,14 @@ def _end_reason(turn: Turn) -> TurnEndReason:
     return TurnEndReason.ERROR
 
 
+_ID_PREFIX = uuid.uuid4().hex[:16]  # random per process: ids never repeat across restarts
+_ids = itertools.count(1)
+
+
 def new_id() -> str:
-    return uuid.uuid4().hex
+    """A new turn or message id: unique across processes and restarts, without a
+    urandom call each time (a uuid4 per turn was 4% of a load run's CPU)."""
+    return f"{_ID_PREFIX}{next(_ids):016x}"
 
 
 def _not_pending(pending_id: str) -> AgentHostError:

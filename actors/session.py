@@ -73,6 +73,7 @@ from agenthost.store.records import DeleteChat, DeleteSession, SaveChat
 log = structlog.get_logger(__name__)
 
 MAX_TITLE = 200
+_IN_PROGRESS = int(ChatStatus.IN_PROGRESS)
 
 
 @attrs.frozen
@@ -133,7 +134,8 @@ class SessionActor(HostedActor):
 
     # -- idle release and draft GC ------------------------------------------------------
     def _active(self) -> bool:
-        return any(ChatStatus(s) & ChatStatus.IN_PROGRESS for s in self._statuses.values())
+        # Plain ints: building an IntFlag per check cost more than the rest of it.
+        return any(s & _IN_PROGRESS for s in self._statuses.values())
 
     def _watched(self) -> bool:
         return any(count > 0 for count in self._subscribers.values())
@@ -279,7 +281,7 @@ class SessionActor(HostedActor):
     def _chat_status(self, message: ChatStatusChanged) -> None:
         self._statuses[message.chat_id] = message.status
         self._turns[message.chat_id] = message.turns
-        if ChatStatus(message.status) & ChatStatus.IN_PROGRESS:
+        if message.status & _IN_PROGRESS:
             self._unused_draft = False  # any turn activity latches it off
         self._report()
 
