@@ -77,6 +77,20 @@ def _migrations() -> list[tuple[int, str]]:
     return sorted(found)
 
 
+_ONE_STATEMENT = (
+    SaveTurnStarted,  # with no attachments
+    SaveAssistantText,
+    SaveTurnEnded,
+    SaveSteeringRecorded,
+    SavePending,
+    DeletePending,
+    SaveSessionState,
+    SaveChatMeta,
+    SetMemento,
+    DeleteMemento,
+)
+
+
 class SqliteStore:
     """The embedded default store. `path` is a file; its folder is created.
 
@@ -160,7 +174,14 @@ class SqliteStore:
 
     # -- writes ---------------------------------------------------------------------
     def apply(self, op: StoreOp) -> None:
-        """Apply one write, all or nothing: a failure undoes it alone, not its batch."""
+        """Apply one write, all or nothing: a failure undoes it alone, not its batch.
+
+        A write of one statement needs no savepoint (SQLite undoes a failed
+        statement by itself); a write of several gets one.
+        """
+        if isinstance(op, _ONE_STATEMENT) and not getattr(op, "attachments", ()):
+            self._apply(op)
+            return
         db = self._conn
         db.execute("SAVEPOINT write")
         try:
