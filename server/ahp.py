@@ -336,9 +336,6 @@ class AhpServer:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
-    def owner(self, session_id: str) -> str | None:
-        return self._owners.get(session_id)
-
     async def session(self, session_id: str, identity: str) -> Session:
         """The session, if `identity` owns it; otherwise "not found". Handles
         are kept (one released from memory is restored on its next call), so

@@ -39,6 +39,15 @@ async def new_session(client: AhpClient) -> tuple[str, str]:
     return uri, created["state"]["defaultChat"]
 
 
+async def turns_once_ended(client: AhpClient, chat: str, turn_id: str) -> list[dict[str, Any]]:
+    """The chat's stored turns, once `turn_id` (running or not when we look) has ended."""
+    snapshot = (await client.call("subscribe", {"channel": chat}))["snapshot"]
+    if snapshot["state"].get("activeTurn") is not None:
+        await client.wait_for(action_of("chat/turnComplete", turnId=turn_id))
+    turns: list[dict[str, Any]] = (await client.call("fetchTurns", {"channel": chat}))["turns"]
+    return turns
+
+
 def by_origin(client_seq: int) -> Callable[[dict[str, Any]], bool]:
     return lambda n: n.get("params", {}).get("origin", {}).get("clientSeq") == client_seq
 
@@ -321,10 +330,7 @@ def test_a_client_that_disconnects_mid_turn_loses_nothing(
         await asyncio.to_thread(provider.open, "g")
         async with server.client() as again:
             await again.initialize()
-            snapshot = (await again.call("subscribe", {"channel": chat}))["snapshot"]
-            if snapshot["state"].get("activeTurn") is not None:
-                await again.wait_for(action_of("chat/turnComplete", turnId="t-slow"))
-            turns = (await again.call("fetchTurns", {"channel": chat}))["turns"]
+            turns = await turns_once_ended(again, chat, "t-slow")
             assert [(t["message"]["text"], t["state"]) for t in turns] == [("slow", "complete")]
 
     run(host, body)
@@ -429,10 +435,7 @@ def test_a_client_too_slow_for_its_stream_is_cut_off_and_the_host_goes_on(
             assert slow.ws.close_code == 1008
         async with server.client() as again:  # the turn was not held back by the cut
             await again.initialize()
-            snapshot = (await again.call("subscribe", {"channel": chat}))["snapshot"]
-            if snapshot["state"].get("activeTurn") is not None:
-                await again.wait_for(action_of("chat/turnComplete", turnId="t-burst"))
-            turns = (await again.call("fetchTurns", {"channel": chat}))["turns"]
+            turns = await turns_once_ended(again, chat, "t-burst")
             assert turns[-1]["state"] == "complete"
 
     run(host, body, Limits(outbox=20))
@@ -533,10 +536,7 @@ def test_a_client_that_leaves_fails_its_parked_tool_calls_after_the_grace_period
             await browser.wait_for(action_of("chat/toolCallStart"))
         async with server.client() as watcher:  # the browser is gone; its call fails
             await watcher.initialize(client_id="watcher")
-            snapshot = (await watcher.call("subscribe", {"channel": chat}))["snapshot"]
-            if snapshot["state"].get("activeTurn") is not None:
-                await watcher.wait_for(action_of("chat/turnComplete", turnId="t-tool"))
-            turns = (await watcher.call("fetchTurns", {"channel": chat}))["turns"]
+            turns = await turns_once_ended(watcher, chat, "t-tool")
             assert turns[-1]["state"] == "complete"
 
     run(host, body, Limits(client_tool_grace_s=0.2))
