@@ -43,6 +43,7 @@ from agenthost.actors.protocol import (
     AssistantStable,
     BeginTurn,
     CancelActiveTurn,
+    ChatBatch,
     ChatReady,
     ChatStatusChanged,
     ClientRemoved,
@@ -256,6 +257,7 @@ class ChatActor(HostedActor):
         self._subscribers: list[Subscription] = []
         # (commit seq it waits for, event or None, state after it, ticket to resolve)
         self._outbox: deque[tuple[int, ChatEvent | None, ChatState, Any]] = deque()
+        self._holding = False  # applying a burst: publish once, after it
         self._write_seq = 0
         self._committed = 0
         self._tickets: dict[str, Ticket] = {}
@@ -345,18 +347,22 @@ class ChatActor(HostedActor):
         before = self._state
         self._state = reduce_chat(before, action, self.services.clock.wall_ms())
         self._outbox.append((after_write, action, self._state, ticket))
-        self._publish_ready()
+        if not self._holding:
+            self._publish_ready()
         self._dispatched(action, before, origin)
 
     def _dispatched(
         self, action: ChatEvent, before: ChatState, origin: Origin | None, rejection: str = ""
     ) -> None:
         """Tell the contributions: every action, and which a client applied."""
+        from_client = origin is not None and origin.from_client
+        if not self._contributions.wants(type(action), from_client):
+            return
         self._contributions.action_done(
             Dispatch(
                 chat=self._key,
                 action=action,
-                from_client=origin is not None and origin.from_client,
+                from_client=from_client,
                 client_id=None if origin is None else origin.client_id,
                 before=before,
                 state=self._state,
@@ -377,15 +383,23 @@ class ChatActor(HostedActor):
         return seq
 
     def _publish_ready(self) -> None:
+        """Publish what the store has made durable, in order: events to the
+        subscribers (one push for all), then the tickets of the turns that ended."""
         outbox = self._outbox
+        events: list[ChatEvent] = []
+        tickets: list[tuple[Ticket, ChatState]] = []
         while outbox and outbox[0][0] <= self._committed:
             _, event, state_after, ticket = outbox.popleft()
             self._published = state_after
-            if event is not None and self._subscribers:
-                self._subscribers = [s for s in self._subscribers if s.push(event)]
-                self._report_subscribers()
+            if event is not None:
+                events.append(event)
             if ticket is not None:
-                ticket.resolve(self._outcome(ticket))
+                tickets.append((ticket, state_after))
+        if events and self._subscribers:
+            self._subscribers = [s for s in self._subscribers if s.push_many(events)]
+            self._report_subscribers()
+        for ticket, state_after in tickets:
+            ticket.resolve(_outcome(ticket, state_after))
         published = self._published
         if (published.status, len(published.turns)) != (
             self._reported_status,
@@ -399,17 +413,6 @@ class ChatActor(HostedActor):
                     chat_id=self.chat_id, status=int(published.status), turns=len(published.turns)
                 ),
             )
-
-    def _outcome(self, ticket: Ticket) -> TurnOutcome:
-        turn = next((t for t in reversed(self._published.turns) if t.id == ticket.turn_id), None)
-        if turn is None:
-            return TurnOutcome(state=OutcomeState.ERROR, turn_id=ticket.turn_id)
-        return TurnOutcome(
-            state=OutcomeState(turn.state.value),
-            text=turn.assistant_text,
-            error=turn.error,
-            turn_id=turn.id,
-        )
 
     @handles(Committed)
     def _committed_ack(self, message: Committed) -> None:
@@ -493,6 +496,11 @@ class ChatActor(HostedActor):
             self._closing.append((message, future))
             return future
         return super().on_receive(message)
+
+    @handles(ChatBatch)
+    def _batch(self, message: ChatBatch) -> None:
+        for item in message.messages:
+            self._handlers[type(item)](self, item)
 
     @handles(PrepareRelease)
     def _prepare_release(self, message: PrepareRelease) -> None:
@@ -946,8 +954,14 @@ class ChatActor(HostedActor):
 
     @handles(ApplyActions)
     def _apply_actions(self, message: ApplyActions) -> None:
-        for action in message.actions:
-            self._apply(action)
+        """A burst of the provider's actions, published together."""
+        self._holding = True
+        try:
+            for action in message.actions:
+                self._apply(action)
+        finally:
+            self._holding = False
+        self._publish_ready()
 
     @handles(AssistantStable)
     def _assistant_stable(self, message: AssistantStable) -> None:
@@ -1096,3 +1110,16 @@ class ChatActor(HostedActor):
         self._apply(self._stamp(PendingMessageAdded(pending=queued)))
         self._apply(self._stamp(QueuedMessagesReordered(order=(queued.id,))))
         self._save_queue_positions()
+
+
+def _outcome(ticket: Ticket, state: ChatState) -> TurnOutcome:
+    """A ticket's outcome, from the published state its turn's end produced."""
+    turn = next((t for t in reversed(state.turns) if t.id == ticket.turn_id), None)
+    if turn is None:
+        return TurnOutcome(state=OutcomeState.ERROR, turn_id=ticket.turn_id)
+    return TurnOutcome(
+        state=OutcomeState(turn.state.value),
+        text=turn.assistant_text,
+        error=turn.error,
+        turn_id=turn.id,
+    )

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from agenthost.actors.runtime import RuntimeFuture, current_runtime
@@ -39,16 +39,26 @@ class Subscription:
     # -- the chat actor's side (never blocks) -----------------------------------
     def push(self, event: ChatEvent) -> bool:
         """Queue an event; False once closed (the actor then forgets it)."""
+        return self.push_many((event,))
+
+    def push_many(self, events: Sequence[ChatEvent]) -> bool:
+        """Queue events in order, waking the reader once; False once closed."""
         with self._cond:
             if self._closed:
                 return False
-            if len(self._events) >= self._maxsize:
+            room = max(self._maxsize - len(self._events), 0)
+            if len(events) > room:
+                self._events.extend(events[:room])
                 self._events.append(
-                    Lagged(session_id=self._session_id, chat_id=self._chat_id, dropped=1)
+                    Lagged(
+                        session_id=self._session_id,
+                        chat_id=self._chat_id,
+                        dropped=len(events) - room,
+                    )
                 )
                 self._closed = True
             else:
-                self._events.append(event)
+                self._events.extend(events)
             self._wake()
             return not self._closed
 

@@ -188,6 +188,13 @@ class ApplyActions:
 
 
 @attrs.frozen
+class ChatBatch:
+    """What one tracker message produced for the chat, handled in one go and in order."""
+
+    messages: tuple[object, ...]
+
+
+@attrs.frozen
 class AssistantStable:
     """Assistant text of the turn that became stable: persist it."""
 
@@ -215,8 +222,10 @@ class Committed:
 # -- turn tracker <-> provider connection / supervisor ----------------------------------
 @attrs.frozen
 class FromProvider:
+    """A burst of a connection's events, in the order the adapter emitted them."""
+
     generation: int
-    event: ProviderEvent
+    events: tuple[ProviderEvent, ...]
 
 
 @attrs.frozen

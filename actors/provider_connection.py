@@ -4,8 +4,11 @@ It hands work to its adapter on the provider kind's event loop with
 `run_coroutine_threadsafe` and gets results back as messages (`CallDone`),
 so it never blocks. Streamed provider events go straight to the owner (the
 chat's turn tracker), tagged with this connection's generation, so events of
-a dead connection are recognised and dropped. A crash, from the adapter or
-from a call, is reported once to the supervisor; then the actor stops.
+a dead connection are recognised and dropped. They go as bursts: the events
+an adapter emits in one pass of the loop travel in one message, in order,
+and every burst leaves before the result of a call that ended after it. A
+crash, from the adapter or from a call, is reported once to the supervisor;
+then the actor stops.
 """
 
 import asyncio
@@ -73,7 +76,10 @@ class ProviderConnectionActor(HostedActor):
         self.generation = generation
         self.resume = resume
         self._loop = services.loops[provider]
-        self._adapter = services.providers[provider].open_session(session_id, chat_id, self._emit)
+        self._burst = self._loop.burst(self._deliver)
+        self._adapter = services.providers[provider].open_session(
+            session_id, chat_id, self._burst.emit
+        )
         self._failed = False
         self._log = log.bind(
             session_id=session_id, chat_id=chat_id, provider=provider, generation=generation
@@ -91,17 +97,20 @@ class ProviderConnectionActor(HostedActor):
         self._submit("open", "", opening)
 
     # -- the loop thread's side -------------------------------------------------------
-    def _emit(self, event: ProviderEvent) -> None:
-        """Called by the adapter on the loop thread: never blocks."""
-        if isinstance(event, ConnectionFailed):
-            self.send(self.actor_ref, event)
-        else:
-            self.send(self.owner, FromProvider(generation=self.generation, event=event))
+    def _deliver(self, events: tuple[ProviderEvent, ...]) -> None:
+        """A burst from the adapter (the loop thread's `Burst`): never blocks."""
+        owned = tuple(e for e in events if not isinstance(e, ConnectionFailed))
+        if owned:
+            self.send(self.owner, FromProvider(generation=self.generation, events=owned))
+        for event in events:
+            if isinstance(event, ConnectionFailed):
+                self.send(self.actor_ref, event)
 
     def _submit(self, kind: str, turn_id: str, coro: Coroutine[Any, Any, Any]) -> None:
         future = self._loop.submit(coro)
 
         def done(f: Any) -> None:
+            self._burst.flush()  # what the call emitted reaches the owner before its result
             if f.cancelled():
                 exc: BaseException | None = asyncio.CancelledError()
                 result = None
@@ -225,7 +234,7 @@ class ProviderConnectionActor(HostedActor):
         self._to_owner(settled)
 
     def _to_owner(self, event: ProviderEvent) -> None:
-        self.send(self.owner, FromProvider(generation=self.generation, event=event))
+        self.send(self.owner, FromProvider(generation=self.generation, events=(event,)))
 
     @handles(ConnectionFailed)
     def _connection_failed(self, message: ConnectionFailed) -> None:

@@ -38,6 +38,7 @@ from agenthost.actors.protocol import (
     AssistantStable,
     BeginTurn,
     CancelActiveTurn,
+    ChatBatch,
     ChatReady,
     ClientRemoved,
     ClientToolsChanged,
@@ -137,17 +138,16 @@ class _Stream:
     parts: int = 0
 
     def delta(self, text: str) -> ApplyActions:
-        actions: list[ChatEvent] = []
-        if self.part_id is None:
-            self.parts += 1
-            self.part_id = f"{self.turn_id}-md{self.parts}"
-            part = MarkdownPart(id=self.part_id)
-            actions.append(ResponsePartAdded(turn_id=self.turn_id, part=part))
-        actions.append(AssistantDelta(turn_id=self.turn_id, part_id=self.part_id, text=text))
+        ids = {"session_id": self.session_id, "chat_id": self.chat_id, "turn_id": self.turn_id}
         self.unflushed.append(text)
+        if self.part_id is not None:
+            return ApplyActions(actions=(AssistantDelta(**ids, part_id=self.part_id, text=text),))
+        self.parts += 1
+        self.part_id = f"{self.turn_id}-md{self.parts}"
         return ApplyActions(
-            actions=tuple(
-                attrs.evolve(a, session_id=self.session_id, chat_id=self.chat_id) for a in actions
+            actions=(
+                ResponsePartAdded(**ids, part=MarkdownPart(id=self.part_id)),
+                AssistantDelta(**ids, part_id=self.part_id, text=text),
             )
         )
 
@@ -244,7 +244,33 @@ class TurnTrackerActor(HostedActor):
         self._diagnoses: list[tuple[RuntimeFuture, TurnDiagnostics]] = []
         self._spawns: dict[str, _Spawn] = {}
         self._unstarted: dict[str, _Spawn] = {}  # ended before their chat started
+        self._for_chat: list[Any] | None = None  # a handler's messages (and runs of actions)
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
+
+    def on_receive(self, message: Any) -> Any:
+        """Whatever one message makes for the chat goes to it as one message."""
+        self._for_chat = []
+        try:
+            return super().on_receive(message)
+        finally:
+            out, self._for_chat = self._for_chat, None
+            messages = [ApplyActions(actions=tuple(m)) if isinstance(m, list) else m for m in out]
+            if len(messages) == 1:
+                self.send(self.chat, messages[0])
+            elif messages:
+                self.send(self.chat, ChatBatch(messages=tuple(messages)))
+
+    def _to_chat(self, message: object) -> None:
+        """Queue `message` for the chat; consecutive actions merge into one ApplyActions."""
+        out = self._for_chat
+        if out is None:  # outside a handler (on_start, on_stop)
+            self.send(self.chat, message)
+        elif not isinstance(message, ApplyActions):
+            out.append(message)
+        elif out and isinstance(out[-1], list):
+            out[-1].extend(message.actions)
+        else:
+            out.append(list(message.actions))
 
     def on_start(self) -> None:
         self.send(
@@ -318,7 +344,7 @@ class TurnTrackerActor(HostedActor):
     def _announce(self, error: AgentHostError | None) -> None:
         if not self._announced:
             self._announced = True
-            self.send(self.chat, ChatReady(chat_id=self.chat_id, error=error))
+            self._to_chat(ChatReady(chat_id=self.chat_id, error=error))
 
     # -- turns --------------------------------------------------------------------------
     @handles(BeginTurn)
@@ -389,7 +415,10 @@ class TurnTrackerActor(HostedActor):
     def _from_provider(self, message: FromProvider) -> None:
         if message.generation != self._generation:
             return
-        event = message.event
+        for event in message.events:
+            self._provider_event(event)
+
+    def _provider_event(self, event: object) -> None:
         match event:
             case UserMessageEcho():
                 self._echo(event)
@@ -434,7 +463,7 @@ class TurnTrackerActor(HostedActor):
                             )
                         )
                     )
-                self.send(self.chat, ApplyActions(actions=tuple(actions)))
+                self._to_chat(ApplyActions(actions=tuple(actions)))
             case SubagentStarted():
                 self._spawn(turn, event)
             case ProviderToolCallCompleted():
@@ -466,13 +495,13 @@ class TurnTrackerActor(HostedActor):
                 self._call_settled(turn, event)
 
     def _delta(self, turn: _Turn, text: str) -> None:
-        self.send(self.chat, turn.stream.delta(text))
+        self._to_chat(turn.stream.delta(text))
 
     def _stable(self, turn: _Turn) -> None:
         """Assistant text became stable (a message ended, or the stream did): persist it."""
         stable = turn.stream.stable()
         if stable is not None:
-            self.send(self.chat, stable)
+            self._to_chat(stable)
 
     def _call_settled(self, turn: _Turn, event: CallSettled) -> None:
         turn.settled = event
@@ -513,8 +542,7 @@ class TurnTrackerActor(HostedActor):
             stream=_Stream(self.session_id, chat_id, turn_id),
         )
         self._spawns[spawn.subagent_id] = spawn
-        self.send(
-            self.chat,
+        self._to_chat(
             SpawnSubagentChat(
                 subagent_id=spawn.subagent_id,
                 chat_id=spawn.chat_id,
@@ -596,7 +624,7 @@ class TurnTrackerActor(HostedActor):
 
     # -- requests: permissions, user input, client tools ---------------------------------
     def _apply(self, action: ChatEvent) -> None:
-        self.send(self.chat, ApplyActions(actions=(self._stamp(action),)))
+        self._to_chat(ApplyActions(actions=(self._stamp(action),)))
 
     def _answer_provider(self, request_id: str, **answer: Any) -> None:
         self.send(
@@ -658,12 +686,12 @@ class TurnTrackerActor(HostedActor):
                 )
             )
         actions.append(self._stamp(RequestOpened(request=request)))
-        self.send(self.chat, ApplyActions(actions=tuple(actions)))
+        self._to_chat(ApplyActions(actions=tuple(actions)))
 
     @handles(AnswerRequest)
     def _answer(self, message: AnswerRequest) -> None:
         error = self._take_answer(message)
-        self.send(self.chat, AnswerSettled(request_id=message.request_id, error=error))
+        self._to_chat(AnswerSettled(request_id=message.request_id, error=error))
 
     def _take_answer(self, message: AnswerRequest) -> AgentHostError | None:
         turn = self._turn
@@ -798,7 +826,7 @@ class TurnTrackerActor(HostedActor):
         self._stable(turn)  # the stream's end flushes what is left (rule 3)
         self._turn = None
         self._cancelled = turn.turn_id if isinstance(action, TurnCancelled) else None
-        self.send(self.chat, EndTurn(action=action, finish_reason=turn.finish_reason))
+        self._to_chat(EndTurn(action=action, finish_reason=turn.finish_reason))
 
     # -- steering ---------------------------------------------------------------------------
     @handles(SendSteering)
@@ -929,8 +957,7 @@ class TurnTrackerActor(HostedActor):
         self.send(self.drain, SteeringConsumed(pending_id=entry.pending_id))
         if turn is not None and (echo.turn_id != turn.key or not echo.starts_turn):
             # folded into the running turn (claude, codex; or a run we did not start)
-            self.send(
-                self.chat,
+            self._to_chat(
                 RecordSteering(turn_id=turn.turn_id, pending_id=entry.pending_id, text=entry.text),
             )
             return
@@ -950,8 +977,7 @@ class TurnTrackerActor(HostedActor):
             predecessors=predecessors,
         )
         self._last_key = echo.turn_id
-        self.send(
-            self.chat,
+        self._to_chat(
             StartSteeringTurn(turn_id=turn_id, pending_id=entry.pending_id, text=entry.text),
         )
 

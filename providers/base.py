@@ -274,6 +274,40 @@ class LoopCalls:
                 )
 
 
+class Burst:
+    """An adapter's emitted events, handed on once per pass of its loop.
+
+    A zero-latency backend emits a whole reply (echo, deltas, usage, message,
+    idle) in one pass: one `deliver` call for all of them instead of one per
+    event. Events keep their order; one emitted on another thread first hops
+    to the loop. `flush()` delivers early (before a call's result goes out).
+    """
+
+    def __init__(
+        self, loop: "ProviderLoop", deliver: Callable[[tuple[ProviderEvent, ...]], None]
+    ) -> None:
+        self._loop = loop
+        self._deliver = deliver
+        self._events: list[ProviderEvent] = []  # the loop thread's only
+
+    def emit(self, event: ProviderEvent) -> None:
+        """An `Emit`: never blocks."""
+        loop = self._loop.loop
+        if threading.get_ident() != self._loop.thread_id:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the host is stopping
+                loop.call_soon_threadsafe(self.emit, event)
+            return
+        self._events.append(event)
+        if len(self._events) == 1:
+            loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Deliver what was emitted so far (on the loop thread; elsewhere a no-op)."""
+        if self._events and threading.get_ident() == self._loop.thread_id:
+            events, self._events = tuple(self._events), []
+            self._deliver(events)
+
+
 class ProviderLoop:
     """One asyncio event loop on its own thread, shared by a provider kind's adapters."""
 
@@ -283,6 +317,7 @@ class ProviderLoop:
         self._thread = threading.Thread(target=self._run, name=f"provider-loop-{name}", daemon=True)
         self._running = threading.Event()
         self._thread.start()
+        self.thread_id = self._thread.ident  # events emitted on it need no hop
         # Submissions check that the loop runs: it must, once this returns.
         if not self._running.wait(timeout=30.0):
             raise RuntimeError(f"the provider loop {name} did not start")
@@ -291,6 +326,10 @@ class ProviderLoop:
         asyncio.set_event_loop(self.loop)
         self.loop.call_soon(self._running.set)
         self.loop.run_forever()
+
+    def burst(self, deliver: Callable[[tuple[ProviderEvent, ...]], None]) -> Burst:
+        """An emitter whose events reach `deliver` once per pass of this loop."""
+        return Burst(self, deliver)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run `coro` on the loop; once the loop stopped, fail without running it.

@@ -167,6 +167,9 @@ class Contribution:
 
     id: ClassVar[str] = ""
     order: ClassVar[int] = 1000
+    # The action types on_did_dispatch_action is called for (None: every action).
+    # Naming them spares the chat building a Dispatch for each streamed delta.
+    observes: ClassVar[tuple[type, ...] | None] = None
 
     def on_incoming_request(self, request: IncomingRequest) -> Verdict:
         return ACCEPT

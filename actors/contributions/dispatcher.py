@@ -59,6 +59,7 @@ class Dispatcher:
         self._by_hook: dict[str, tuple[Contribution, ...]] = {
             hook: tuple(c for c in self.contributions if overrides(c, hook)) for hook in HOOKS
         }
+        self._observers: dict[type, tuple[Contribution, ...]] = {}  # by action type
 
     def ids(self, hook: str | None = None) -> list[str]:
         """Contribution ids in the order they run (for `hook`, those that implement it)."""
@@ -88,8 +89,10 @@ class Dispatcher:
         return ACCEPT
 
     # -- observers -----------------------------------------------------------------------
-    def _observe(self, hook: str, value: Any) -> None:
-        for contribution in self._by_hook[hook]:
+    def _observe(
+        self, hook: str, value: Any, contributions: Iterable[Contribution] | None = None
+    ) -> None:
+        for contribution in self._by_hook[hook] if contributions is None else contributions:
             try:
                 getattr(contribution, hook)(value)
             except Exception:
@@ -102,12 +105,29 @@ class Dispatcher:
         self._observe("on_did_apply_client_action", applied)
 
     def did_dispatch(self, dispatch: Dispatch) -> None:
-        self._observe("on_did_dispatch_action", dispatch)
+        self._observe("on_did_dispatch_action", dispatch, self.observers(type(dispatch.action)))
+
+    def observers(self, action_type: type) -> tuple[Contribution, ...]:
+        """The contributions whose on_did_dispatch_action observes `action_type`, in order."""
+        observers = self._observers.get(action_type)
+        if observers is None:
+            observers = self._observers[action_type] = tuple(
+                c
+                for c in self._by_hook["on_did_dispatch_action"]
+                if c.observes is None or issubclass(action_type, c.observes)
+            )
+        return observers
+
+    def wants(self, action_type: type, from_client: bool) -> bool:
+        """Whether a dispatched action of this type reaches any contribution."""
+        return bool(self.observers(action_type)) or (
+            from_client and bool(self._by_hook["on_did_apply_client_action"])
+        )
 
     def action_done(self, dispatch: Dispatch) -> None:
-        """An action was dispatched: observed by all, and, when a client's
-        action was applied, by on_did_apply_client_action too."""
-        if self._by_hook["on_did_dispatch_action"]:
+        """An action was dispatched: observed by those that observe its type,
+        and, when a client's action was applied, by on_did_apply_client_action too."""
+        if self.observers(type(dispatch.action)):
             self.did_dispatch(dispatch)
         if dispatch.from_client and dispatch.rejection is None:
             self.did_apply_client_action(

@@ -13,7 +13,6 @@ from agenthost.actors.protocol import (
     CloseConnection,
     ConnectionReady,
     EndTurn,
-    FromProvider,
     OpenConnection,
 )
 from agenthost.actors.runtime import Actor, handles
@@ -23,7 +22,7 @@ from agenthost.messages.provider import SteerAnswered, UserMessageEcho
 from agenthost.providers.scripted import Crash, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.store.records import SaveTurnEnded
-from tests.fakes.runner import delivered
+from tests.fakes.runner import delivered, from_provider
 
 IMMEDIATE = RestartPolicy(intensity=10, backoff_min=0.0, backoff_max=0.0)
 
@@ -119,19 +118,10 @@ def test_a_cancel_that_names_the_turn_a_steering_turn_took_over_cancels_that_one
         first = chat.send("first")
         runner.run(until=lambda: provider.parked_at("g"))
         chat.steer("steer!")
-        runner.run(
-            until=delivered(
-                runner, lambda m: isinstance(m, FromProvider) and isinstance(m.event, SteerAnswered)
-            )
-        )
+        runner.run(until=delivered(runner, from_provider(SteerAnswered)))
         provider.open("g")
 
-        def is_echo(m: object) -> bool:
-            return (
-                isinstance(m, FromProvider)
-                and isinstance(m.event, UserMessageEcho)
-                and m.event.text == "steer!"
-            )
+        is_echo = from_provider(UserMessageEcho, lambda e: e.text == "steer!")
 
         runner.run(
             until=lambda: (
@@ -194,11 +184,7 @@ def test_steering_sent_after_a_cancel_is_not_dropped_as_cancelled(db_path: Path)
         first = chat.send("first")
         runner.run(until=lambda: provider.parked_at("g"))
         chat.steer("s1")
-        runner.run(
-            until=delivered(
-                runner, lambda m: isinstance(m, FromProvider) and isinstance(m.event, SteerAnswered)
-            )
-        )
+        runner.run(until=delivered(runner, from_provider(SteerAnswered)))
         chat._ref.tell(CancelTurn())
 
         def not_drain(pending, ok):  # type: ignore[no-untyped-def]

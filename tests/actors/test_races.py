@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
-from agenthost.actors.protocol import FromProvider
 from agenthost.actors.runtime import Delivery
 from agenthost.messages import OutcomeState, TurnState
 from agenthost.messages.commands import CancelTurn
@@ -18,13 +17,12 @@ from agenthost.messages.events import TERMINAL_EVENTS
 from agenthost.messages.provider import CallSettled, Idle
 from agenthost.providers.scripted import DropCompletion, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
+from tests.fakes.runner import from_provider
 
 
 def carries(kind: type) -> Callable[[Delivery], bool]:
     def test(delivery: Delivery) -> bool:
-        return isinstance(delivery.message, FromProvider) and isinstance(
-            delivery.message.event, kind
-        )
+        return from_provider(kind)(delivery.message)
 
     return test
 

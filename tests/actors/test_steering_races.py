@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
-from agenthost.actors.protocol import CallDone, FromProvider, StartSteeringTurn
+from agenthost.actors.protocol import CallDone, StartSteeringTurn
 from agenthost.actors.runtime import Delivery
 from agenthost.messages.commands import SteerMessage
 from agenthost.messages.events import SteeringWithdrawn, TurnStarted
@@ -14,7 +14,7 @@ from agenthost.messages.provider import ProviderSteer, ProviderWithdraw, SteerAn
 from agenthost.messages.state import TurnState
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
-from tests.fakes.runner import delivered, holding
+from tests.fakes.runner import delivered, from_provider, holding
 
 
 def to_connection(d: Delivery) -> bool:
@@ -41,11 +41,7 @@ def test_two_identical_steering_messages_one_withdrawn_while_the_other_is_delive
         runner.run(until=lambda: provider.parked_at("g"))
 
         s1 = chat.steer("same")
-        runner.run(
-            until=delivered(
-                runner, lambda m: isinstance(m, FromProvider) and isinstance(m.event, SteerAnswered)
-            )
-        )
+        runner.run(until=delivered(runner, from_provider(SteerAnswered)))
 
         # The client removes s1 and sends an identical s2; both reach the connection
         # in that order before it does anything.

@@ -28,6 +28,7 @@ from agenthost.providers.scripted import (
     ToolCall,
 )
 from agenthost.store import SqliteStore
+from tests.fakes.runner import delivered, from_provider
 
 
 @pytest.fixture
@@ -245,16 +246,12 @@ def test_a_pending_call_is_left_alone(start, clock: FakeClock) -> None:
 
 def test_a_turn_parked_on_a_visible_request_is_never_closed(db_path: Path) -> None:
     from agenthost.actors import DeterministicRunner, use_runtime
-    from agenthost.actors.protocol import FromProvider
     from agenthost.messages.provider import CallSettled, HostRequestOpened
 
     provider = ScriptedProvider(shape="claude").on("go", Say("a"), SettleCall(), AskUser("sure?"))
 
     def arrived(kind: type):  # type: ignore[no-untyped-def]
-        return lambda: any(
-            isinstance(d.message, FromProvider) and isinstance(d.message.event, kind)
-            for d in runner.history
-        )
+        return delivered(runner, from_provider(kind))
 
     with use_runtime(DeterministicRunner()) as runner:
         host = Host.start(
@@ -277,7 +274,6 @@ def test_a_turn_parked_on_a_visible_request_is_never_closed(db_path: Path) -> No
 
 def test_a_turn_whose_backend_never_idles_stays_active_and_says_why(db_path: Path) -> None:
     from agenthost.actors import DeterministicRunner, use_runtime
-    from agenthost.actors.protocol import FromProvider
     from agenthost.messages.provider import CallSettled
 
     clock = FakeClock()
@@ -286,12 +282,7 @@ def test_a_turn_whose_backend_never_idles_stays_active_and_says_why(db_path: Pat
         host = Host.start(store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock)
         chat = host.create_session().chat()
         turn = chat.send("go")
-        runner.run(
-            until=lambda: any(
-                isinstance(d.message, FromProvider) and isinstance(d.message.event, CallSettled)
-                for d in runner.history
-            )
-        )
+        runner.run(until=delivered(runner, from_provider(CallSettled)))
         clock.advance(120)
         diagnostics = chat.diagnostics()
         assert diagnostics is not None

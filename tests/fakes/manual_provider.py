@@ -18,6 +18,7 @@ from agenthost.messages.provider import (
     ConnectionFailed,
     Idle,
     ProviderCancel,
+    ProviderEvent,
     ProviderSend,
     ProviderSteer,
     ProviderWithdraw,
@@ -70,6 +71,22 @@ class SyncLoop:
         return future
 
     def stop(self, timeout: float = 0) -> None:
+        return None
+
+    def burst(self, deliver: Callable[[tuple[ProviderEvent, ...]], None]) -> "Unbatched":
+        return Unbatched(deliver)
+
+
+@attrs.frozen
+class Unbatched:
+    """Every event delivered alone, at once: the finest interleavings."""
+
+    deliver: Callable[[tuple[ProviderEvent, ...]], None]
+
+    def emit(self, event: ProviderEvent) -> None:
+        self.deliver((event,))
+
+    def flush(self) -> None:
         return None
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from agenthost.messages.provider import Idle, ReplyDelta
 from agenthost.providers.base import LoopCalls, ProviderLoop
 
 WAIT_S = 10.0
@@ -135,3 +136,64 @@ def test_submit_after_stop_fails_without_running_the_coroutine() -> None:
     with pytest.raises(RuntimeError, match="stopped"):
         loop.submit(work()).result(WAIT_S)
     assert ran == []
+
+
+def test_events_emitted_in_one_pass_of_the_loop_are_delivered_together_in_order(
+    provider_loop: ProviderLoop,
+) -> None:
+    delivered: list[tuple[object, ...]] = []
+    done = threading.Event()
+
+    def deliver(events: tuple[object, ...]) -> None:
+        delivered.append(events)
+        if len(delivered) == 2:
+            done.set()
+
+    burst = provider_loop.burst(deliver)
+
+    async def reply() -> None:
+        for text in "abc":
+            burst.emit(ReplyDelta(turn_id="t", text=text))
+        await asyncio.sleep(0)  # the next pass: a burst of its own
+        burst.emit(Idle(turn_id="t"))
+
+    provider_loop.submit(reply()).result(WAIT_S)
+    assert done.wait(WAIT_S)
+    assert [[getattr(e, "text", "idle") for e in events] for events in delivered] == [
+        ["a", "b", "c"],
+        ["idle"],
+    ]
+
+
+def test_an_event_emitted_off_the_loop_keeps_its_place_behind_earlier_ones(
+    provider_loop: ProviderLoop,
+) -> None:
+    delivered: list[object] = []
+    done = threading.Event()
+
+    def deliver(events: tuple[object, ...]) -> None:
+        delivered.extend(events)
+        if len(delivered) == 2:
+            done.set()
+
+    burst = provider_loop.burst(deliver)
+    provider_loop.loop.call_soon_threadsafe(burst.emit, ReplyDelta(turn_id="t", text="first"))
+    burst.emit(Idle(turn_id="t"))  # from this thread: it hops to the loop first
+    assert done.wait(WAIT_S)
+    assert [type(e) for e in delivered] == [ReplyDelta, Idle]
+
+
+def test_flush_delivers_at_once_on_the_loop_and_is_a_no_op_elsewhere(
+    provider_loop: ProviderLoop,
+) -> None:
+    delivered: list[tuple[object, ...]] = []
+    burst = provider_loop.burst(delivered.append)
+
+    async def emit_and_flush() -> int:
+        burst.emit(Idle(turn_id="t"))
+        burst.flush()
+        return len(delivered)
+
+    assert provider_loop.submit(emit_and_flush()).result(WAIT_S) == 1
+    burst.flush()  # off the loop, nothing waiting: nothing happens
+    assert len(delivered) == 1

@@ -5,11 +5,11 @@ from agenthost.actors.contributions.services import Sessions
 from agenthost.messages.events import InputNeededRemoved, InputNeededSet
 from agenthost.messages.state import ChatState, ChatStatus
 
+_INPUT_NEEDED = int(ChatStatus.INPUT_NEEDED)
 
-def _waits(state: object) -> bool:
-    return isinstance(state, ChatState) and (
-        state.status & ChatStatus.INPUT_NEEDED == ChatStatus.INPUT_NEEDED
-    )
+
+def _waits(state: ChatState) -> bool:
+    return int(state.status) & _INPUT_NEEDED == _INPUT_NEEDED
 
 
 class InputNeeded(Contribution):
@@ -20,9 +20,14 @@ class InputNeeded(Contribution):
         self._sessions = sessions
 
     def on_did_dispatch_action(self, dispatch: Dispatch) -> None:
+        state, before = dispatch.state, dispatch.before
+        if not isinstance(state, ChatState) or not isinstance(before, ChatState):
+            return
+        if state.status == before.status:  # most actions (every delta) stop here
+            return
         chat_id = dispatch.chat.chat_id
-        waits = _waits(dispatch.state)
-        if chat_id is None or dispatch.rejection is not None or waits == _waits(dispatch.before):
+        waits = _waits(state)
+        if chat_id is None or dispatch.rejection is not None or waits == _waits(before):
             return
         action = InputNeededSet if waits else InputNeededRemoved
         self._sessions.apply(dispatch.chat.session_id, action(chat_id=chat_id))

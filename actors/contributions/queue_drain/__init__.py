@@ -39,6 +39,7 @@ def _resumable_error(turn: Turn) -> bool:
 class QueueDrain(Contribution):
     id = ID
     order = 200
+    observes = (PendingMessageRemoved, TurnStarted)
 
     def __init__(self, mementos: Mementos, chats: Chats) -> None:
         self._mementos = mementos

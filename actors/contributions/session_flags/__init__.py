@@ -10,6 +10,7 @@ from agenthost.messages.state import SessionState
 class SessionFlags(Contribution):
     id = "session_flags"
     order = 700
+    observes = (IsReadChanged, IsArchivedChanged, ConfigChanged)
 
     def __init__(self, sessions: Sessions) -> None:
         self._sessions = sessions
@@ -17,6 +18,5 @@ class SessionFlags(Contribution):
     def on_did_dispatch_action(self, dispatch: Dispatch) -> None:
         if dispatch.rejection is not None or dispatch.state == dispatch.before:
             return
-        if isinstance(dispatch.action, IsReadChanged | IsArchivedChanged | ConfigChanged):
-            assert isinstance(dispatch.state, SessionState)
-            self._sessions.save(dispatch.chat.session_id, dispatch.state)
+        assert isinstance(dispatch.state, SessionState)
+        self._sessions.save(dispatch.chat.session_id, dispatch.state)

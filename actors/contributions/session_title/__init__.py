@@ -20,6 +20,7 @@ def title_from(text: str) -> str:
 class SessionTitle(Contribution):
     id = "session_title"
     order = 400
+    observes = (TurnStarted, ChatTitleChanged, SessionTitleChanged)
 
     def __init__(self, sessions: Sessions, chats: Chats) -> None:
         self._sessions = sessions

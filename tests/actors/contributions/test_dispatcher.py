@@ -1,6 +1,7 @@
 """The dispatcher's rules, without actors: order, isolation, fail-closed
 admission, threading of outgoing turns, hydration fall-through, registration."""
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from agenthost.actors.contributions import (
 )
 from agenthost.actors.contributions.dispatcher import Dispatcher
 from agenthost.messages import AgentHostError, ChatState, ErrorCode
+from agenthost.messages.events import AssistantDelta, TurnStarted
 from agenthost.messages.state import SessionState, Turn, TurnState, UserMessage
 
 CHAT = ChatKey(session_id="s", chat_id="c")
@@ -87,7 +89,7 @@ def test_an_observer_that_raises_is_logged_and_the_next_one_still_runs() -> None
 
     for hook, call in (
         ("on_turn_end", lambda d: d.turn_end(end())),
-        ("on_did_dispatch_action", lambda d: d.did_dispatch(object())),
+        ("on_did_dispatch_action", lambda d: d.did_dispatch(SimpleNamespace(action=object()))),
         ("on_did_apply_client_action", lambda d: d.did_apply_client_action(object())),
     ):
         calls.clear()
@@ -99,6 +101,22 @@ def test_an_observer_that_raises_is_logged_and_the_next_one_still_runs() -> None
         )
         call(dispatcher)
         assert calls == ["good"], hook
+
+
+def test_an_observer_that_names_its_action_types_sees_only_those() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def note(cid: str) -> Any:
+        return lambda self, d: seen.append((cid, type(d.action).__name__))
+
+    picky = named("picky", 1, on_did_dispatch_action=note("picky"))
+    type(picky).observes = (TurnStarted,)
+    dispatcher = Dispatcher([picky, named("all", 2, on_did_dispatch_action=note("all"))])
+    for action in (AssistantDelta(turn_id="t", part_id="p", text="x"), turn_started()):
+        dispatcher.action_done(SimpleNamespace(action=action, from_client=False))
+    assert seen == [("all", "AssistantDelta"), ("picky", "TurnStarted"), ("all", "TurnStarted")]
+    assert Dispatcher([picky]).wants(AssistantDelta, from_client=False) is False
+    assert Dispatcher([picky]).wants(TurnStarted, from_client=False) is True
 
 
 def test_admission_the_first_non_accept_wins_and_later_ones_are_not_asked() -> None:
@@ -241,3 +259,7 @@ def test_services_are_injected_by_constructor_parameter_name() -> None:
     assert built.got == ("mementos for wants", "clock for wants", "log for wants")
     with pytest.raises(ContributionError, match="'database'"):
         build_dispatcher([WantsNothingKnown], services)
+
+
+def turn_started() -> TurnStarted:
+    return TurnStarted(turn_id="t", message=UserMessage(text="hi"))

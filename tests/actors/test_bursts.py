@@ -1,0 +1,63 @@
+"""A provider's burst of events travels as one message per hop: connection ->
+tracker -> chat -> subscriber, in order and complete."""
+
+from pathlib import Path
+
+from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
+from agenthost.actors.handles import Subscription
+from agenthost.actors.protocol import ApplyActions, ChatBatch, FromProvider
+from agenthost.messages import OutcomeState
+from agenthost.messages.events import AssistantDelta, Lagged, TurnCompleted
+from agenthost.messages.provider import Idle, ReplyDelta, UserMessageEcho
+from agenthost.providers.scripted import Say, ScriptedProvider
+from agenthost.store import SqliteStore
+from tests.fakes.runner import unbatched
+
+
+def test_a_reply_streamed_in_one_pass_reaches_tracker_and_chat_as_one_message_each(
+    db_path: Path,
+) -> None:
+    provider = ScriptedProvider().on("go", *(Say(str(i)) for i in range(10)))
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
+        )
+        chat = host.create_session().chat()
+        events = chat.subscribe()
+        events.next(10)  # the snapshot
+        turn = chat.send("go")
+        assert turn.result(timeout=10).state is OutcomeState.COMPLETE
+        bursts = [d.message for d in runner.history if isinstance(d.message, FromProvider)]
+        replies = [b for b in bursts if any(isinstance(e, ReplyDelta) for e in b.events)]
+        assert len(replies) == 1
+        kinds = [type(e) for e in replies[0].events]
+        assert kinds[0] is UserMessageEcho and kinds[-1] is Idle
+        assert kinds.count(ReplyDelta) == 10
+        to_chat = [
+            m
+            for d in runner.history
+            if d.actor == "ChatActor"
+            for m in unbatched(d.message)
+            if isinstance(m, ApplyActions)
+        ]
+        deltas = [a for m in to_chat for a in m.actions if isinstance(a, AssistantDelta)]
+        assert len(deltas) == 10 and len(to_chat) == 1
+        assert any(isinstance(d.message, ChatBatch) for d in runner.history)
+        seen = []
+        while not isinstance(event := events.next(10), TurnCompleted):
+            seen.append(event)
+        assert [e.text for e in seen if isinstance(e, AssistantDelta)] == [
+            str(i) for i in range(10)
+        ]
+        host.stop()
+
+
+def test_a_burst_that_overflows_a_subscription_queues_what_fits_then_lagged() -> None:
+    subscription = Subscription(maxsize=3)
+    assert subscription.push(AssistantDelta(turn_id="t", part_id="p", text="0"))
+    burst = [AssistantDelta(turn_id="t", part_id="p", text=str(i)) for i in range(1, 6)]
+    assert subscription.push_many(burst) is False
+    events = list(subscription)
+    assert [e.text for e in events[:-1]] == ["0", "1", "2"]
+    assert isinstance(events[-1], Lagged) and events[-1].dropped == 3
+    assert subscription.push_many(burst) is False  # closed: nothing more
