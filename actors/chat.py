@@ -72,10 +72,10 @@ from agenthost.actors.protocol import (
     SteeringRemovalSettled,
     SubscribersChanged,
     UseTracker,
-    Write,
+    WriteMany,
 )
 from agenthost.actors.queue_drain import QueueDrainActor
-from agenthost.actors.runtime import RuntimeFuture, handles
+from agenthost.actors.runtime import Actor, RuntimeFuture, handles
 from agenthost.actors.turn_tracker import TurnTrackerActor
 from agenthost.messages.commands import (
     AnswerRequest,
@@ -259,6 +259,8 @@ class ChatActor(HostedActor):
         self._outbox: deque[tuple[int, ChatEvent | None, ChatState, Any]] = deque()
         self._holding = False  # applying a burst: publish once, after it
         self._write_seq = 0
+        self._writes: list[StoreOp] = []  # queued by this message's handler
+        self._gated = False  # one of them is gated
         self._committed = 0
         self._tickets: dict[str, Ticket] = {}
         self._removals: dict[str, list[RuntimeFuture]] = {}
@@ -304,6 +306,7 @@ class ChatActor(HostedActor):
         for pending in reversed(self._state.steering_messages):
             self._to_queue(pending)
         self._held.update(m.id for m in self._state.queued_messages)
+        self._flush_writes()
 
     def _hydrate(self) -> None:
         """Contributions restore what they keep, before the chat is listed."""
@@ -374,13 +377,36 @@ class ChatActor(HostedActor):
         )
 
     def _write(self, op: StoreOp, gate: bool = False) -> int:
+        """Queue a store write; the store gets a message's writes together, before
+        anything else this chat sends. A gated write's commit is acked (Committed)."""
         self._write_seq += 1
-        seq = self._write_seq
-        self.send(
+        self._writes.append(op)
+        self._gated = self._gated or gate
+        return self._write_seq
+
+    def _flush_writes(self) -> None:
+        if not self._writes:
+            return
+        ops, self._writes = self._writes, []
+        ended = {op.turn_id for op in ops if isinstance(op, SaveTurnEnded)}
+        if ended:  # a turn's end carries its whole assistant text
+            ops = [
+                op for op in ops if not (isinstance(op, SaveAssistantText) and op.turn_id in ended)
+            ]
+        gated, self._gated = self._gated, False
+        Actor.send(
             self.services.store,
-            Write(op=op, ack_to=self.actor_ref if gate else None, ack=Committed(seq=seq)),
+            WriteMany(
+                ops=tuple(ops),
+                ack_to=self.actor_ref if gated else None,
+                ack=Committed(seq=self._write_seq),
+            ),
         )
-        return seq
+
+    def send(self, ref: Ref | None, message: Any) -> bool:  # type: ignore[override]
+        """Tell `ref`, after the writes queued so far (they stay ahead of it)."""
+        self._flush_writes()
+        return Actor.send(ref, message)
 
     def _publish_ready(self) -> None:
         """Publish what the store has made durable, in order: events to the
@@ -420,8 +446,8 @@ class ChatActor(HostedActor):
             # Not durable. Those waiting on a turn's end hear it; publication goes on
             # (holding it would wedge the chat) and the log says what was lost.
             self._log.error("store_write_lost", seq=message.seq, error=message.error.message)
-            for seq, _, _, ticket in self._outbox:
-                if seq == message.seq and ticket is not None:
+            for seq, _, _, ticket in self._outbox:  # the gated writes of the failed batch
+                if self._committed < seq <= message.seq and ticket is not None:
                     ticket.fail(message.error)
         self._committed = max(self._committed, message.seq)
         self._publish_ready()
@@ -495,7 +521,10 @@ class ChatActor(HostedActor):
             future = RuntimeFuture()  # answered when the session stays, or fails when it goes
             self._closing.append((message, future))
             return future
-        return super().on_receive(message)
+        try:
+            return super().on_receive(message)
+        finally:
+            self._flush_writes()
 
     @handles(ChatBatch)
     def _batch(self, message: ChatBatch) -> None:

@@ -30,6 +30,17 @@ class Write:
 
 
 @attrs.frozen
+class WriteMany:
+    """Apply `ops` in order, each alone (one failing is undone alone); after
+    they are committed, tell `ack` to `ack_to` (if given), carrying an error
+    if any of them failed."""
+
+    ops: tuple[StoreOp, ...]
+    ack_to: Ref | None = None
+    ack: Any = None
+
+
+@attrs.frozen
 class LoadSession:
     session_id: str
 

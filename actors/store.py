@@ -11,11 +11,11 @@ from typing import Any
 import attrs
 import structlog
 
-from agenthost.actors.protocol import Flush, ListSessionRows, LoadSession, Write
+from agenthost.actors.protocol import Flush, ListSessionRows, LoadSession, Write, WriteMany
 from agenthost.actors.runtime import Actor, ThreadingRuntime, handles
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
-from agenthost.store.records import SessionRecord
+from agenthost.store.records import SessionRecord, StoreOp
 from agenthost.store.sqlite import SqliteStore
 
 log = structlog.get_logger(__name__)
@@ -42,15 +42,22 @@ class StoreActor(Actor):
 
     @handles(Write)
     def _write(self, message: Write) -> None:
-        ack = message.ack
-        try:
-            self._store.apply(message.op)
-        except sqlite3.Error as exc:  # this write alone is undone; its ack says so
-            log.error("store_write_failed", op=type(message.op).__name__, exc_info=True)
-            ack = _failed(ack, str(exc))
-        if message.ack_to is not None:
-            self._acks.append((message.ack_to, ack))
-        self._uncommitted += 1
+        self._apply((message.op,), message.ack_to, message.ack)
+
+    @handles(WriteMany)
+    def _write_many(self, message: WriteMany) -> None:
+        self._apply(message.ops, message.ack_to, message.ack)
+
+    def _apply(self, ops: tuple[StoreOp, ...], ack_to: Any, ack: Any) -> None:
+        for op in ops:
+            try:
+                self._store.apply(op)
+            except sqlite3.Error as exc:  # this write alone is undone; the ack says so
+                log.error("store_write_failed", op=type(op).__name__, exc_info=True)
+                ack = _failed(ack, str(exc))
+        if ack_to is not None:
+            self._acks.append((ack_to, ack))
+        self._uncommitted += len(ops)
         self._commit_if_drained()
 
     @handles(LoadSession)

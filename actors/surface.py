@@ -17,6 +17,7 @@ import attrs
 import pykka
 import structlog
 
+from agenthost.actors import collector
 from agenthost.actors.chat import Attach, Detach, SteerReply
 from agenthost.actors.clock import Clock, SystemClock
 from agenthost.actors.context import ActorGroup, Services
@@ -126,11 +127,13 @@ class Host:
         store: SqliteStore,
         loops: dict[str, ProviderLoop],
         own_clock: SystemClock | None = None,
+        holds_collector: bool = False,
     ) -> None:
         self._services = services
         self._store = store
         self._loops = loops
         self._own_clock = own_clock  # a clock this host made, stopped with it
+        self._holds_collector = holds_collector  # collector.hold() at start: release at stop
         self._stopped = False
 
     @classmethod
@@ -149,6 +152,7 @@ class Host:
         restart_backoff: tuple[float, float] | None = None,
         subscriber_queue_size: int = 10_000,
         contributions: Sequence[type[Contribution]] = (),
+        rare_full_collections: bool = True,
     ) -> "Host":
         """Start a host.
 
@@ -158,6 +162,9 @@ class Host:
             clock: the host clock (default: the system clock; tests pass a FakeClock).
             contributions: your Contribution classes, run beside the built-ins; each is
                 constructed once, its constructor's parameters injected by name.
+            rare_full_collections: while the host runs, the garbage collector's full
+                collections run 100x less often (actors/collector.py: they stop every
+                thread for a walk of the whole heap); False leaves the thresholds alone.
 
         Raises:
             AgentHostError: STORE_ERROR when the store cannot be opened or is in use.
@@ -208,8 +215,10 @@ class Host:
                 idle_release_s=idle_release_s, draft_gc_s=draft_gc_s, max_resident=max_resident
             ),
         )
+        if rare_full_collections:
+            collector.hold()
         log.info("host_started", store=str(store.path), providers=sorted(providers))
-        return cls(services, store, loops, own_clock)
+        return cls(services, store, loops, own_clock, rare_full_collections)
 
     # -- sessions -------------------------------------------------------------------------
     def create_session(
@@ -344,6 +353,8 @@ class Host:
             loop.stop()
         if self._own_clock is not None:
             self._own_clock.stop()
+        if self._holds_collector:
+            collector.release()
         log.info("host_stopped")
 
     def __enter__(self) -> "Host":
