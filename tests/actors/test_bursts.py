@@ -11,7 +11,9 @@ from agenthost.messages.events import AssistantDelta, Lagged, TurnCompleted
 from agenthost.messages.provider import Idle, ReplyDelta, UserMessageEcho
 from agenthost.providers.scripted import Say, ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.store.records import SaveAssistantText, SaveTurnEnded
 from tests.fakes.runner import unbatched
+from tests.fakes.stores import RecordingStore
 
 
 def test_a_reply_streamed_in_one_pass_reaches_tracker_and_chat_as_one_message_each(
@@ -61,3 +63,23 @@ def test_a_burst_that_overflows_a_subscription_queues_what_fits_then_lagged() ->
     assert [e.text for e in events[:-1]] == ["0", "1", "2"]
     assert isinstance(events[-1], Lagged) and events[-1].dropped == 3
     assert subscription.push_many(burst) is False  # closed: nothing more
+
+
+def test_a_turn_end_arriving_with_its_last_text_stores_the_text_once_with_the_end(
+    db_path: Path,
+) -> None:
+    store = RecordingStore(db_path)
+    provider = ScriptedProvider().on("go", Say("hel"), Say("lo"))
+    with Host.start(store=store, providers={"scripted": provider}, clock=FakeClock()) as host:
+        chat = host.create_session().chat()
+        assert chat.send("go").result(timeout=10).text == "hello"
+        ends = [op for op in store.log if isinstance(op, SaveTurnEnded)]
+        assert [op.assistant_text for op in ends] == ["hello"]
+        assert not [op for op in store.log if isinstance(op, SaveAssistantText)]
+    reopened = SqliteStore(db_path)
+    reopened.open()
+    [session] = reopened.list_sessions()
+    record = reopened.load_session(session.id)
+    assert record is not None
+    assert [t.assistant_text for t in record.chats[0].turns] == ["hello"]
+    reopened.close()

@@ -34,3 +34,19 @@ class GatedCommitStore(SqliteStore):
 
     def release(self) -> None:
         self._release.set()
+
+
+class RecordingStore(SqliteStore):
+    """Records each op it applies and each commit (as None), in order."""
+
+    def __init__(self, path: object) -> None:
+        super().__init__(path)  # type: ignore[arg-type]
+        self.log: list[StoreOp | None] = []
+
+    def apply(self, op: StoreOp) -> None:
+        super().apply(op)
+        self.log.append(op)
+
+    def commit(self) -> None:
+        super().commit()
+        self.log.append(None)
