@@ -24,7 +24,6 @@ from agenthost.actors.contributions import (
     Accept,
     ChatKey,
     Dispatch,
-    Dispatcher,
     Handled,
     IncomingRequest,
     OutgoingTurn,
@@ -116,6 +115,7 @@ from agenthost.messages.reducers import reduce_chat
 from agenthost.messages.state import (
     ChatOriginKind,
     ChatState,
+    ChatStatus,
     MessageOrigin,
     OriginKind,
     PendingKind,
@@ -217,6 +217,38 @@ def new_id() -> str:
     return f"{_ID_PREFIX}{next(_ids):016x}"
 
 
+# A ChatActor's state is kept in few attributes (with at most 30, CPython shares
+# the attribute names among all chats' __dict__s: 1.3 KB less per resident chat).
+@attrs.define
+class _Writes:
+    """Store writes: those the running handler queued, their numbering, how far
+    the store has committed, and each running turn's text that became stable."""
+
+    ops: list[StoreOp] = attrs.field(factory=list)
+    seq: int = 0
+    gated: bool = False
+    committed: int = 0
+    stable: dict[str, list[str]] = attrs.field(factory=dict)
+
+
+@attrs.define
+class _Reported:
+    """What the session was last told: the chat's status, turn count, subscribers."""
+
+    status: ChatStatus
+    turns: int
+    subscribers: int = 0
+
+
+@attrs.define
+class _Waiting:
+    """Callers waiting on the chat: sends (tickets), removals, and answers."""
+
+    tickets: dict[str, Ticket] = attrs.field(factory=dict)
+    removals: dict[str, list[RuntimeFuture]] = attrs.field(factory=dict)
+    answers: dict[str, deque[RuntimeFuture]] = attrs.field(factory=dict)
+
+
 def _not_pending(pending_id: str) -> AgentHostError:
     return AgentHostError(
         code=ErrorCode.NOT_FOUND,
@@ -244,7 +276,6 @@ class ChatActor(HostedActor):
         self.session_id = session_id
         self.chat_id = chat_id
         self._key = ChatKey(session_id=session_id, chat_id=chat_id)
-        self._contributions: Dispatcher = services.contributions
         self._session = session_state or SessionState()
         self.default = default
         self._read_only = read_only
@@ -257,22 +288,13 @@ class ChatActor(HostedActor):
         self._subscribers: list[Subscription] = []
         # (commit seq it waits for, event or None, state after it, ticket to resolve)
         self._outbox: deque[tuple[int, ChatEvent | None, ChatState, Any]] = deque()
-        self._holding = False  # applying a burst: publish once, after it
-        self._write_seq = 0
-        self._writes: list[StoreOp] = []  # queued by this message's handler
-        self._gated = False  # one of them is gated
-        self._committed = 0
-        self._tickets: dict[str, Ticket] = {}
-        self._removals: dict[str, list[RuntimeFuture]] = {}
-        self._answers: dict[str, deque[RuntimeFuture]] = {}
-        self._reported_status = state.status
-        self._reported_turns = len(state.turns)
+        self._writes = _Writes()
+        self._waiting = _Waiting()
+        self._reported = _Reported(status=state.status, turns=len(state.turns))
         # While the session decides to leave memory: client commands held meanwhile.
         self._closing: list[tuple[Any, RuntimeFuture]] | None = None
-        self._reported_subscribers = 0
         # Queued when a turn ended without success: they wait for a successful turn.
         self._held: set[str] = {m.id for m in state.queued_messages}
-        self._stable: dict[str, list[str]] = {}
         self._turn_seq = len(state.turns)
         self._tracker: Ref | None = None
         self._drain: Ref | None = None
@@ -311,8 +333,8 @@ class ChatActor(HostedActor):
     def _hydrate(self) -> None:
         """Contributions restore what they keep, before the chat is listed."""
         state = self._state
-        turns = self._contributions.hydrate_turns(state.turns, self._key)
-        title, draft = self._contributions.hydrate_chat(state.title, state.draft, self._key)
+        turns = self.services.contributions.hydrate_turns(state.turns, self._key)
+        title, draft = self.services.contributions.hydrate_chat(state.title, state.draft, self._key)
         self._state = self._published = attrs.evolve(state, turns=turns, title=title, draft=draft)
 
     def on_stop(self) -> None:
@@ -323,12 +345,12 @@ class ChatActor(HostedActor):
         stopped = AgentHostError(
             code=ErrorCode.HOST_STOPPED, message="The host stopped before this turn ended."
         )
-        for ticket in self._tickets.values():
+        for ticket in self._waiting.tickets.values():
             ticket.fail(stopped)
         for _, _, _, ticket in self._outbox:
             if ticket is not None:
                 ticket.fail(stopped)
-        for futures in (*self._removals.values(), *self._answers.values()):
+        for futures in (*self._waiting.removals.values(), *self._waiting.answers.values()):
             for future in futures:
                 future.set_exception(exc_info=(AgentHostError, stopped, None))
         released = AgentHostError(
@@ -346,11 +368,14 @@ class ChatActor(HostedActor):
         after_write: int = 0,
         ticket: Any = None,
         origin: Origin | None = None,
+        publish: bool = True,
     ) -> None:
+        """Reduce `action`; publish it (once durable, after `after_write`) unless
+        the caller publishes a whole burst itself."""
         before = self._state
         self._state = reduce_chat(before, action, self.services.clock.wall_ms())
         self._outbox.append((after_write, action, self._state, ticket))
-        if not self._holding:
+        if publish:
             self._publish_ready()
         self._dispatched(action, before, origin)
 
@@ -359,9 +384,9 @@ class ChatActor(HostedActor):
     ) -> None:
         """Tell the contributions: every action, and which a client applied."""
         from_client = origin is not None and origin.from_client
-        if not self._contributions.wants(type(action), from_client):
+        if not self.services.contributions.wants(type(action), from_client):
             return
-        self._contributions.action_done(
+        self.services.contributions.action_done(
             Dispatch(
                 chat=self._key,
                 action=action,
@@ -379,27 +404,28 @@ class ChatActor(HostedActor):
     def _write(self, op: StoreOp, gate: bool = False) -> int:
         """Queue a store write; the store gets a message's writes together, before
         anything else this chat sends. A gated write's commit is acked (Committed)."""
-        self._write_seq += 1
-        self._writes.append(op)
-        self._gated = self._gated or gate
-        return self._write_seq
+        self._writes.seq += 1
+        self._writes.ops.append(op)
+        self._writes.gated = self._writes.gated or gate
+        return self._writes.seq
 
     def _flush_writes(self) -> None:
-        if not self._writes:
+        writes = self._writes
+        if not writes.ops:
             return
-        ops, self._writes = self._writes, []
+        ops, writes.ops = writes.ops, []
         ended = {op.turn_id for op in ops if isinstance(op, SaveTurnEnded)}
         if ended:  # a turn's end carries its whole assistant text
             ops = [
                 op for op in ops if not (isinstance(op, SaveAssistantText) and op.turn_id in ended)
             ]
-        gated, self._gated = self._gated, False
+        gated, writes.gated = writes.gated, False
         Actor.send(
             self.services.store,
             WriteMany(
                 ops=tuple(ops),
                 ack_to=self.actor_ref if gated else None,
-                ack=Committed(seq=self._write_seq),
+                ack=Committed(seq=self._writes.seq),
             ),
         )
 
@@ -414,7 +440,7 @@ class ChatActor(HostedActor):
         outbox = self._outbox
         events: list[ChatEvent] = []
         tickets: list[tuple[Ticket, ChatState]] = []
-        while outbox and outbox[0][0] <= self._committed:
+        while outbox and outbox[0][0] <= self._writes.committed:
             _, event, state_after, ticket = outbox.popleft()
             self._published = state_after
             if event is not None:
@@ -428,11 +454,11 @@ class ChatActor(HostedActor):
             ticket.resolve(_outcome(ticket, state_after))
         published = self._published
         if (published.status, len(published.turns)) != (
-            self._reported_status,
-            self._reported_turns,
+            self._reported.status,
+            self._reported.turns,
         ):
-            self._reported_status = published.status
-            self._reported_turns = len(published.turns)
+            self._reported.status = published.status
+            self._reported.turns = len(published.turns)
             self.send(
                 self.session,
                 ChatStatusChanged(
@@ -447,9 +473,9 @@ class ChatActor(HostedActor):
             # (holding it would wedge the chat) and the log says what was lost.
             self._log.error("store_write_lost", seq=message.seq, error=message.error.message)
             for seq, _, _, ticket in self._outbox:  # the gated writes of the failed batch
-                if self._committed < seq <= message.seq and ticket is not None:
+                if self._writes.committed < seq <= message.seq and ticket is not None:
                     ticket.fail(message.error)
-        self._committed = max(self._committed, message.seq)
+        self._writes.committed = max(self._writes.committed, message.seq)
         self._publish_ready()
 
     def _stamp(self, event: Any) -> Any:
@@ -536,9 +562,9 @@ class ChatActor(HostedActor):
         """Agree only with nothing running, watched or waited on; for a deletion,
         only while the chat never held anything (DESIGN.md rule 4)."""
         waited_on = (
-            self._tickets
-            or self._removals
-            or self._answers
+            self._waiting.tickets
+            or self._waiting.removals
+            or self._waiting.answers
             or any(ticket is not None for _, _, _, ticket in self._outbox)
         )
         ok = not (self._busy() or self._subscribers or waited_on)
@@ -589,7 +615,7 @@ class ChatActor(HostedActor):
         turn_id: str | None = None,
     ) -> Ticket:
         """Run admission; start the turn, or settle the request without one."""
-        verdict = self._contributions.incoming(request)
+        verdict = self.services.contributions.incoming(request)
         if isinstance(verdict, Accept):
             origin = Origin(request.client_id, request.source is RequestSource.CLIENT)
             self._start_turn(
@@ -634,7 +660,7 @@ class ChatActor(HostedActor):
         return error
 
     def _turn_ended(self, reason: TurnEndReason, turn: Turn | None, client_id: str | None) -> None:
-        self._contributions.turn_end(
+        self.services.contributions.turn_end(
             TurnEnd(
                 chat=self._key,
                 reason=reason,
@@ -671,7 +697,7 @@ class ChatActor(HostedActor):
             PendingKind.QUEUED, user, Origin(message.client_id), message.pending_id
         )
         ticket = Ticket(pending_id=pending.id)
-        self._tickets[pending.id] = ticket
+        self._waiting.tickets[pending.id] = ticket
         return ticket
 
     @handles(SteerMessage)
@@ -687,7 +713,7 @@ class ChatActor(HostedActor):
             )
             self._admit(request, ticket, UserMessage(text=message.text), from_pending=pending_id)
             return SteerReply(pending=pending, ticket=ticket)
-        verdict = self._contributions.incoming(request)
+        verdict = self.services.contributions.incoming(request)
         if not isinstance(verdict, Accept):  # settled at once, like a send while idle
             ticket = Ticket()
             self._settle(request, verdict, ticket, UserMessage(text=message.text))
@@ -717,13 +743,13 @@ class ChatActor(HostedActor):
             )
         if pending.kind is PendingKind.QUEUED:
             self._remove_pending(pending, RemovalReason.CLIENT, Origin(message.client_id))
-            ticket = self._tickets.pop(pending.id, None)
+            ticket = self._waiting.tickets.pop(pending.id, None)
             if ticket is not None:
                 ticket.resolve(TurnOutcome(state=OutcomeState.REMOVED))
             return True
         future = RuntimeFuture()
-        first = pending.id not in self._removals
-        self._removals.setdefault(pending.id, []).append(future)
+        first = pending.id not in self._waiting.removals
+        self._waiting.removals.setdefault(pending.id, []).append(future)
         if first:
             self.send(self._drain, RemoveSteering(pending_id=pending.id))
         return future
@@ -755,18 +781,18 @@ class ChatActor(HostedActor):
     @handles(AnswerRequest)
     def _answer(self, message: AnswerRequest) -> RuntimeFuture:
         future = RuntimeFuture()
-        self._answers.setdefault(message.request_id, deque()).append(future)
+        self._waiting.answers.setdefault(message.request_id, deque()).append(future)
         self.send(self._tracker, message)
         return future
 
     @handles(AnswerSettled)
     def _answer_settled(self, message: AnswerSettled) -> None:
-        waiting = self._answers.get(message.request_id)
+        waiting = self._waiting.answers.get(message.request_id)
         if not waiting:
             return
         future = waiting.popleft()
         if not waiting:
-            del self._answers[message.request_id]
+            del self._waiting.answers[message.request_id]
         if message.error is None:
             future.set(None)
         else:
@@ -853,8 +879,8 @@ class ChatActor(HostedActor):
 
     def _report_subscribers(self) -> None:
         count = len(self._subscribers)
-        if count != self._reported_subscribers:
-            self._reported_subscribers = count
+        if count != self._reported.subscribers:
+            self._reported.subscribers = count
             self.send(self.session, SubscribersChanged(chat_id=self.chat_id, count=count))
 
     # -- turns -------------------------------------------------------------------------------
@@ -883,7 +909,7 @@ class ChatActor(HostedActor):
         )
         if ticket is not None:
             ticket.started(turn_id)
-            self._tickets[turn_id] = ticket
+            self._waiting.tickets[turn_id] = ticket
         self._write(
             SaveTurnStarted(
                 session_id=self.session_id,
@@ -896,9 +922,9 @@ class ChatActor(HostedActor):
             )
         )
         self._turn_seq += 1
-        self._stable[turn_id] = []
+        self._writes.stable[turn_id] = []
         if not provider_started:
-            outgoing = self._contributions.outgoing(
+            outgoing = self.services.contributions.outgoing(
                 OutgoingTurn(
                     chat=self._key,
                     turn_id=turn_id,
@@ -948,7 +974,7 @@ class ChatActor(HostedActor):
             source=RequestSource.QUEUE,
             pending_id=pending.id,
         )
-        ticket = self._tickets.pop(pending.id, None) or Ticket(pending_id=pending.id)
+        ticket = self._waiting.tickets.pop(pending.id, None) or Ticket(pending_id=pending.id)
         self._admit(request, ticket, pending.message, from_pending=pending.id)
 
     @handles(StartProviderTurn)
@@ -984,17 +1010,15 @@ class ChatActor(HostedActor):
     @handles(ApplyActions)
     def _apply_actions(self, message: ApplyActions) -> None:
         """A burst of the provider's actions, published together."""
-        self._holding = True
         try:
             for action in message.actions:
-                self._apply(action)
+                self._apply(action, publish=False)
         finally:
-            self._holding = False
-        self._publish_ready()
+            self._publish_ready()
 
     @handles(AssistantStable)
     def _assistant_stable(self, message: AssistantStable) -> None:
-        stable = self._stable.get(message.turn_id)
+        stable = self._writes.stable.get(message.turn_id)
         if stable is None:
             return
         stable.append(message.text)
@@ -1007,7 +1031,7 @@ class ChatActor(HostedActor):
         if self._state.active_turn_id != turn_id:
             self._log.info("turn_end_ignored", turn_id=turn_id, reason="not active")
             return
-        stable = "".join(self._stable.pop(turn_id, []))
+        stable = "".join(self._writes.stable.pop(turn_id, []))
         seq = self._write(
             SaveTurnEnded(
                 turn_id=turn_id,
@@ -1020,7 +1044,7 @@ class ChatActor(HostedActor):
             gate=True,
         )
         # Its end reaches subscribers, and its sender, once the store committed it.
-        self._apply(action, after_write=seq, ticket=self._tickets.pop(turn_id, None))
+        self._apply(action, after_write=seq, ticket=self._waiting.tickets.pop(turn_id, None))
         turn = self._state.turns[-1]
         self._log.info(
             "turn_ended",
@@ -1089,7 +1113,7 @@ class ChatActor(HostedActor):
         if outcome is RemovalOutcome.REJECTED:
             error = AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
             self._refused(removal, error, Origin())
-            for future in self._removals.pop(message.pending_id, []):
+            for future in self._waiting.removals.pop(message.pending_id, []):
                 future.set_exception(exc_info=(AgentHostError, error, None))
             return
         if outcome in (RemovalOutcome.WITHDRAWN, RemovalOutcome.DROPPED):
@@ -1112,7 +1136,7 @@ class ChatActor(HostedActor):
         self._answer_removal(message.pending_id, False)
 
     def _answer_removal(self, pending_id: str, removed: bool) -> None:
-        for future in self._removals.pop(pending_id, []):
+        for future in self._waiting.removals.pop(pending_id, []):
             future.set(removed)
 
     @handles(RequeueSteering)
