@@ -147,7 +147,9 @@ class SessionActor(HostedActor):
             active=self._active(),
             unused_draft=self._unused_draft,
         )
-        if activity != self._reported:
+        if _idle_facts(activity) != _idle_facts(self._reported):
+            # The host acts only on these (a turn starting or ending in a watched
+            # session changes nothing there): two messages a turn fewer.
             self._reported = activity
             self.send(self.services.host, activity)
 
@@ -419,3 +421,11 @@ class SessionActor(HostedActor):
                 code=ErrorCode.NOT_FOUND, message=f"session {self.session_id} has no chat {chat_id}"
             )
         return ChatInfo(chat_id=chat_id, ref=ref)
+
+
+def _idle_facts(activity: SessionActivity | None) -> tuple[bool, bool] | None:
+    """What idle release and draft GC depend on: busy (watched or a turn runs),
+    and an unused draft."""
+    if activity is None:
+        return None
+    return (activity.watched or activity.active, activity.unused_draft)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
-from agenthost.actors.protocol import IdleTimerFired
+from agenthost.actors.protocol import IdleTimerFired, SessionActivity
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.commands import SendMessage
 from agenthost.providers import ScriptedProvider
@@ -118,6 +118,36 @@ def test_a_subscriber_arriving_cancels_the_timer(
     clock.advance(GRACE)
     runner.run()
     assert stored(host) == set()  # still an unused draft: collected once unwatched
+    host.stop()
+
+
+def test_turns_in_a_watched_session_tell_the_host_nothing_and_unwatched_ones_do(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = start(db_path, clock)
+    chat = host.create_session().chat()
+    sub = chat.subscribe()
+    chat.send("one").result(timeout=10)  # no unused draft any more: the host hears that
+    runner.run()
+
+    def reports() -> int:
+        return sum(isinstance(d.message, SessionActivity) for d in runner.history)
+
+    before = reports()
+    for text in ("two", "three"):
+        chat.send(text).result(timeout=10)
+        runner.run()
+    assert reports() == before  # watched all along: nothing the host acts on changed
+    sub.close()
+    runner.run()
+    unwatched = reports()
+    assert unwatched == before + 1
+    chat.send("four").result(timeout=10)
+    runner.run()
+    assert reports() == unwatched + 2  # busy, then idle again: the timer is re-armed
+    clock.advance(GRACE)
+    runner.run()
+    assert counters(host)["released"] == 1
     host.stop()
 
 
