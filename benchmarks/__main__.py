@@ -1,7 +1,8 @@
 """`python -m benchmarks` (tox -e bench): benchmarks, as ratios to their baselines.
 
 `python -m benchmarks` runs the turn round trip; `python -m benchmarks peers
-[--chats 100,1000,5000]` the workload against peers and the store (benchmarks/peers.py).
+[--chats 100,1000,5000]` the workload against peers and the store (benchmarks/peers.py);
+`python -m benchmarks sessions [--sessions 100000]` the RSS of resident idle sessions.
 """
 
 import json
@@ -18,6 +19,9 @@ from benchmarks import peers, pool, sessions, turn_roundtrip
 def main() -> None:
     if sys.argv[1:2] == ["peers"]:
         peers.main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["sessions"]:
+        sessions.main(sys.argv[2:])
         return
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     console = Console()
