@@ -16,6 +16,9 @@ Session, Chat, TurnHandle; agenthost.actors.aio for asyncio). Invariants:
    reaches subscribers only after the store committed it.
 5. A session leaves memory, or is deleted as an unused draft, only when every
    chat agrees at that moment; the store keeps it either way unless deleted.
+6. A burst stays in order across hops: the events an adapter emits in one
+   loop pass travel as one message, and leave before the result of a call
+   that ended after them (ProviderConnectionActor, providers.base.Burst).
 """
 
 from agenthost.actors.clock import FakeClock, SystemClock

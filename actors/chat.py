@@ -9,6 +9,13 @@ Publication order is the reduction order, and a turn's end reaches
 subscribers (and resolves its send) only after the store committed it: an
 outbox holds events behind the write they depend on, and a new subscriber's
 snapshot is the state as of the last event published, never ahead of it.
+
+Bursts. The tracker sends what one provider burst made as one message
+(ApplyActions, or a ChatBatch of messages handled in order); a burst of
+actions is published with one push per subscriber. The store writes a
+handler queues leave as one WriteMany at its end, and before anything else
+the chat sends (`send` flushes them first), so the store sees them in the
+order the chat made them, ahead of whatever they caused elsewhere.
 """
 
 import itertools

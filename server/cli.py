@@ -24,7 +24,6 @@ from agenthost.server.load import (
     LoadReport,
     load_remote,
     run_load,
-    tune_gc,
 )
 
 app = typer.Typer(
@@ -112,7 +111,6 @@ def load(
         connections=connections,
         rate=rate,
     )
-    tune_gc()
     console = Console(stderr=True)
     with Progress(
         TextColumn("turns"),

@@ -56,13 +56,6 @@ TURN_TIMEOUT_S = 120.0
 RESIDENT_S = 24 * 3600.0
 """The load host's idle release: sessions stay resident through a run, so the
 bytes per resident idle session are measured on resident sessions."""
-GC_THRESHOLDS = (10_000, 10, 100)
-"""The collector's thresholds for a process holding thousands of chats.
-
-With CPython's defaults (700, 10, 10) the in-flight turns of thousands of
-chats live long enough to reach the oldest generation, and full collections
-(each walking every actor's state, with the GIL held) took two thirds of a
-5,000-chat run on the 2-core machine; with these they take about a quarter."""
 MAX_CONNECTIONS = 50
 CHATS_PER_CONNECTION = 200
 """Below the server's default of 256 subscriptions per connection."""
@@ -77,11 +70,6 @@ TERMINAL_ACTIONS = {
     "chat/turnCancelled": "cancelled",
     "chat/error": "error",
 }
-
-
-def tune_gc() -> None:
-    """Set GC_THRESHOLDS: for a process that is the host (the CLI's), not for a library."""
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 class LoadError(Exception):
