@@ -64,6 +64,7 @@ from rich.table import Table
 
 from agenthost.actors import Chat, Host, aio
 from agenthost.actors.protocol import Flush, Write
+from agenthost.actors.runtime import Actor, ThreadingRuntime, handles
 from agenthost.actors.store import MAX_BATCH, StoreActor
 from agenthost.messages.events import AssistantDelta, TurnCompleted
 from agenthost.providers import ScriptedProvider
@@ -556,13 +557,19 @@ def store_batches(folder: Path, ops: list[SaveTurnStarted]) -> float:
     return seconds
 
 
-class _AckCounter(pykka.ThreadingActor):
+class _AckCounter(Actor):
+    """Whoever waits for the acks: an agenthost actor, as a chat is (on a thread
+    of its own here, so the pool's scheduling is not part of the figure)."""
+
+    own_runtime = ThreadingRuntime()
+
     def __init__(self, expected: int, done: threading.Event) -> None:
         super().__init__()
         self._left = expected
         self._done = done
 
-    def on_receive(self, message: Any) -> None:
+    @handles(int)
+    def _acked(self, message: int) -> None:
         self._left -= 1
         if self._left == 0:
             self._done.set()

@@ -235,10 +235,11 @@ class SqliteStore:
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (op.turn_id, op.chat_id, op.session_id, op.seq, op.user_text, op.started_at),
                 )
-                db.executemany(
-                    "INSERT INTO turn_attachments VALUES (?, ?, ?, ?)",
-                    [(op.turn_id, i, a.name, a.text) for i, a in enumerate(op.attachments)],
-                )
+                if op.attachments:  # an empty executemany still costs a statement's setup
+                    db.executemany(
+                        "INSERT INTO turn_attachments VALUES (?, ?, ?, ?)",
+                        [(op.turn_id, i, a.name, a.text) for i, a in enumerate(op.attachments)],
+                    )
             case SaveAssistantText():
                 db.execute(
                     "UPDATE turns SET assistant_text = ? WHERE id = ?", (op.text, op.turn_id)
