@@ -23,7 +23,7 @@ chat's invariants live, and it never raises on a well-typed action:
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -228,7 +228,34 @@ def _with_active(state: ChatState, turn_id: str, **changes: Any) -> ChatState:
     active = state.active_turn
     if active is None or active.id != turn_id:
         return state
-    return attrs.evolve(state, active_turn=attrs.evolve(active, **changes))
+    return _replace(state, active_turn=_replace(active, **changes))
+
+
+T = TypeVar("T")
+_Layout = tuple[tuple[str, ...], frozenset[str]]
+_LAYOUTS: dict[type, _Layout] = {}
+
+
+def _replace(value: T, **changes: Any) -> T:
+    """`attrs.evolve` for the streaming path (three per delta): the unchanged
+    fields are copied as they are, without attrs' per-call field lookup. A
+    change to a field with a validator or converter goes through evolve."""
+    cls = type(value)
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        fields = attrs.fields(cls)
+        names = tuple(f.name for f in fields)
+        checked = frozenset(f.name for f in fields if f.validator or f.converter)
+        if not all(f.init for f in fields):  # evolve resets those: always take its path
+            checked = frozenset(names)
+        layout = _LAYOUTS[cls] = (names, checked)
+    names, checked = layout
+    if not checked.isdisjoint(changes):
+        return attrs.evolve(value, **changes)
+    copy = object.__new__(cls)
+    for name in names:
+        object.__setattr__(copy, name, changes[name] if name in changes else getattr(value, name))
+    return copy
 
 
 @_handles(ResponsePartAdded)
@@ -245,7 +272,7 @@ def _delta(state: ChatState, action: AssistantDelta, now_ms: int) -> ChatState:
     if active is None or active.id != action.turn_id:
         return state
     parts = tuple(
-        attrs.evolve(part, content=part.content + action.text)
+        _replace(part, content=part.content + action.text)
         if part.id == action.part_id and isinstance(part, MarkdownPart)
         else part
         for part in active.response_parts
@@ -615,3 +642,16 @@ def _truncated(state: ChatState, action: Truncated, now_ms: int) -> ChatState:
         status=with_activity(state.status, ChatStatus.IDLE),
         modified_at=now_ms,
     )
+
+
+STATUS_UNCHANGED: tuple[type, ...] = (
+    ResponsePartAdded,
+    AssistantDelta,
+    ReasoningDelta,
+    UsageReported,
+)
+"""Streamed content: their reducers never change a chat's status (a property
+test holds them to it), so what watches the status need not see them."""
+
+STATUS_ACTIONS: tuple[type, ...] = tuple(t for t in _CHAT_REDUCERS if t not in STATUS_UNCHANGED)
+"""Every other chat action: its reducer may change the chat's status."""

@@ -13,7 +13,7 @@ from agenthost.messages.events import (
     TurnFailed,
     TurnStarted,
 )
-from agenthost.messages.reducers import reduce_chat
+from agenthost.messages.reducers import _replace, reduce_chat
 from agenthost.messages.state import MarkdownPart, PendingKind, PendingMessage, UserMessage
 
 NOW = 9_999
@@ -146,3 +146,22 @@ def test_truncate_keeps_turns_up_to_and_including_and_drops_the_active_turn() ->
 def test_unknown_actions_are_no_ops() -> None:
     state = run(started())
     assert reduce(state, object(), NOW) == state  # type: ignore[arg-type]
+
+
+def test_the_streaming_paths_copy_is_what_attrs_evolve_makes_and_still_validates() -> None:
+    state = reduce_chat(
+        ChatState(resource="r", modified_at=5),
+        TurnStarted(turn_id="t", message=UserMessage(text="q")),
+    )
+    assert state.active_turn is not None
+    part = MarkdownPart(id="p", content="a")
+    for value, changes in (
+        (state, {"draft": "d"}),
+        (state.active_turn, {"response_parts": (part,)}),
+        (part, {"content": "ab"}),
+    ):
+        copy = _replace(value, **changes)
+        assert copy == attrs.evolve(value, **changes)
+        assert type(copy) is type(value)
+    with pytest.raises(ValueError):  # a field with a validator goes through attrs
+        _replace(state, modified_at=-1)

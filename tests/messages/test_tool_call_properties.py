@@ -5,6 +5,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from agenthost.messages.events import (
+    AssistantDelta,
+    ReasoningDelta,
+    ResponsePartAdded,
     ToolCallCompleted,
     ToolCallConfirmed,
     ToolCallDelta,
@@ -14,12 +17,16 @@ from agenthost.messages.events import (
     TurnCancelled,
     TurnCompleted,
     TurnStarted,
+    UsageReported,
 )
-from agenthost.messages.reducers import reduce_chat
+from agenthost.messages.reducers import STATUS_UNCHANGED, reduce_chat
 from agenthost.messages.state import (
     ChatState,
     ChatStatus,
+    MarkdownPart,
+    ReasoningPart,
     ToolCallPart,
+    Usage,
     UserMessage,
 )
 from agenthost.messages.state import (
@@ -48,7 +55,10 @@ class ToolCalls(RuleBasedStateMachine):
         self.ended = False
 
     def apply(self, action: object) -> None:
+        before = self.state
         self.state = reduce_chat(self.state, action)  # type: ignore[arg-type]
+        if isinstance(action, STATUS_UNCHANGED):  # what input_needed need not observe
+            assert self.state.status == before.status, type(action).__name__
         for call in self.calls():
             before = self.seen.get(call.tool_call_id)
             if before is not None and before is not call.status:
@@ -87,6 +97,20 @@ class ToolCalls(RuleBasedStateMachine):
     @rule(call=CALLS, approved=st.booleans())
     def confirm_result(self, call: str, approved: bool) -> None:
         self.apply(ToolCallResultConfirmed(turn_id=TURN, tool_call_id=call, approved=approved))
+
+    @rule(text=st.sampled_from(["a", "b"]), part=st.sampled_from(["md", "call-a"]))
+    def stream(self, text: str, part: str) -> None:
+        self.apply(AssistantDelta(turn_id=TURN, part_id=part, text=text))
+        self.apply(ReasoningDelta(turn_id=TURN, part_id=part, content=text))
+
+    @rule(part=st.sampled_from(["md", "r"]))
+    def add_part(self, part: str) -> None:
+        added = MarkdownPart(id=part) if part == "md" else ReasoningPart(id=part)
+        self.apply(ResponsePartAdded(turn_id=TURN, part=added))
+
+    @rule(tokens=st.integers(0, 5))
+    def usage(self, tokens: int) -> None:
+        self.apply(UsageReported(turn_id=TURN, usage=Usage(prompt_tokens=tokens)))
 
     @rule(cancel=st.booleans())
     def end_turn(self, cancel: bool) -> None:

@@ -3,6 +3,7 @@
 from agenthost.actors.contributions.base import Contribution, Dispatch
 from agenthost.actors.contributions.services import Sessions
 from agenthost.messages.events import InputNeededRemoved, InputNeededSet
+from agenthost.messages.reducers import STATUS_ACTIONS
 from agenthost.messages.state import ChatState, ChatStatus
 
 _INPUT_NEEDED = int(ChatStatus.INPUT_NEEDED)
@@ -15,6 +16,7 @@ def _waits(state: ChatState) -> bool:
 class InputNeeded(Contribution):
     id = "input_needed"
     order = 200
+    observes = STATUS_ACTIONS  # not every streamed delta
 
     def __init__(self, sessions: Sessions) -> None:
         self._sessions = sessions
