@@ -21,6 +21,7 @@ order the chat made them, ahead of whatever they caused elsewhere.
 import itertools
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -101,6 +102,7 @@ from agenthost.messages.commands import (
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
+    AssistantDelta,
     ChatEvent,
     ChatSnapshot,
     DraftChanged,
@@ -118,7 +120,7 @@ from agenthost.messages.events import (
     TurnFailed,
     TurnStarted,
 )
-from agenthost.messages.reducers import reduce_chat
+from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
 from agenthost.messages.state import (
     ChatOriginKind,
     ChatState,
@@ -1016,12 +1018,27 @@ class ChatActor(HostedActor):
 
     @handles(ApplyActions)
     def _apply_actions(self, message: ApplyActions) -> None:
-        """A burst of the provider's actions, published together."""
+        """A burst of the provider's actions, published together. A run of deltas
+        to one part is reduced once (nobody can see the states between them: they
+        are published together), unless a contribution observes deltas."""
+        actions = message.actions
+        if self.services.contributions.observers(AssistantDelta):
+            runs: list[Sequence[ChatEvent]] = [(action,) for action in actions]
+        else:
+            runs = delta_runs(actions)
         try:
-            for action in message.actions:
-                self._apply(action, publish=False)
+            for run in runs:
+                if len(run) == 1:
+                    self._apply(run[0], publish=False)
+                else:
+                    self._apply_run(run)  # type: ignore[arg-type]
         finally:
             self._publish_ready()
+
+    def _apply_run(self, run: Sequence[AssistantDelta]) -> None:
+        self._state = reduce_chat(self._state, joined_delta(run), self.services.clock.wall_ms())
+        for delta in run:  # each published as it came, all with the run's end state
+            self._outbox.append((0, delta, self._state, None))
 
     @handles(AssistantStable)
     def _assistant_stable(self, message: AssistantStable) -> None:

@@ -22,7 +22,7 @@ chat's invariants live, and it never raises on a well-typed action:
 """
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -278,6 +278,31 @@ def _delta(state: ChatState, action: AssistantDelta, now_ms: int) -> ChatState:
         for part in active.response_parts
     )
     return _with_active(state, action.turn_id, response_parts=parts)
+
+
+def delta_runs(actions: Sequence[ChatEvent]) -> list[Sequence[ChatEvent]]:
+    """`actions` cut into runs: consecutive deltas to one part form a run, any
+    other action is a run of its own. Reducing a run's `joined_delta` gives the
+    state reducing its deltas one by one would (text appends)."""
+    runs: list[Sequence[ChatEvent]] = []
+    start = 0
+    for index in range(1, len(actions) + 1):
+        if index < len(actions):
+            here, previous = actions[index], actions[index - 1]
+            if (
+                type(here) is AssistantDelta
+                and type(previous) is AssistantDelta
+                and (here.turn_id, here.part_id) == (previous.turn_id, previous.part_id)
+            ):
+                continue
+        runs.append(actions[start:index])
+        start = index
+    return runs
+
+
+def joined_delta(run: Sequence[AssistantDelta]) -> AssistantDelta:
+    """One delta carrying a run's text."""
+    return attrs.evolve(run[0], text="".join(delta.text for delta in run))
 
 
 @_handles(ReasoningDelta)

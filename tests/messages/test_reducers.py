@@ -1,5 +1,7 @@
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agenthost.messages import AgentHostError, ChatState, ChatStatus, ErrorCode, TurnState, reduce
 from agenthost.messages.events import (
@@ -13,7 +15,7 @@ from agenthost.messages.events import (
     TurnFailed,
     TurnStarted,
 )
-from agenthost.messages.reducers import _replace, reduce_chat
+from agenthost.messages.reducers import _replace, delta_runs, joined_delta, reduce_chat
 from agenthost.messages.state import MarkdownPart, PendingKind, PendingMessage, UserMessage
 
 NOW = 9_999
@@ -165,3 +167,31 @@ def test_the_streaming_paths_copy_is_what_attrs_evolve_makes_and_still_validates
         assert type(copy) is type(value)
     with pytest.raises(ValueError):  # a field with a validator goes through attrs
         _replace(state, modified_at=-1)
+
+
+_ACTIONS = st.one_of(
+    st.builds(
+        AssistantDelta,
+        turn_id=st.sampled_from(["t1", "t2"]),
+        part_id=st.sampled_from(["p", "q"]),
+        text=st.text(max_size=3),
+    ),
+    st.builds(
+        ResponsePartAdded,
+        turn_id=st.just("t1"),
+        part=st.sampled_from([MarkdownPart(id="p"), MarkdownPart(id="q")]),
+    ),
+    st.just(TurnCompleted(turn_id="t1")),
+)
+
+
+@given(actions=st.lists(_ACTIONS, max_size=12))
+def test_a_burst_reduced_run_by_run_ends_where_one_by_one_does(actions: list[object]) -> None:
+    state = run(started("t1"))
+    runs = delta_runs(tuple(actions))
+    assert [a for r in runs for a in r] == actions  # every action, once, in order
+    joined = state
+    for part in runs:
+        action = joined_delta(part) if len(part) > 1 else part[0]  # type: ignore[arg-type]
+        joined = reduce_chat(joined, action, NOW)  # type: ignore[arg-type]
+    assert joined == run(*actions, state=state)

@@ -24,6 +24,7 @@ from agenthost.actors.contributions import (
 from agenthost.actors.protocol import EndTurn
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.events import (
+    AssistantDelta,
     ChatTitleChanged,
     DraftChanged,
     IsArchivedChanged,
@@ -148,6 +149,23 @@ def test_client_actions_and_every_dispatch_are_observed_with_rejections(
     }
     host_origin = [d for d in recorder.dispatched if isinstance(d.action, TurnCompleted)]
     assert host_origin and not any(d.from_client for d in host_origin)
+
+
+def test_an_observer_of_deltas_sees_each_with_the_state_it_made(
+    start_host: Start, recorder: type[Recorder]
+) -> None:
+    """Deltas of one burst are reduced together only when nobody observes them."""
+    provider = ScriptedProvider().on("go", Say("a"), Say("b"), Say("c"))
+    host = start_host(provider, contributions=[recorder])
+    chat = host.create_session().chat()
+    assert chat.send("go").result(timeout=10).text == "abc"
+    seen = []
+    for dispatch in recorder.dispatched:
+        if isinstance(dispatch.action, AssistantDelta):
+            active = dispatch.state.active_turn
+            assert active is not None
+            seen.append((dispatch.action.text, active.response_parts[-1].content))
+    assert seen == [("a", "a"), ("b", "ab"), ("c", "abc")]
 
 
 class Outgoer(Contribution):
