@@ -766,13 +766,16 @@ def echo_reply(prompt: str) -> str:
 
 
 def _echo_steps(prompt: str, deltas: int, delta_s: float) -> tuple[Step, ...]:
+    """The echo reply in `deltas` nearly equal chunks (fewer only when the reply
+    is shorter), `delta_s` apart: its pacing is then (deltas - 1) * delta_s."""
     reply = echo_reply(prompt)
-    size = max(1, -(-len(reply) // max(deltas, 1)))
+    count = max(1, min(deltas, len(reply)))
+    bounds = [len(reply) * i // count for i in range(count + 1)]
     steps: list[Step] = []
-    for i in range(0, len(reply), size):
+    for start, end in itertools.pairwise(bounds):
         if delta_s > 0 and steps:
             steps.append(Pause(delta_s))
-        steps.append(Say(reply[i : i + size]))
+        steps.append(Say(reply[start:end]))
     return tuple(steps)
 
 

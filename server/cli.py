@@ -55,7 +55,9 @@ def load(
     delta_ms: float = typer.Option(
         0.0, min=0, help="milliseconds between deltas (with --url: the server provider's pacing)"
     ),
-    think_ms: float = typer.Option(0.0, min=0, help="milliseconds a user thinks between turns"),
+    think_ms: float = typer.Option(
+        0.0, min=0, help="milliseconds a user thinks between turns (first turns spread over one)"
+    ),
     shape: str = typer.Option("copilot", help="scripted provider shape: copilot, claude or codex"),
     store: Path | None = typer.Option(
         None, help="folder for the SQLite store (default: a temporary one)"

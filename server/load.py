@@ -182,11 +182,15 @@ async def run_chat(
 ) -> None:
     """One chat's turns, one after another; both drivers run this.
 
+    With a think time the chats' first turns are spread evenly over one think
+    time, as users arrive: the offered load is then steady (about chats /
+    (think time + turn time)) rather than every chat's first turn at once.
     A turn that does not end within the timeout (or ends otherwise than
     complete) ends the chat's run: later prompts would only queue behind it."""
     for turn in range(config.turns):
-        if turn and config.think_ms:
-            await asyncio.sleep(config.think_ms / 1000)
+        if config.think_ms:
+            share = 1.0 if turn else record.index / config.chats
+            await asyncio.sleep(share * config.think_ms / 1000)
         prompt = prompt_for(record.index, turn)
         record.prompts.append(prompt)
         started = time.perf_counter()

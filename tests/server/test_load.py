@@ -1,6 +1,7 @@
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from agenthost.providers.scripted import Gate, ScriptedProvider
@@ -94,3 +95,41 @@ def test_an_in_process_turn_that_never_ends_is_a_violation(tmp_path: Path) -> No
     assert report.violations[0] == "1 turns did not complete (first: chat 1 turn 0: timeout)"
     assert "chat 1: a turn was left active" in report.violations  # as the store shows it
     assert not any(v.startswith("chat 0") for v in report.violations)
+
+
+def test_every_load_prompt_is_answered_in_the_deltas_its_pacing_assumes() -> None:
+    """Host overhead is latency minus (deltas - 1) * delta_ms: each reply must have
+    exactly `deltas` chunks, whatever the prompt's length, or the overhead is off."""
+    from agenthost.providers.scripted import Pause, Say, _echo_steps
+    from agenthost.server.load import prompt_for
+
+    config = LoadConfig(chats=12_000, turns=3, deltas=10, delta_ms=20.0)
+    for chat, turn in ((0, 0), (9, 2), (11_999, 2)):
+        steps = _echo_steps(prompt_for(chat, turn), config.deltas, config.delta_ms / 1000)
+        assert sum(isinstance(s, Say) for s in steps) == config.deltas
+        assert sum(s.seconds for s in steps if isinstance(s, Pause)) == config.scripted_s
+
+
+def test_first_turns_are_spread_over_one_think_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from agenthost.server import load
+
+    waits: list[int] = []
+
+    async def sleep(seconds: float) -> None:  # records the think times, waits for none
+        waits.append(round(seconds * 1000))
+
+    class Target:
+        async def turn(self, prompt: str) -> str:
+            return "complete"
+
+    async def drive() -> None:
+        config = LoadConfig(chats=4, turns=2, think_ms=200.0)
+        for index in range(4):
+            await load.run_chat(Target(), ChatRecord(index=index), config, [], lambda: None)
+
+    monkeypatch.setattr(load.asyncio, "sleep", sleep)
+    asyncio.run(drive())
+    # a steady arrival (0, 50, 100, 150 ms in), then the whole think time between turns
+    assert waits == [0, 200, 50, 200, 100, 200, 150, 200]
