@@ -80,7 +80,8 @@ async def wait(future: RuntimeFuture, timeout: float = DEFAULT_TIMEOUT) -> Any:
             calls.call(apply)
 
     future.add_done_callback(transfer)
-    result = await asyncio.wait_for(done, timeout)
+    async with asyncio.timeout(timeout):  # one timer, no task or future of its own
+        result = await done
     if isinstance(result, RuntimeFuture):
         return await wait(result, timeout)
     return result

@@ -195,7 +195,8 @@ async def run_chat(
         record.prompts.append(prompt)
         started = time.perf_counter()
         try:
-            outcome = await asyncio.wait_for(target.turn(prompt), config.turn_timeout_s)
+            async with asyncio.timeout(config.turn_timeout_s):  # in this task: no task a turn
+                outcome = await target.turn(prompt)
         except TimeoutError:
             outcome = "timeout"
         record.outcomes.append(outcome)
