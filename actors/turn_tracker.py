@@ -68,7 +68,7 @@ from agenthost.actors.protocol import (
     SubagentChatStarted,
     WithdrawSteering,
 )
-from agenthost.actors.runtime import RuntimeFuture, handles
+from agenthost.actors.runtime import Actor, RuntimeFuture, handles
 from agenthost.messages.commands import AnswerRequest, CallState, TurnDiagnostics
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
@@ -253,18 +253,30 @@ class TurnTrackerActor(HostedActor):
         try:
             return super().on_receive(message)
         finally:
-            out, self._for_chat = self._for_chat, None
-            messages = [ApplyActions(actions=tuple(m)) if isinstance(m, list) else m for m in out]
-            if len(messages) == 1:
-                self.send(self.chat, messages[0])
-            elif messages:
-                self.send(self.chat, ChatBatch(messages=tuple(messages)))
+            self._flush_chat()
+            self._for_chat = None
+
+    def _flush_chat(self) -> None:
+        out = self._for_chat
+        if not out:
+            return
+        self._for_chat = []
+        messages = [ApplyActions(actions=tuple(m)) if isinstance(m, list) else m for m in out]
+        Actor.send(
+            self.chat, messages[0] if len(messages) == 1 else ChatBatch(messages=tuple(messages))
+        )
+
+    def send(self, ref: Ref | None, message: Any) -> bool:  # type: ignore[override]
+        """Tell `ref`, after what this handler queued for the chat: whatever `ref`
+        does about it then reaches the chat behind those (causal order holds)."""
+        self._flush_chat()
+        return Actor.send(ref, message)
 
     def _to_chat(self, message: object) -> None:
         """Queue `message` for the chat; consecutive actions merge into one ApplyActions."""
         out = self._for_chat
         if out is None:  # outside a handler (on_start, on_stop)
-            self.send(self.chat, message)
+            Actor.send(self.chat, message)
         elif not isinstance(message, ApplyActions):
             out.append(message)
         elif out and isinstance(out[-1], list):
