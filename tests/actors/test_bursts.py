@@ -5,14 +5,21 @@ from pathlib import Path
 
 from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
 from agenthost.actors.handles import Subscription
-from agenthost.actors.protocol import ApplyActions, ChatBatch, FromProvider
+from agenthost.actors.protocol import (
+    ApplyActions,
+    ChatBatch,
+    EndTurn,
+    FromProvider,
+    SteeringCancelled,
+)
 from agenthost.messages import OutcomeState
+from agenthost.messages.commands import CancelTurn
 from agenthost.messages.events import AssistantDelta, Lagged, TurnCompleted
-from agenthost.messages.provider import Idle, ReplyDelta, UserMessageEcho
-from agenthost.providers.scripted import Say, ScriptedProvider
+from agenthost.messages.provider import Idle, ReplyDelta, SteerAnswered, UserMessageEcho
+from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.store.records import SaveAssistantText, SaveTurnEnded
-from tests.fakes.runner import unbatched
+from tests.fakes.runner import delivered, from_provider, unbatched
 from tests.fakes.stores import RecordingStore
 
 
@@ -83,3 +90,33 @@ def test_a_turn_end_arriving_with_its_last_text_stores_the_text_once_with_the_en
     assert record is not None
     assert [t.assistant_text for t in record.chats[0].turns] == ["hello"]
     reopened.close()
+
+
+def test_what_the_tracker_queued_for_the_chat_leaves_before_what_it_sends_elsewhere(
+    db_path: Path,
+) -> None:
+    """A cancel ends the turn (EndTurn, queued for the chat), then hands the
+    steering it held back to the queue drain, which tells the chat in turn: the
+    chat must hear of the end first, as when every message went out at once."""
+    provider = ScriptedProvider().on("go", Say("a"), Gate("g"), Say("b"))
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
+        )
+        chat = host.create_session().chat()
+        turn = chat.send("go")
+        runner.run(until=lambda: provider.parked_at("g"))
+        chat.steer("later")
+        runner.run(until=delivered(runner, from_provider(SteerAnswered)))
+        chat._ref.tell(CancelTurn())
+        runner.run()
+        order = [
+            type(m).__name__
+            for d in runner.history
+            for m in unbatched(d.message)
+            if isinstance(m, EndTurn | SteeringCancelled)
+        ]
+        assert order[:2] == ["EndTurn", "SteeringCancelled"]
+        assert turn.result(timeout=10).state is OutcomeState.CANCELLED
+        provider.open("g")
+        host.stop()
