@@ -154,7 +154,7 @@ def test_events_emitted_in_one_pass_of_the_loop_are_delivered_together_in_order(
     async def reply() -> None:
         for text in "abc":
             burst.emit(ReplyDelta(turn_id="t", text=text))
-        await asyncio.sleep(0)  # the next pass: a burst of its own
+        await asyncio.sleep(0)  # allowed-sleep: a yield to the next loop pass, not a wait
         burst.emit(Idle(turn_id="t"))
 
     provider_loop.submit(reply()).result(WAIT_S)
