@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import attrs
+from attrs import AttrsInstance
 
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import (
@@ -231,7 +232,7 @@ def _with_active(state: ChatState, turn_id: str, **changes: Any) -> ChatState:
     return _replace(state, active_turn=_replace(active, **changes))
 
 
-T = TypeVar("T")
+T = TypeVar("T", bound=AttrsInstance)
 _Layout = tuple[tuple[str, ...], frozenset[str]]
 _LAYOUTS: dict[type, _Layout] = {}
 
@@ -251,7 +252,7 @@ def _replace(value: T, **changes: Any) -> T:
         layout = _LAYOUTS[cls] = (names, checked)
     names, checked = layout
     if not checked.isdisjoint(changes):
-        return attrs.evolve(value, **changes)
+        return attrs.evolve(value, **changes)  # type: ignore[misc]  # the plugin wants a class
     copy = object.__new__(cls)
     for name in names:
         object.__setattr__(copy, name, changes[name] if name in changes else getattr(value, name))
