@@ -58,3 +58,18 @@ class AgentHostError(Exception):
 
     def __str__(self) -> str:
         return f"{self.code.value}: {self.message}"
+
+
+_ERROR_FIELDS = frozenset(field.name for field in attrs.fields(AgentHostError))
+
+
+def _set_annotation(self: AgentHostError, name: str, value: object) -> None:
+    """The fields stay frozen; anything else may be set, as on any exception:
+    frameworks annotate exceptions they pass through (typer marks each one it
+    re-raises), and a frozen exception would fail inside their handlers."""
+    if name in _ERROR_FIELDS:
+        raise attrs.exceptions.FrozenInstanceError
+    Exception.__setattr__(self, name, value)
+
+
+AgentHostError.__setattr__ = _set_annotation  # type: ignore[method-assign, assignment]

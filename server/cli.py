@@ -261,12 +261,19 @@ def serve(
         raise typer.BadParameter("use sqlite:///path", param_hint="--store")
     path = Path(store.removeprefix("sqlite:///")) if store else default_store_path()
     if token_file is not None:
-        tokens = read_tokens(token_file)
+        try:
+            tokens = read_tokens(token_file)
+        except AgentHostError as error:
+            raise typer.BadParameter(error.message, param_hint="--token-file") from None
         generated = None
     else:
         generated = new_token()
         tokens = {generated: "local"}
-    running = Host.start(store=SqliteStore(path), providers=configured)
+    try:
+        running = Host.start(store=SqliteStore(path), providers=configured)
+    except AgentHostError as error:  # the store cannot be opened, or is in use
+        typer.echo(f"agenthost: {error.message}", err=True)
+        raise typer.Exit(code=2) from None
 
     def ready(url: str) -> None:
         print(f"agenthost: serving AHP at {url.replace('http', 'ws', 1)}ahp  (web page: {url})")

@@ -497,6 +497,19 @@ def test_serve_refuses_a_bad_manifest_naming_the_entry_and_key(tmp_path: Any) ->
     assert "'fast'" in result.output and "'bogus'" in result.output
 
 
+def test_serve_refuses_a_bad_token_file_with_its_line_not_a_traceback(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from agenthost.server.cli import app
+
+    tokens = tmp_path / "tokens"
+    tokens.write_text("short alice\n")
+    result = CliRunner().invoke(app, ["serve", "--token-file", str(tokens), "--port", "0"])
+    assert result.exit_code == 2
+    assert "tokens:1" in result.output and "16+ characters" in result.output
+    assert "Traceback" not in result.output and "short" not in result.output
+
+
 def test_session_creation_reports_ready_or_creation_failed(host: Host) -> None:
     async def body(server: Server) -> None:
         async with server.client() as client:
