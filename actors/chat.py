@@ -1023,7 +1023,7 @@ class ChatActor(HostedActor):
         are published together), unless a contribution observes deltas."""
         actions = message.actions
         if self.services.contributions.observers(AssistantDelta):
-            runs: list[Sequence[ChatEvent]] = [(action,) for action in actions]
+            runs: Sequence[Sequence[ChatEvent]] = [(action,) for action in actions]
         else:
             runs = delta_runs(actions)
         try:

@@ -281,23 +281,21 @@ def _delta(state: ChatState, action: AssistantDelta, now_ms: int) -> ChatState:
     return _with_active(state, action.turn_id, response_parts=parts)
 
 
-def delta_runs(actions: Sequence[ChatEvent]) -> list[Sequence[ChatEvent]]:
+def delta_runs(actions: Sequence[ChatEvent]) -> list[list[ChatEvent]]:
     """`actions` cut into runs: consecutive deltas to one part form a run, any
     other action is a run of its own. Reducing a run's `joined_delta` gives the
     state reducing its deltas one by one would (text appends)."""
-    runs: list[Sequence[ChatEvent]] = []
-    start = 0
-    for index in range(1, len(actions) + 1):
-        if index < len(actions):
-            here, previous = actions[index], actions[index - 1]
-            if (
-                type(here) is AssistantDelta
-                and type(previous) is AssistantDelta
-                and (here.turn_id, here.part_id) == (previous.turn_id, previous.part_id)
-            ):
-                continue
-        runs.append(actions[start:index])
-        start = index
+    runs: list[list[ChatEvent]] = []
+    for action in actions:
+        last = runs[-1][-1] if runs else None
+        if (
+            type(action) is AssistantDelta
+            and type(last) is AssistantDelta
+            and (action.turn_id, action.part_id) == (last.turn_id, last.part_id)
+        ):
+            runs[-1].append(action)
+        else:
+            runs.append([action])
     return runs
 
 

@@ -127,8 +127,7 @@ class Dispatcher:
     def action_done(self, dispatch: Dispatch) -> None:
         """An action was dispatched: observed by those that observe its type,
         and, when a client's action was applied, by on_did_apply_client_action too."""
-        if self.observers(type(dispatch.action)):
-            self.did_dispatch(dispatch)
+        self.did_dispatch(dispatch)
         if dispatch.from_client and dispatch.rejection is None:
             self.did_apply_client_action(
                 ClientAction(
