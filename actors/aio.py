@@ -21,7 +21,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import functools
-import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -33,18 +32,6 @@ from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session
 from agenthost.messages.commands import CreateSession, SendMessage, TurnOutcome
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.providers.base import LoopCalls
-
-_loop_calls: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopCalls]" = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _calls_for(loop: asyncio.AbstractEventLoop) -> LoopCalls:
-    """The running loop's LoopCalls (made on the loop's own thread)."""
-    calls = _loop_calls.get(loop)
-    if calls is None:
-        calls = _loop_calls[loop] = LoopCalls(loop)
-    return calls
 
 
 def _ask(ref: "pykka.ActorRef[Any]", message: Any) -> RuntimeFuture:
@@ -60,7 +47,7 @@ async def wait(future: RuntimeFuture, timeout: float = DEFAULT_TIMEOUT) -> Any:
         AgentHostError: HOST_STOPPED if the actor died.
     """
     loop = asyncio.get_running_loop()
-    calls = _calls_for(loop)
+    calls = LoopCalls.of(loop)
     done: asyncio.Future[Any] = loop.create_future()
 
     def transfer(f: RuntimeFuture) -> None:

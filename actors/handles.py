@@ -17,6 +17,7 @@ from typing import Any
 from agenthost.actors.runtime import RuntimeFuture, current_runtime
 from agenthost.messages.commands import TurnOutcome
 from agenthost.messages.events import ChatEvent, Lagged
+from agenthost.providers.base import LoopCalls
 
 
 class Subscription:
@@ -31,7 +32,7 @@ class Subscription:
         self._maxsize = maxsize
         self._cond = threading.Condition()
         self._closed = False
-        self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._async_waiters: list[tuple[LoopCalls, asyncio.Future[None]]] = []
         self._session_id = session_id
         self._chat_id = chat_id
         self._detach: Any = None
@@ -78,9 +79,9 @@ class Subscription:
     def _wake(self) -> None:
         self._cond.notify_all()
         waiters, self._async_waiters = self._async_waiters, []
-        for loop, future in waiters:
+        for calls, future in waiters:  # readers on one loop: one wake-up for all
             with contextlib.suppress(RuntimeError):  # the reader's loop is closed
-                loop.call_soon_threadsafe(_set_done, future)
+                calls.call(_set_done, future)
 
     # -- the reader's side ---------------------------------------------------------
     def next(self, timeout: float = 10.0) -> ChatEvent:
@@ -116,6 +117,7 @@ class Subscription:
 
     async def _aiter(self) -> AsyncIterator[ChatEvent]:
         loop = asyncio.get_running_loop()
+        calls = LoopCalls.of(loop)
         while True:
             with self._cond:
                 if self._events:
@@ -124,7 +126,7 @@ class Subscription:
                     return
                 else:
                     future: asyncio.Future[None] = loop.create_future()
-                    self._async_waiters.append((loop, future))
+                    self._async_waiters.append((calls, future))
                     event = None
             if event is None:
                 await future

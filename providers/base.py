@@ -16,6 +16,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
@@ -243,6 +244,16 @@ class LoopCalls:
         self._calls: deque[tuple[Callable[..., object], tuple[Any, ...]]] = deque()
         self._scheduled = False
 
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> "LoopCalls":
+        """The one LoopCalls of `loop`, shared by whoever hands it calls (the
+        replies and subscriptions an asyncio client awaits). Call it on the
+        loop's own thread."""
+        calls = _shared_calls.get(loop)
+        if calls is None:
+            calls = _shared_calls[loop] = cls(loop)
+        return calls
+
     def call(self, fn: Callable[..., object], *args: Any) -> None:
         """Run `fn(*args)` on the loop's thread, after the calls made before it.
 
@@ -272,6 +283,11 @@ class LoopCalls:
                 self._loop.call_exception_handler(
                     {"message": "LoopCalls call failed", "exception": exc}
                 )
+
+
+_shared_calls: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopCalls]" = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class Burst:
