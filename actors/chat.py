@@ -337,7 +337,6 @@ class ChatActor(HostedActor):
         for pending in reversed(self._state.steering_messages):
             self._to_queue(pending)
         self._held.update(m.id for m in self._state.queued_messages)
-        self._flush_writes()
 
     def _hydrate(self) -> None:
         """Contributions restore what they keep, before the chat is listed."""
@@ -418,7 +417,8 @@ class ChatActor(HostedActor):
         self._writes.gated = self._writes.gated or gate
         return self._writes.seq
 
-    def _flush_writes(self) -> None:
+    def flush(self) -> None:
+        """The store gets the writes queued so far as one WriteMany."""
         writes = self._writes
         if not writes.ops:
             return
@@ -440,7 +440,7 @@ class ChatActor(HostedActor):
 
     def send(self, ref: Ref | None, message: Any) -> bool:  # type: ignore[override]
         """Tell `ref`, after the writes queued so far (they stay ahead of it)."""
-        self._flush_writes()
+        self.flush()
         return Actor.send(ref, message)
 
     def _publish_ready(self) -> None:
@@ -556,10 +556,7 @@ class ChatActor(HostedActor):
             future = RuntimeFuture()  # answered when the session stays, or fails when it goes
             self._closing.append((message, future))
             return future
-        try:
-            return super().on_receive(message)
-        finally:
-            self._flush_writes()
+        return super().on_receive(message)
 
     @handles(ChatBatch)
     def _batch(self, message: ChatBatch) -> None:

@@ -80,6 +80,9 @@ def handles(*message_types: type) -> Callable[[F], F]:
 
 class Runtime(Protocol):
     drives_futures: bool
+    flushes_per_message: bool
+    """Whether an actor's `flush` runs after each message, or (on the pool) once
+    after the run of messages a worker handles at a time."""
 
     def create_inbox(self, actor: "Actor") -> Any: ...
 
@@ -92,6 +95,7 @@ class ThreadingRuntime:
     """pykka's threading model: each actor owns a daemon thread."""
 
     drives_futures = False
+    flushes_per_message = True
 
     def create_inbox(self, actor: "Actor") -> Any:
         return queue.SimpleQueue()  # put, get and empty: all an inbox needs, in C
@@ -147,6 +151,7 @@ class PooledRuntime:
     """
 
     drives_futures = False
+    flushes_per_message = False
 
     def __init__(self, workers: int | None = None, batch: int = DEFAULT_BATCH) -> None:
         """Args:
@@ -223,6 +228,7 @@ class PooledRuntime:
             _process(actor, items.get_nowait())
             if actor.actor_stopped.is_set():
                 break
+        actor.flush()  # what this run of messages held back leaves together
         self._finish(inbox)
 
     def _finish(self, inbox: _PoolInbox) -> None:
@@ -275,6 +281,7 @@ class DeterministicRunner:
     """
 
     drives_futures = True
+    flushes_per_message = True  # a test picks every delivery: each one's effects go out with it
 
     def __init__(self, own_threads: bool = False) -> None:
         """Args:
@@ -422,9 +429,11 @@ def _process(actor: "Actor", envelope: Envelope[Any]) -> None:
     try:
         response = actor._handle_receive(envelope.message)
         if envelope.reply_to is not None:
+            actor.flush()  # a reply never overtakes what its handler sent
             envelope.reply_to.set(response)
     except Exception:
         if envelope.reply_to is not None:
+            actor.flush()
             envelope.reply_to.set_exception()
         else:
             actor._handle_failure(*sys.exc_info())
@@ -677,6 +686,24 @@ class Actor(pykka.Actor):
     def _handle_failure(self, *exc_info: Any) -> None:
         _forget(self)
         super()._handle_failure(*exc_info)
+
+    def _actor_loop_setup(self) -> None:
+        super()._actor_loop_setup()
+        self.flush()
+
+    def _handle_receive(self, message: Any) -> Any:
+        try:
+            return super()._handle_receive(message)
+        finally:
+            if self._runtime.flushes_per_message:
+                self.flush()
+
+    def flush(self) -> None:
+        """Send what handlers held back to send together (a chat's store writes,
+        a tracker's messages to its chat). The runtime calls it after on_start,
+        before an ask's reply, and after each message; on the pool, after the
+        run of messages a worker handles at a time, so a busy actor's effects
+        travel in fewer, larger messages."""
 
     def on_receive(self, message: Any) -> Any:
         handler = self._handlers.get(type(message))

@@ -244,19 +244,12 @@ class TurnTrackerActor(HostedActor):
         self._diagnoses: list[tuple[RuntimeFuture, TurnDiagnostics]] = []
         self._spawns: dict[str, _Spawn] = {}
         self._unstarted: dict[str, _Spawn] = {}  # ended before their chat started
-        self._for_chat: list[Any] | None = None  # a handler's messages (and runs of actions)
+        self._for_chat: list[Any] = []  # messages (and runs of actions) not yet sent
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
-    def on_receive(self, message: Any) -> Any:
-        """Whatever one message makes for the chat goes to it as one message."""
-        self._for_chat = []
-        try:
-            return super().on_receive(message)
-        finally:
-            self._flush_chat()
-            self._for_chat = None
-
-    def _flush_chat(self) -> None:
+    def flush(self) -> None:
+        """What the messages handled since the last flush made for the chat goes
+        to it as one message."""
         out = self._for_chat
         if not out:
             return
@@ -269,15 +262,13 @@ class TurnTrackerActor(HostedActor):
     def send(self, ref: Ref | None, message: Any) -> bool:  # type: ignore[override]
         """Tell `ref`, after what this handler queued for the chat: whatever `ref`
         does about it then reaches the chat behind those (causal order holds)."""
-        self._flush_chat()
+        self.flush()
         return Actor.send(ref, message)
 
     def _to_chat(self, message: object) -> None:
         """Queue `message` for the chat; consecutive actions merge into one ApplyActions."""
         out = self._for_chat
-        if out is None:  # outside a handler (on_start, on_stop)
-            Actor.send(self.chat, message)
-        elif not isinstance(message, ApplyActions):
+        if not isinstance(message, ApplyActions):
             out.append(message)
         elif out and isinstance(out[-1], list):
             out[-1].extend(message.actions)

@@ -414,3 +414,88 @@ def test_pykkas_future_combinators_work_on_the_runtimes_future(pool: PooledRunti
     assert pykka.get_all(futures, timeout=WAIT_S) == [0, 1, 2]
     assert futures[2].map(lambda value: value * 10).get(timeout=WAIT_S) == 20
     assert refs[0].ask(Note(0, 5), block=False).join(futures[1]).get(timeout=WAIT_S) == [5, 1]
+
+
+class Work:
+    pass
+
+
+class Hold:
+    pass
+
+
+class Sink(Actor):
+    """Records the batches a Holder flushes to it."""
+
+    def __init__(self, got: threading.Event | None = None) -> None:
+        super().__init__()
+        self.batches: list[tuple[str, ...]] = []
+        self.got = got or threading.Event()
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, tuple):
+            self.batches.append(message)
+            self.got.set()
+            return None
+        return list(self.batches)
+
+
+class Holder(Actor):
+    """Holds back a note per message and sends them together on flush. Its
+    on_start waits for `opened`, so the test queues a whole turn's mail first;
+    a Hold waits for `released`, so the turn goes on while the test looks."""
+
+    def __init__(self, sink: Any, opened: threading.Event, released: threading.Event) -> None:
+        super().__init__()
+        self.sink = sink
+        self.opened = opened
+        self.released = released
+        self.held: list[str] = []
+
+    def on_start(self) -> None:
+        assert self.opened.wait(WAIT_S)
+
+    def flush(self) -> None:
+        if self.held:
+            Actor.send(self.sink, tuple(self.held))
+            self.held = []
+
+    @handles(Note)
+    def _note(self, message: Note) -> None:
+        self.held.append(f"note {message.seq}")
+
+    @handles(Work)
+    def _work(self, message: Work) -> str:
+        self.held.append("work")
+        return "done"
+
+    @handles(Hold)
+    def _hold(self, message: Hold) -> None:
+        assert self.released.wait(WAIT_S)
+
+
+def test_what_one_turn_of_messages_holds_back_leaves_in_one_flush(pool: PooledRuntime) -> None:
+    opened, released, got = threading.Event(), threading.Event(), threading.Event()
+    sink = Sink.start(got)
+    holder = Holder.start(sink, opened, released)
+    for seq in range(3):
+        holder.tell(Note(0, seq))
+    opened.set()  # the three notes are one turn (the batch is 64)
+    assert got.wait(WAIT_S)
+    assert sink.ask("batches", timeout=WAIT_S) == [("note 0", "note 1", "note 2")]
+
+
+def test_a_reply_never_overtakes_what_its_handler_held_back(pool: PooledRuntime) -> None:
+    """The turn goes on (Hold) after the ask's reply: the reply must still come
+    after the handler's note reached the sink."""
+    opened, released = threading.Event(), threading.Event()
+    sink = Sink.start()
+    holder = Holder.start(sink, opened, released)
+    reply = holder.ask(Work(), block=False)
+    holder.tell(Hold())
+    opened.set()
+    try:
+        assert reply.get(timeout=WAIT_S) == "done"
+        assert sink.ask("batches", timeout=WAIT_S) == [("work",)]
+    finally:
+        released.set()
