@@ -81,6 +81,7 @@ class ProviderConnectionActor(HostedActor):
             session_id, chat_id, self._burst.emit
         )
         self._failed = False
+        self._lost = False  # the loop thread's: it delivered a ConnectionFailed
         self._log = log.bind(
             session_id=session_id, chat_id=chat_id, provider=provider, generation=generation
         )
@@ -100,6 +101,8 @@ class ProviderConnectionActor(HostedActor):
     def _deliver(self, events: tuple[ProviderEvent, ...]) -> None:
         """A burst from the adapter (the loop thread's `Burst`): never blocks."""
         owned = tuple(e for e in events if not isinstance(e, ConnectionFailed))
+        if len(owned) < len(events):
+            self._lost = True
         if owned:
             self.send(self.owner, FromProvider(generation=self.generation, events=owned))
         for event in events:
@@ -110,6 +113,12 @@ class ProviderConnectionActor(HostedActor):
         future = self._loop.submit(coro)
 
         def done(f: Any) -> None:
+            if kind == "send" and self._rides(f):
+                # A send that went through rides the burst behind what it emitted:
+                # one message to the owner instead of a hop through this actor.
+                self._burst.emit(_resolved(turn_id, f.result()))
+                self._burst.flush()
+                return
             self._burst.flush()  # what the call emitted reaches the owner before its result
             if f.cancelled():
                 exc: BaseException | None = asyncio.CancelledError()
@@ -122,6 +131,17 @@ class ProviderConnectionActor(HostedActor):
             )
 
         future.add_done_callback(done)
+
+    def _rides(self, call: Any) -> bool:
+        """Whether a finished send's result can ride the burst: it went through,
+        this is the loop thread, and the connection is not lost (a lost one's
+        results mean nothing: they take the hop to `_done`, which drops them)."""
+        return (
+            self._burst.on_loop()
+            and not (self._failed or self._lost or self._burst.holds(ConnectionFailed))
+            and not call.cancelled()
+            and call.exception() is None
+        )
 
     # -- commands from the tracker ---------------------------------------------------------
     @handles(ProviderSend)
@@ -214,9 +234,7 @@ class ProviderConnectionActor(HostedActor):
 
     def _settled(self, turn_id: str, result: Any, exc: BaseException | None) -> None:
         if exc is None:
-            settled = CallSettled(
-                turn_id=turn_id, settlement=Settlement.RESOLVED, provider_message_id=result
-            )
+            settled = _resolved(turn_id, result)
         elif isinstance(exc, ProviderCallError):
             settled = CallSettled(
                 turn_id=turn_id,
@@ -259,6 +277,12 @@ class ProviderConnectionActor(HostedActor):
     def on_stop(self) -> None:
         future = self._loop.submit(self._adapter.dispose())
         future.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+
+def _resolved(turn_id: str, provider_message_id: Any) -> CallSettled:
+    return CallSettled(
+        turn_id=turn_id, settlement=Settlement.RESOLVED, provider_message_id=provider_message_id
+    )
 
 
 def _steer_answer(pending_id: str, result: Any, exc: BaseException | None) -> SteerAnswered:

@@ -317,9 +317,17 @@ class Burst:
         if len(self._events) == 1:
             loop.call_soon(self.flush)
 
+    def on_loop(self) -> bool:
+        """Whether this is the loop's thread, where an emitted event joins the burst."""
+        return threading.get_ident() == self._loop.thread_id
+
+    def holds(self, kind: type) -> bool:
+        """Whether an event of `kind` waits to be delivered (on the loop thread)."""
+        return any(isinstance(event, kind) for event in self._events)
+
     def flush(self) -> None:
         """Deliver what was emitted so far (on the loop thread; elsewhere a no-op)."""
-        if self._events and threading.get_ident() == self._loop.thread_id:
+        if self._events and self.on_loop():
             events, self._events = tuple(self._events), []
             self._deliver(events)
 

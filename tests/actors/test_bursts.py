@@ -1,6 +1,7 @@
 """A provider's burst of events travels as one message per hop: connection ->
 tracker -> chat -> subscriber, in order and complete."""
 
+import asyncio
 from pathlib import Path
 
 from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
@@ -14,9 +15,20 @@ from agenthost.actors.protocol import (
 )
 from agenthost.messages import OutcomeState
 from agenthost.messages.commands import CancelTurn
+from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import AssistantDelta, Lagged, TurnCompleted
-from agenthost.messages.provider import Idle, ReplyDelta, SteerAnswered, UserMessageEcho
-from agenthost.providers.scripted import Gate, Say, ScriptedProvider
+from agenthost.messages.provider import (
+    CallSettled,
+    ConnectionFailed,
+    Idle,
+    ProviderCancel,
+    ProviderSend,
+    ReplyDelta,
+    SteerAnswered,
+    UserMessageEcho,
+)
+from agenthost.providers.base import Emit, Provider, ProviderAdapter
+from agenthost.providers.scripted import SHAPES, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.store.records import SaveAssistantText, SaveTurnEnded
 from tests.fakes.runner import delivered, from_provider, unbatched
@@ -40,7 +52,9 @@ def test_a_reply_streamed_in_one_pass_reaches_tracker_and_chat_as_one_message_ea
         replies = [b for b in bursts if any(isinstance(e, ReplyDelta) for e in b.events)]
         assert len(replies) == 1
         kinds = [type(e) for e in replies[0].events]
-        assert kinds[0] is UserMessageEcho and kinds[-1] is Idle
+        # the send's result rides the same burst, behind what the send emitted
+        assert kinds[0] is UserMessageEcho and kinds[-2:] == [Idle, CallSettled]
+        assert [b for b in bursts if b is not replies[0]] == []
         assert kinds.count(ReplyDelta) == 10
         to_chat = [
             m
@@ -119,4 +133,46 @@ def test_what_the_tracker_queued_for_the_chat_leaves_before_what_it_sends_elsewh
         assert order[:2] == ["EndTurn", "SteeringCancelled"]
         assert turn.result(timeout=10).state is OutcomeState.CANCELLED
         provider.open("g")
+        host.stop()
+
+
+class _DiesAsItSends(ProviderAdapter):
+    """The backend dies while the send returns: both in one pass of the loop."""
+
+    capabilities = SHAPES["claude"]  # the call settles with the turn
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+
+    async def send(self, message: ProviderSend) -> str | None:
+        # The backend's reader sees the process die as the send returns: the
+        # failure is emitted after the send finished, before its result goes out.
+        failed = ConnectionFailed(
+            error=AgentHostError(code=ErrorCode.PROVIDER_ERROR, message="gone")
+        )
+        asyncio.get_running_loop().call_soon(self._emit, failed)
+        return "m1"
+
+    async def cancel(self, message: ProviderCancel) -> None:
+        return None
+
+
+class _DyingProvider(Provider):
+    capabilities = SHAPES["claude"]
+
+    def open_session(self, session_id: str, chat_id: str, emit: Emit) -> ProviderAdapter:
+        return _DiesAsItSends(emit)
+
+
+def test_a_send_result_behind_a_connection_failure_in_its_burst_is_dropped(db_path: Path) -> None:
+    """The send returned, but its connection died in the same pass: its result
+    must not close the turn as complete (rule 2); the turn's producer died, so
+    it ends as execution_abandoned (rule 5)."""
+    host = Host.start(store=SqliteStore(db_path), providers={"scripted": _DyingProvider()})
+    try:
+        outcome = host.create_session().chat().send("hello").result(timeout=10)
+        assert outcome.state is OutcomeState.ERROR
+        assert outcome.error is not None
+        assert outcome.error.code is ErrorCode.EXECUTION_ABANDONED
+    finally:
         host.stop()

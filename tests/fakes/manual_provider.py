@@ -86,6 +86,12 @@ class Unbatched:
     def emit(self, event: ProviderEvent) -> None:
         self.deliver((event,))
 
+    def on_loop(self) -> bool:
+        return True
+
+    def holds(self, kind: type) -> bool:
+        return False  # nothing ever waits
+
     def flush(self) -> None:
         return None
 
