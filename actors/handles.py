@@ -119,19 +119,18 @@ class Subscription:
         loop = asyncio.get_running_loop()
         calls = LoopCalls.of(loop)
         while True:
-            with self._cond:
-                if self._events:
-                    event = self._events.popleft()
-                elif self._closed:
-                    return
-                else:
+            with self._cond:  # take everything queued: one lock for a burst
+                events, self._events = self._events, deque()
+                if not events:
+                    if self._closed:
+                        return
                     future: asyncio.Future[None] = loop.create_future()
                     self._async_waiters.append((calls, future))
-                    event = None
-            if event is None:
+            if not events:
                 await future
                 continue
-            yield event
+            for event in events:
+                yield event
 
 
 def _set_done(future: "asyncio.Future[None]") -> None:
