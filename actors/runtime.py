@@ -642,6 +642,8 @@ class Actor(pykka.Actor):
                 for message_type in getattr(value, "_handles", ()):
                     table[message_type] = value
         cls._handlers = table
+        if cls.flush is not Actor.flush:
+            cls._handle_receive = Actor._receive_then_flush  # type: ignore[method-assign]
 
     def __init__(self) -> None:
         runtime = _runtime
@@ -691,9 +693,10 @@ class Actor(pykka.Actor):
         super()._actor_loop_setup()
         self.flush()
 
-    def _handle_receive(self, message: Any) -> Any:
+    def _receive_then_flush(self, message: Any) -> Any:
+        """`_handle_receive` of a class that holds back (see `flush`)."""
         try:
-            return super()._handle_receive(message)
+            return pykka.Actor._handle_receive(self, message)
         finally:
             if self._runtime.flushes_per_message:
                 self.flush()
@@ -703,7 +706,8 @@ class Actor(pykka.Actor):
         a tracker's messages to its chat). The runtime calls it after on_start,
         before an ask's reply, and after each message; on the pool, after the
         run of messages a worker handles at a time, so a busy actor's effects
-        travel in fewer, larger messages."""
+        travel in fewer, larger messages. (A class that overrides it gets the
+        per-message call; the others skip it.)"""
 
     def on_receive(self, message: Any) -> Any:
         handler = self._handlers.get(type(message))
