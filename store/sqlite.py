@@ -267,7 +267,9 @@ class SqliteStore:
             case SavePending():
                 pending = op.pending
                 db.execute(
-                    "INSERT OR REPLACE INTO pending_messages VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO pending_messages"
+                    " (id, chat_id, session_id, kind, text, position, attachments)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
                         pending.id,
                         op.chat_id,
@@ -275,6 +277,7 @@ class SqliteStore:
                         pending.kind.value,
                         pending.text,
                         op.position,
+                        json.dumps([[a.name, a.text] for a in pending.message.attachments]),
                     ),
                 )
             case DeletePending():
@@ -525,9 +528,16 @@ class SqliteStore:
             ).fetchall()
         )
         pending = tuple(
-            PendingMessage(id=r[0], kind=PendingKind(r[1]), message=UserMessage(text=r[2]))
+            PendingMessage(
+                id=r[0],
+                kind=PendingKind(r[1]),
+                message=UserMessage(
+                    text=r[2],
+                    attachments=tuple(Attachment(name=n, text=t) for n, t in json.loads(r[3])),
+                ),
+            )
             for r in db.execute(
-                "SELECT id, kind, text FROM pending_messages WHERE chat_id = ?"
+                "SELECT id, kind, text, attachments FROM pending_messages WHERE chat_id = ?"
                 " ORDER BY position, rowid",
                 (chat_id,),
             ).fetchall()

@@ -8,6 +8,7 @@ import pytest
 from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import TurnCompleted
+from agenthost.messages.state import Attachment, with_attachments
 from agenthost.providers.scripted import Gate, NoFinishReason, Reject, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from tests.fakes.stores import GatedCommitStore
@@ -99,20 +100,41 @@ def test_a_turn_end_reaches_subscribers_only_after_it_is_committed(db_path: Path
         host.stop()
 
 
-def test_queued_messages_are_durable(db_path: Path) -> None:
+def test_queued_messages_are_durable_with_their_attachments(
+    db_path: Path, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the attached notes")
     provider = ScriptedProvider().on("hold", Gate("never"))
     host = start(db_path, provider)
     session = host.create_session()
     chat = session.chat()
     chat.send("hold")
-    chat.send("later")
+    chat.send("later", attachments=[notes])
+    chat.send("plain")
     provider.wait_reached("never", timeout=10)
     host.stop()
 
     host = start(db_path, provider)
     try:
-        state = host.open_session(session.id).chat().state()
-        assert [m.text for m in state.pending] == ["later"]
+        chat = host.open_session(session.id).chat()
+        later, plain = chat.state().pending
+        assert (later.text, later.message.attachments) == (
+            "later",
+            (Attachment(name="notes.txt", text="the attached notes"),),
+        )
+        assert (plain.text, plain.message.attachments) == ("plain", ())
+        events = chat.subscribe()
+        chat.send("now").result(timeout=10)  # a success releases the restored queue
+        ended = 0
+        while ended < 2:  # the queued two run after it
+            ended += isinstance(events.next(10), TurnCompleted)
+        assert provider.model_inputs[-3:] == [
+            "now",
+            with_attachments("later", later.message.attachments),
+            "plain",
+        ]
+        assert "the attached notes" in provider.model_inputs[-2]
     finally:
         host.stop()
 
