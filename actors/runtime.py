@@ -643,7 +643,7 @@ class Actor(pykka.Actor):
                     table[message_type] = value
         cls._handlers = table
         if cls.flush is not Actor.flush:
-            cls._handle_receive = Actor._receive_then_flush  # type: ignore[method-assign]
+            cls._handle_receive = Actor._receive_then_flush  # type: ignore[method-assign,assignment]
 
     def __init__(self) -> None:
         runtime = _runtime

@@ -100,9 +100,7 @@ def test_a_turn_end_reaches_subscribers_only_after_it_is_committed(db_path: Path
         host.stop()
 
 
-def test_queued_messages_are_durable_with_their_attachments(
-    db_path: Path, tmp_path: Path
-) -> None:
+def test_queued_messages_are_durable_with_their_attachments(db_path: Path, tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("the attached notes")
     provider = ScriptedProvider().on("hold", Gate("never"))
