@@ -1,7 +1,5 @@
 import asyncio
-import threading
 import time
-from typing import Any
 
 import pytest
 
@@ -17,6 +15,7 @@ from agenthost.messages.events import (
 )
 from agenthost.providers.base import ProviderLoop
 from agenthost.providers.scripted import Say, ScriptedProvider
+from tests.fakes.loops import held
 
 WAIT_S = 10.0
 
@@ -79,11 +78,6 @@ def test_pushes_to_many_subscriptions_read_on_one_loop_wake_it_once() -> None:
                 await events.aclose()  # type: ignore[attr-defined]  # closed here, not by the loop
 
         readers = [asyncio.run_coroutine_threadsafe(read(s), loop) for s in subscriptions]
-        gate, entered = threading.Event(), threading.Event()
-
-        def hold() -> None:  # every reader is waiting; keep the loop busy during the pushes
-            entered.set()
-            gate.wait(WAIT_S)
 
         async def all_waiting() -> bool:
             return all(s._async_waiters for s in subscriptions)
@@ -91,25 +85,12 @@ def test_pushes_to_many_subscriptions_read_on_one_loop_wake_it_once() -> None:
         deadline = time.monotonic() + WAIT_S
         while not asyncio.run_coroutine_threadsafe(all_waiting(), loop).result(WAIT_S):
             assert time.monotonic() < deadline, "the readers never waited"
-        loop.call_soon_threadsafe(hold)
-        assert entered.wait(WAIT_S)
-        wakeups = 0
-        original = loop.call_soon_threadsafe
-
-        def counting(*args: Any) -> Any:
-            nonlocal wakeups
-            wakeups += 1
-            return original(*args)
-
-        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
-        try:
+        with held(loop) as busy:  # the pushes arrive while the loop is busy
             for index, subscription in enumerate(subscriptions):
                 subscription.push(Lagged(session_id="s", chat_id=str(index), dropped=0))
-            gate.set()
+            busy.release()
             seen = [reader.result(WAIT_S) for reader in readers]
-        finally:
-            loop.call_soon_threadsafe = original  # type: ignore[method-assign]
         assert [e.chat_id for e in seen if isinstance(e, Lagged)] == [str(i) for i in range(20)]
-        assert wakeups == 1
+        assert busy.wakeups == 1
     finally:
         loop_thread.stop()

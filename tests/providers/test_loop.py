@@ -9,6 +9,7 @@ import pytest
 
 from agenthost.messages.provider import Idle, ReplyDelta
 from agenthost.providers.base import LoopCalls, ProviderLoop
+from tests.fakes.loops import held
 
 WAIT_S = 10.0
 
@@ -51,36 +52,17 @@ def test_calls_from_many_threads_each_run_once_in_each_threads_order(
 
 
 def test_a_burst_of_calls_wakes_the_loop_once(provider_loop: ProviderLoop) -> None:
-    loop = provider_loop.loop
-    gate, entered, finished = threading.Event(), threading.Event(), threading.Event()
-
-    def hold() -> None:  # keeps the loop busy while the burst arrives
-        entered.set()
-        gate.wait(WAIT_S)
-
-    loop.call_soon_threadsafe(hold)
-    assert entered.wait(WAIT_S)
-    wakeups = 0
-    original = loop.call_soon_threadsafe
-
-    def counting(*args: object) -> object:
-        nonlocal wakeups
-        wakeups += 1
-        return original(*args)  # type: ignore[arg-type]
-
-    loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
-    try:
-        calls = LoopCalls(loop)
-        ran: list[int] = []
+    finished = threading.Event()
+    calls = LoopCalls(provider_loop.loop)
+    ran: list[int] = []
+    with held(provider_loop.loop) as loop:  # the burst arrives while the loop is busy
         for i in range(100):
             calls.call(ran.append, i)
         calls.call(finished.set)
-        gate.set()
+        loop.release()
         assert finished.wait(WAIT_S)
-    finally:
-        loop.call_soon_threadsafe = original  # type: ignore[method-assign]
     assert ran == list(range(100))
-    assert wakeups == 1
+    assert loop.wakeups == 1
 
 
 def test_submit_returns_the_coroutines_result_or_exception(provider_loop: ProviderLoop) -> None:
