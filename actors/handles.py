@@ -119,18 +119,22 @@ class Subscription:
         loop = asyncio.get_running_loop()
         calls = LoopCalls.of(loop)
         while True:
-            with self._cond:  # take everything queued: one lock for a burst
-                events, self._events = self._events, deque()
-                if not events:
-                    if self._closed:
-                        return
+            # One event at a time: an iterator dropped after any event (a server
+            # channel reads the snapshot with one, then pumps with another) must
+            # leave the rest queued, and the queue is what `maxsize` bounds.
+            with self._cond:
+                if self._events:
+                    event = self._events.popleft()
+                elif self._closed:
+                    return
+                else:
                     future: asyncio.Future[None] = loop.create_future()
                     self._async_waiters.append((calls, future))
-            if not events:
+                    event = None
+            if event is None:
                 await future
                 continue
-            for event in events:
-                yield event
+            yield event
 
 
 def _set_done(future: "asyncio.Future[None]") -> None:

@@ -81,7 +81,7 @@ class ProviderConnectionActor(HostedActor):
             session_id, chat_id, self._burst.emit
         )
         self._failed = False
-        self._lost = False  # the loop thread's: it delivered a ConnectionFailed
+        self._lost = False  # the loop thread's: a ConnectionFailed or a crashed call went by
         self._log = log.bind(
             session_id=session_id, chat_id=chat_id, provider=provider, generation=generation
         )
@@ -113,6 +113,8 @@ class ProviderConnectionActor(HostedActor):
         future = self._loop.submit(coro)
 
         def done(f: Any) -> None:
+            if not f.cancelled() and isinstance(f.exception(), ProviderCrashed):
+                self._lost = True  # before the actor hears of it: later results mean nothing
             if kind == "send" and self._rides(f):
                 # A send that went through rides the burst behind what it emitted:
                 # one message to the owner instead of a hop through this actor.

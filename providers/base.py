@@ -240,7 +240,8 @@ class LoopCalls:
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        # A weak reference: `of` keeps one per loop for as long as the loop lives.
+        self._loop = weakref.ref(loop)
         self._calls: deque[tuple[Callable[..., object], tuple[Any, ...]]] = deque()
         self._scheduled = False
 
@@ -260,12 +261,15 @@ class LoopCalls:
         Raises:
             RuntimeError: the loop is closed.
         """
+        loop = self._loop()
+        if loop is None:
+            raise RuntimeError("the loop is gone")
         self._calls.append((fn, args))
         if not self._scheduled:
             # Two threads may both get here: the loop then drains twice, harmlessly.
             self._scheduled = True
             try:
-                self._loop.call_soon_threadsafe(self._drain)
+                loop.call_soon_threadsafe(self._drain)
             except RuntimeError:
                 self._scheduled = False
                 raise
@@ -280,9 +284,11 @@ class LoopCalls:
             try:
                 fn(*args)
             except Exception as exc:
-                self._loop.call_exception_handler(
-                    {"message": "LoopCalls call failed", "exception": exc}
-                )
+                loop = self._loop()
+                if loop is not None:
+                    loop.call_exception_handler(
+                        {"message": "LoopCalls call failed", "exception": exc}
+                    )
 
 
 _shared_calls: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopCalls]" = (

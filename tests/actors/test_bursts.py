@@ -23,11 +23,12 @@ from agenthost.messages.provider import (
     Idle,
     ProviderCancel,
     ProviderSend,
+    ProviderSteer,
     ReplyDelta,
     SteerAnswered,
     UserMessageEcho,
 )
-from agenthost.providers.base import Emit, Provider, ProviderAdapter
+from agenthost.providers.base import Emit, Provider, ProviderAdapter, ProviderCrashed
 from agenthost.providers.scripted import SHAPES, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.store.records import SaveAssistantText, SaveTurnEnded
@@ -175,4 +176,61 @@ def test_a_send_result_behind_a_connection_failure_in_its_burst_is_dropped(db_pa
         assert outcome.error is not None
         assert outcome.error.code is ErrorCode.EXECUTION_ABANDONED
     finally:
+        host.stop()
+
+
+class _CrashesOnSteer(ProviderAdapter):
+    """A steer finds the backend dead (its call raises ProviderCrashed) just as
+    the running send returns: the crash's result reaches the connection after
+    the send's result was ready."""
+
+    capabilities = SHAPES["claude"]  # the call settles with the turn
+
+    def __init__(self) -> None:
+        self.sending = False
+        self._released: asyncio.Event | None = None
+
+    async def send(self, message: ProviderSend) -> str | None:
+        self._released = asyncio.Event()
+        self.sending = True
+        await self._released.wait()
+        return "m1"
+
+    async def steer(self, message: ProviderSteer) -> str | None:
+        assert self._released is not None
+        self._released.set()
+        raise ProviderCrashed("the CLI died")
+
+    async def cancel(self, message: ProviderCancel) -> None:
+        return None
+
+
+class _SteerCrashProvider(Provider):
+    capabilities = SHAPES["claude"]
+
+    def __init__(self) -> None:
+        self.adapters: list[_CrashesOnSteer] = []
+
+    def open_session(self, session_id: str, chat_id: str, emit: Emit) -> ProviderAdapter:
+        self.adapters.append(_CrashesOnSteer())
+        return self.adapters[-1]
+
+
+def test_a_send_result_after_another_call_crashed_is_dropped(db_path: Path) -> None:
+    """The steer's crash comes back before the send's result, but the connection
+    actor has not handled it yet (the test holds every delivery): the send's
+    result must not close the turn as complete; its producer died (rule 5)."""
+    provider = _SteerCrashProvider()
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path), providers={"scripted": provider}, clock=FakeClock()
+        )
+        chat = host.create_session().chat()
+        turn = chat.send("hello")
+        runner.run(until=lambda: bool(provider.adapters) and provider.adapters[0].sending)
+        chat.steer("now")
+        outcome = turn.result(timeout=10)
+        assert outcome.state is OutcomeState.ERROR
+        assert outcome.error is not None
+        assert outcome.error.code is ErrorCode.EXECUTION_ABANDONED
         host.stop()

@@ -94,3 +94,19 @@ def test_pushes_to_many_subscriptions_read_on_one_loop_wake_it_once() -> None:
         assert busy.wakeups == 1
     finally:
         loop_thread.stop()
+
+
+def test_an_async_iterator_dropped_after_one_event_leaves_the_rest_queued() -> None:
+    """A server channel reads the snapshot with one iterator and pumps with
+    another: what was queued behind the snapshot must reach the second."""
+    subscription = Subscription(maxsize=10)
+    for index in range(3):
+        subscription.push(Lagged(session_id="s", chat_id=str(index), dropped=0))
+
+    async def first_then_rest() -> tuple[ChatEvent, list[ChatEvent]]:
+        first = await anext(aiter(subscription))  # this iterator is dropped
+        subscription.close()
+        return first, [event async for event in subscription]
+
+    first, rest = asyncio.run(first_then_rest())
+    assert [e.chat_id for e in (first, *rest) if isinstance(e, Lagged)] == ["0", "1", "2"]

@@ -2,7 +2,9 @@
 
 import asyncio
 import concurrent.futures
+import gc
 import threading
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -179,3 +181,18 @@ def test_flush_delivers_at_once_on_the_loop_and_is_a_no_op_elsewhere(
     assert provider_loop.submit(emit_and_flush()).result(WAIT_S) == 1
     burst.flush()  # off the loop, nothing waiting: nothing happens
     assert len(delivered) == 1
+
+
+def test_a_loops_shared_calls_go_with_the_loop() -> None:
+    """`LoopCalls.of` keeps a loop's calls for as long as the loop lives, and no longer."""
+
+    async def use() -> None:
+        LoopCalls.of(asyncio.get_running_loop()).call(lambda: None)
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(use())
+    loop.close()
+    gone = weakref.ref(loop)
+    del loop
+    gc.collect()
+    assert gone() is None
