@@ -1,5 +1,6 @@
 """The pooled runtime keeps pykka's semantics on a few shared worker threads."""
 
+import contextlib
 import queue
 import sys
 import threading
@@ -499,3 +500,77 @@ def test_a_reply_never_overtakes_what_its_handler_held_back(pool: PooledRuntime)
         assert sink.ask("batches", timeout=WAIT_S) == [("work",)]
     finally:
         released.set()
+
+
+class Keeper(Actor):
+    """Holds back the seq of each Note it handles; its flush sends them on."""
+
+    def __init__(self, index: int, sink: Any) -> None:
+        super().__init__()
+        self.index = index
+        self.sink = sink
+        self.held: list[int] = []
+
+    def flush(self) -> None:
+        if self.held:
+            Actor.send(self.sink, (self.index, tuple(self.held)))
+            self.held = []
+
+    @handles(Note)
+    def _note(self, message: Note) -> int:
+        self.held.append(message.seq)
+        return message.seq
+
+
+class Ledger(Actor):
+    """What each Keeper flushed, in arrival order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: dict[int, list[int]] = {}
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, tuple):
+            index, seqs = message
+            self.seen.setdefault(index, []).extend(seqs)
+            return None
+        return {index: list(seqs) for index, seqs in self.seen.items()}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(operation, max_size=40))
+def test_what_actors_hold_back_arrives_once_in_order_and_before_their_replies(
+    pool: PooledRuntime, operations: list[tuple[str, int]]
+) -> None:
+    ledger = Ledger.start()
+    keepers = [Keeper.start(i, ledger) for i in range(3)]
+    expected: list[list[int]] = [[] for _ in keepers]
+    stopped = [False] * len(keepers)
+    stops: list[Any] = []
+    for seq, (kind, index) in enumerate(operations):
+        ref = keepers[index]
+        if kind == "stop":
+            if not stopped[index]:
+                stops.append(ref.stop(block=False))
+                stopped[index] = True
+        elif kind == "tell":
+            with contextlib.suppress(pykka.ActorDeadError):
+                ref.tell(Note(index, seq))
+            if not stopped[index]:
+                expected[index].append(seq)
+        elif not stopped[index]:
+            assert ref.ask(Note(index, seq), timeout=WAIT_S) == seq
+            expected[index].append(seq)
+            # the reply came after the note left: the ledger (FIFO) has it by now
+            assert seq in ledger.ask("seen", timeout=WAIT_S).get(index, [])
+    for future in stops:
+        assert future.get(timeout=WAIT_S) is True
+    for index, ref in enumerate(keepers):
+        if not stopped[index]:
+            ref.stop(timeout=WAIT_S)  # its last turn's flush leaves before the stop's reply
+    assert ledger.ask("seen", timeout=WAIT_S) == {
+        index: seqs for index, seqs in enumerate(expected) if seqs
+    }
+    stop_all()
