@@ -20,6 +20,12 @@ future, the loop start) to the current `Runtime`:
 
 Handlers are methods decorated with `@handles(MessageType)`; a handler never
 blocks (no `ask(...).get()`, no I/O outside the store and worktree actors).
+
+An actor may hold back what it sends and send it together in `flush` (a
+chat's store writes, a tracker's messages to its chat). Every runtime calls
+`flush` after on_start and before an ask's reply, so a reply never overtakes
+what its handler sent; the pool calls it once after the run of messages it
+handles for the actor at a time, the other runtimes after each message.
 """
 
 import contextlib
