@@ -4,7 +4,7 @@ import contextlib
 import queue
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pykka
@@ -314,10 +314,15 @@ def test_the_pool_can_be_shut_down_and_started_again() -> None:
 operation = st.tuples(st.sampled_from(["tell", "ask", "stop"]), st.integers(0, 2))
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(st.lists(operation, max_size=40))
+def random_operations(test: Callable[..., None]) -> Callable[..., None]:
+    """The test gets `operations`: (kind, which of three actors), in the order sent."""
+    examples = settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    return examples(given(st.lists(operation, max_size=40))(test))
+
+
+@random_operations
 def test_random_tells_asks_and_stops_deliver_each_message_once_in_order(
     pool: PooledRuntime, operations: list[tuple[str, int]]
 ) -> None:
@@ -537,10 +542,7 @@ class Ledger(Actor):
         return {index: list(seqs) for index, seqs in self.seen.items()}
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(st.lists(operation, max_size=40))
+@random_operations
 def test_what_actors_hold_back_arrives_once_in_order_and_before_their_replies(
     pool: PooledRuntime, operations: list[tuple[str, int]]
 ) -> None:
