@@ -104,7 +104,7 @@ class ThreadingRuntime:
     flushes_per_message = True
 
     def create_inbox(self, actor: "Actor") -> Any:
-        return queue.SimpleQueue()  # put, get and empty: all an inbox needs, in C
+        return _ThreadInbox(actor)
 
     def start(self, actor: "Actor") -> None:
         thread = threading.Thread(target=actor._actor_loop, name=type(actor).__name__, daemon=True)
@@ -112,6 +112,41 @@ class ThreadingRuntime:
 
     def run_until(self, done: Callable[[], bool], timeout: float | None) -> None:
         return None
+
+
+class _ThreadInbox(queue.SimpleQueue[Envelope[Any]]):
+    """The mailbox of an actor on a thread of its own, read by pykka's loop
+    (get and empty stay SimpleQueue's, in C).
+
+    pykka's teardown answers what is left in the inbox once. A sender whose
+    liveness check passed just before the stop puts its ask after that, and
+    nobody would ever answer it: the asker waited out its whole timeout. Here
+    a put that finds the actor stopped answers what is left itself (the flag
+    is set before teardown drains, so each message is answered by one of them).
+    """
+
+    __slots__ = ("actor",)
+
+    def __init__(self, actor: "Actor") -> None:
+        self.actor = actor
+
+    def put(
+        self, envelope: Envelope[Any], block: bool = True, timeout: float | None = None
+    ) -> None:
+        queue.SimpleQueue.put(self, envelope)
+        if self.actor.actor_stopped.is_set():
+            _answer_left(self.actor, self)
+
+
+def _answer_left(actor: "Actor", inbox: "queue.SimpleQueue[Envelope[Any]]") -> None:
+    """Answer (ActorDeadError) every message left in a stopped actor's inbox;
+    never waits on an inbox another thread emptied first."""
+    while True:
+        try:
+            envelope = inbox.get_nowait()
+        except queue.Empty:
+            return
+        _answer_dead(actor, envelope)
 
 
 class _PoolInbox:
@@ -698,6 +733,14 @@ class Actor(pykka.Actor):
     def _actor_loop_setup(self) -> None:
         super()._actor_loop_setup()
         self.flush()
+
+    def _actor_loop_teardown(self) -> None:
+        """pykka's teardown, but never blocking on an inbox a late sender emptied
+        (see `_ThreadInbox`); the pool answers what is left in `_finish`."""
+        if isinstance(self.actor_inbox, queue.SimpleQueue):
+            _answer_left(self, self.actor_inbox)
+        else:
+            super()._actor_loop_teardown()
 
     def _receive_then_flush(self, message: Any) -> Any:
         """`_handle_receive` of a class that holds back (see `flush`)."""

@@ -11,11 +11,13 @@ import pykka
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pykka._envelope import Envelope
 
 from agenthost.actors.runtime import (
     Actor,
     PooledRuntime,
     RuntimeFuture,
+    ThreadingRuntime,
     handles,
     live_actors,
     set_debug,
@@ -576,3 +578,48 @@ def test_what_actors_hold_back_arrives_once_in_order_and_before_their_replies(
         index: seqs for index, seqs in enumerate(expected) if seqs
     }
     stop_all()
+
+
+class OwnThread(Actor):
+    own_runtime = ThreadingRuntime()
+
+    @handles(Note)
+    def _note(self, message: Note) -> int:
+        return message.seq
+
+
+def test_an_ask_that_lands_after_an_own_thread_actors_teardown_is_answered() -> None:
+    """A sender checks the actor is alive, the actor stops and its teardown
+    drains the inbox, then the sender's ask lands: it is answered at once."""
+    ref = OwnThread.start()
+    late: RuntimeFuture = RuntimeFuture()
+    ref.stop(timeout=WAIT_S)  # stopped, its inbox drained
+    ref.actor_inbox.put(Envelope(Note(0, 1), reply_to=late))  # the ask that passed the check
+    with pytest.raises(pykka.ActorDeadError):
+        late.get(timeout=0)  # answered during the put itself
+
+
+class _EmptiedBehindTeardown(queue.SimpleQueue):  # type: ignore[type-arg]
+    """Empty, but its first empty() answers as it did just before a late sender
+    took the last message (and answered it)."""
+
+    __slots__ = ("_asked",)
+
+    def __init__(self) -> None:
+        self._asked = False
+
+    def empty(self) -> bool:
+        first, self._asked = not self._asked, True
+        return not first
+
+
+def test_an_own_thread_actors_teardown_never_waits_on_an_inbox_a_sender_emptied() -> None:
+    """Teardown saw a message left, but a late sender answered it first: the
+    teardown must not block on the empty inbox (its thread would hang)."""
+    actor = OwnThread()
+    actor._stop()
+    actor.actor_inbox = _EmptiedBehindTeardown()
+    teardown = threading.Thread(target=actor._actor_loop_teardown, daemon=True)
+    teardown.start()
+    teardown.join(WAIT_S)
+    assert not teardown.is_alive()
