@@ -250,9 +250,6 @@ async def agenthost_chats(chats: int) -> Tally:
             tally.setup_s = time.perf_counter() - started
             await run_clients(clients, tally)
         finally:
-            # the surface's default timeout: Host.stop can wait it out on an actor whose
-            # stop raced its teardown (pykka leaves that ask unanswered), rarely, but
-            # then for the whole timeout
             host.stop()
     return tally
 
