@@ -110,8 +110,6 @@ class ProviderConnectionActor(HostedActor):
                 self.send(self.actor_ref, event)
 
     def _submit(self, kind: str, turn_id: str, coro: Coroutine[Any, Any, Any]) -> None:
-        future = self._loop.submit(coro)
-
         def done(f: Any) -> None:
             if not f.cancelled() and isinstance(f.exception(), ProviderCrashed):
                 self._lost = True  # before the actor hears of it: later results mean nothing
@@ -132,7 +130,7 @@ class ProviderConnectionActor(HostedActor):
                 self.actor_ref, CallDone(kind=kind, turn_id=turn_id, result=result, exception=exc)
             )
 
-        future.add_done_callback(done)
+        self._loop.submit(coro, on_done=done)  # on the loop thread, as the call ends
 
     def _rides(self, call: Any) -> bool:
         """Whether a finished send's result can ride the burst: it went through,

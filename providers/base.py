@@ -361,13 +361,21 @@ class ProviderLoop:
         """An emitter whose events reach `deliver` once per pass of this loop."""
         return Burst(self, deliver)
 
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    def submit(
+        self,
+        coro: Coroutine[Any, Any, T],
+        on_done: Callable[[concurrent.futures.Future[T]], object] | None = None,
+    ) -> concurrent.futures.Future[T]:
         """Run `coro` on the loop; once the loop stopped, fail without running it.
 
         As `asyncio.run_coroutine_threadsafe`, but a burst of submissions wakes
         the loop once (LoopCalls). Cancelling the returned future cancels the task.
+        `on_done` is added before the task can end, so it runs on the loop's
+        thread as the task ends (a callback added later may run on the adder's).
         """
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        if on_done is not None:
+            future.add_done_callback(on_done)
         try:
             if self.loop.is_closed() or not self.loop.is_running():
                 raise RuntimeError("the provider loop has stopped")

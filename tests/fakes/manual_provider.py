@@ -51,8 +51,14 @@ class SyncLoop:
     """Runs coroutines inline: to completion, or until they wait on a Deferred,
     resuming them when it resolves. Nothing runs on another thread."""
 
-    def submit(self, coro: Coroutine[Any, Any, Any]) -> "concurrent.futures.Future[Any]":
+    def submit(
+        self,
+        coro: Coroutine[Any, Any, Any],
+        on_done: Callable[["concurrent.futures.Future[Any]"], object] | None = None,
+    ) -> "concurrent.futures.Future[Any]":
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        if on_done is not None:
+            future.add_done_callback(on_done)
 
         def step() -> None:
             try:
