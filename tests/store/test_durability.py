@@ -125,7 +125,7 @@ def test_queued_messages_are_durable_with_their_attachments(db_path: Path, tmp_p
         events = chat.subscribe()
         chat.send("now").result(timeout=10)  # a success releases the restored queue
         ended = 0
-        while ended < 2:  # the queued two run after it
+        while ended < 3:  # its own end, then the queued two's (subscribed before it)
             ended += isinstance(events.next(10), TurnCompleted)
         assert provider.model_inputs[-3:] == [
             "now",
