@@ -10,12 +10,13 @@ subscribers (and resolves its send) only after the store committed it: an
 outbox holds events behind the write they depend on, and a new subscriber's
 snapshot is the state as of the last event published, never ahead of it.
 
-Bursts. The tracker sends what one provider burst made as one message
+Bursts. The tracker sends what it queued for the chat as one message
 (ApplyActions, or a ChatBatch of messages handled in order); a burst of
-actions is published with one push per subscriber. The store writes a
-handler queues leave as one WriteMany at its end, and before anything else
-the chat sends (`send` flushes them first), so the store sees them in the
-order the chat made them, ahead of whatever they caused elsewhere.
+actions is published with one push per subscriber. The store writes the
+chat queues leave as one WriteMany when it flushes (see `Actor.flush`), and
+before anything else the chat sends (`send` flushes them first), so the
+store sees them in the order the chat made them, ahead of whatever they
+caused elsewhere.
 """
 
 import itertools
@@ -230,7 +231,7 @@ def new_id() -> str:
 # the attribute names among all chats' __dict__s: 1.3 KB less per resident chat).
 @attrs.define
 class _Writes:
-    """Store writes: those the running handler queued, their numbering, how far
+    """Store writes: those queued since the last flush, their numbering, how far
     the store has committed, and each running turn's text that became stable."""
 
     ops: list[StoreOp] = attrs.field(factory=list)

@@ -200,7 +200,7 @@ class ApplyActions:
 
 @attrs.frozen
 class ChatBatch:
-    """What one tracker message produced for the chat, handled in one go and in order."""
+    """What a tracker queued for the chat until its flush, handled in one go and in order."""
 
     messages: tuple[object, ...]
 

@@ -37,7 +37,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 import attrs
 import pykka
@@ -277,8 +277,7 @@ class PooledRuntime:
         queue it again if mail is left (behind the others, for fairness)."""
         items = inbox.items
         if inbox.actor.actor_stopped.is_set():
-            while not items.empty():
-                _answer_dead(inbox.actor, items.get_nowait())
+            _answer_left(inbox.actor, items)
         if not items.empty():  # still claimed: requeue
             self._ready.put(inbox)
             return
@@ -735,12 +734,10 @@ class Actor(pykka.Actor):
         self.flush()
 
     def _actor_loop_teardown(self) -> None:
-        """pykka's teardown, but never blocking on an inbox a late sender emptied
-        (see `_ThreadInbox`); the pool answers what is left in `_finish`."""
-        if isinstance(self.actor_inbox, queue.SimpleQueue):
-            _answer_left(self, self.actor_inbox)
-        else:
-            super()._actor_loop_teardown()
+        """pykka's teardown (only its own loop runs it: a `_ThreadInbox`), but
+        never blocking on an inbox a late sender emptied; the pool answers what
+        is left in `_finish`."""
+        _answer_left(self, cast(_ThreadInbox, self.actor_inbox))
 
     def _receive_then_flush(self, message: Any) -> Any:
         """`_handle_receive` of a class that holds back (see `flush`)."""

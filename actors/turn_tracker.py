@@ -260,8 +260,8 @@ class TurnTrackerActor(HostedActor):
         )
 
     def send(self, ref: Ref | None, message: Any) -> bool:  # type: ignore[override]
-        """Tell `ref`, after what this handler queued for the chat: whatever `ref`
-        does about it then reaches the chat behind those (causal order holds)."""
+        """Tell `ref`, after what is queued for the chat: whatever `ref` does
+        about it then reaches the chat behind those (causal order holds)."""
         self.flush()
         return Actor.send(ref, message)
 

@@ -315,7 +315,7 @@ class Burst:
     def emit(self, event: ProviderEvent) -> None:
         """An `Emit`: never blocks."""
         loop = self._loop.loop
-        if threading.get_ident() != self._loop.thread_id:
+        if not self.on_loop():
             with contextlib.suppress(RuntimeError):  # the loop closed: the host is stopping
                 loop.call_soon_threadsafe(self.emit, event)
             return
