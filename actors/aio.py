@@ -21,16 +21,19 @@ import asyncio
 import concurrent.futures
 import contextlib
 import functools
+import time
 from collections.abc import Callable
 from typing import Any, cast
 
 import pykka
 
 from agenthost.actors.handles import Ticket
+from agenthost.actors.protocol import AdoptSession, GetChat, LoadSession
 from agenthost.actors.runtime import RuntimeFuture
-from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session
-from agenthost.messages.commands import CreateSession, SendMessage, TurnOutcome
+from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session, _check_text
+from agenthost.messages.commands import CreateSession, GetSessionSummary, SendMessage, TurnOutcome
 from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.state import SessionSummary
 from agenthost.providers.base import LoopCalls
 
 
@@ -39,8 +42,9 @@ def _ask(ref: "pykka.ActorRef[Any]", message: Any) -> RuntimeFuture:
     return cast(RuntimeFuture, ref.ask(message, block=False))
 
 
-async def wait(future: RuntimeFuture, timeout: float = DEFAULT_TIMEOUT) -> Any:
-    """Await a runtime future from asyncio; a deferred reply (a future) is awaited too.
+async def wait(future: RuntimeFuture, timeout: float | None = DEFAULT_TIMEOUT) -> Any:
+    """Await a runtime future from asyncio (None: no time limit); a deferred reply
+    (a future) is awaited too.
 
     Raises:
         TimeoutError: not set within `timeout`.
@@ -81,9 +85,35 @@ async def create_session(
     return Session(host, info)
 
 
-async def send(chat: Chat, text: str, *, timeout: float = DEFAULT_TIMEOUT) -> Ticket:
-    """Send a message; returns its ticket (await `outcome(ticket)` for the end)."""
-    return await wait(_ask(chat._ref, SendMessage(text=text)), timeout)
+async def open_session(host: Host, session_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> Session:
+    """`Host.open_session`: the session, restored from the store if it is not resident.
+
+    Raises:
+        AgentHostError: NOT_FOUND for an unknown id.
+    """
+    deadline = time.monotonic() + timeout
+    record = await wait(_ask(host.services.store, LoadSession(session_id=session_id)), timeout)
+    if record is None:
+        raise AgentHostError(code=ErrorCode.NOT_FOUND, message=f"no session {session_id}")
+    adopt = _ask(host._host_ref, AdoptSession(record=record))
+    return Session(host, await wait(adopt, max(deadline - time.monotonic(), 0.0)))
+
+
+async def send(
+    chat: Chat,
+    text: str,
+    *,
+    client_id: str | None = None,
+    turn_id: str | None = None,
+    pending_id: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Ticket:
+    """`Chat.send` (without attachments); returns its ticket (await `outcome(ticket)`
+    for the end)."""
+    _check_text(text)
+    command = SendMessage(text=text, client_id=client_id, turn_id=turn_id, pending_id=pending_id)
+    ticket: Ticket = await _chat_call(chat, command, timeout)
+    return ticket
 
 
 async def outcome(ticket: Ticket, *, timeout: float = DEFAULT_TIMEOUT) -> TurnOutcome:
@@ -93,10 +123,37 @@ async def outcome(ticket: Ticket, *, timeout: float = DEFAULT_TIMEOUT) -> TurnOu
 async def chat(
     session: Session, chat_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
 ) -> Chat:
-    from agenthost.actors.protocol import GetChat
+    return Chat(session, await _session_call(session, GetChat(chat_id=chat_id), timeout))
 
-    info = await wait(_ask(session._info.ref, GetChat(chat_id=chat_id)), timeout)
-    return Chat(session, info)
+
+async def summary(session: Session, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+    """`Session.summary`."""
+    result: SessionSummary = await _session_call(session, GetSessionSummary(), timeout)
+    return result
+
+
+async def _session_call(session: Session, message: Any, timeout: float) -> Any:
+    """Ask the session; one released from memory meanwhile is restored first
+    (as `Session._call` does)."""
+    try:
+        return await wait(_ask(session._info.ref, message), timeout)
+    except AgentHostError as error:
+        if not session._host._released(error):
+            raise
+    session._info = (await open_session(session._host, session.id, timeout=timeout))._info
+    return await wait(_ask(session._info.ref, message), timeout)
+
+
+async def _chat_call(chat: Chat, message: Any, timeout: float) -> Any:
+    """Ask the chat; if its session was released from memory, restore it first
+    (as `Chat._call` does)."""
+    try:
+        return await wait(_ask(chat._ref, message), timeout)
+    except AgentHostError as error:
+        if not chat.session._host._released(error):
+            raise
+    chat._ref = (await _session_call(chat.session, GetChat(chat_id=chat.id), timeout)).ref
+    return await wait(_ask(chat._ref, message), timeout)
 
 
 class _Mirror:

@@ -367,6 +367,11 @@ class Host:
     def services(self) -> Services:
         return self._services
 
+    def _released(self, error: AgentHostError) -> bool:
+        """Whether a handle's ask failed because its session was released from
+        memory (restore it and ask again), not because the host stopped."""
+        return error.code is ErrorCode.HOST_STOPPED and not self._stopped
+
 
 class Session:
     """A handle on one session. Cheap; holds no state of its own."""
@@ -472,7 +477,7 @@ class Session:
         try:
             return _ask(self._info.ref, message, timeout)
         except AgentHostError as error:
-            if error.code is not ErrorCode.HOST_STOPPED or self._host._stopped:
+            if not self._host._released(error):
                 raise
         self._info = self._host.open_session(self.id, timeout=timeout)._info
         return _ask(self._info.ref, message, timeout)
@@ -494,7 +499,7 @@ class Chat:
         try:
             return _ask(self._ref, message, timeout)
         except AgentHostError as error:
-            if error.code is not ErrorCode.HOST_STOPPED or self.session._host._stopped:
+            if not self.session._host._released(error):
                 raise
         self._ref = self.session._call(GetChat(chat_id=self.id), timeout).ref
         return _ask(self._ref, message, timeout)
@@ -753,25 +758,10 @@ class TurnHandle:
         return self._ticket.outcome._result is not None
 
     def __await__(self) -> Generator[Any, None, TurnOutcome]:
-        import asyncio
+        from agenthost.actors import aio  # the asyncio side builds on this module
 
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[TurnOutcome] = loop.create_future()
-
-        def settle(f: Any) -> None:
-            def apply() -> None:
-                if future.done():
-                    return
-                try:
-                    future.set_result(f.get(timeout=0))
-                except BaseException as exc:
-                    future.set_exception(exc)
-
-            with contextlib.suppress(RuntimeError):  # the awaiting loop is closed
-                loop.call_soon_threadsafe(apply)
-
-        self._ticket.outcome.add_done_callback(settle)
-        return future.__await__()
+        outcome: TurnOutcome = yield from aio.wait(self._ticket.outcome, None).__await__()
+        return outcome
 
 
 __all__ = ["Chat", "Host", "Session", "TurnHandle"]

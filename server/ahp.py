@@ -30,7 +30,8 @@ import attrs
 import structlog
 from aiohttp import WSMsgType, web
 
-from agenthost.actors.surface import Chat, Host, Session
+from agenthost.actors import aio
+from agenthost.actors.surface import Chat, Host, Session, TurnHandle
 from agenthost.messages.commands import OutcomeState
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
@@ -432,7 +433,7 @@ class AhpServer:
             try:
                 while True:
                     session = await self._open(session_id)
-                    summary = _listed(await self.call(session.summary))
+                    summary = _listed(await aio.summary(session))
                     if self._summaries.get(session_id) != summary:
                         self._summaries[session_id] = summary
                         params = {"channel": ROOT, "summary": summary}
@@ -881,7 +882,8 @@ class Connection:
             turn_id = _field(action, "turnId", str)
             channel.expect(("turn", turn_id), origin)
             started = time.monotonic()
-            handle = await call(chat.send, text, client_id=self.client_id, turn_id=turn_id)
+            ticket = await aio.send(chat, text, client_id=self.client_id, turn_id=turn_id)
+            handle = TurnHandle(ticket)
             if handle.done():  # settled without a turn: refused, or a local command
                 outcome = handle.result(timeout=0)
                 if outcome.state is OutcomeState.REJECTED and outcome.error is not None:

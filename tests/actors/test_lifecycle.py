@@ -2,12 +2,14 @@
 deterministic runner: only a session that is still an unused draft is ever
 collected, and every condition is re-checked when the timer fires."""
 
+import asyncio
+import concurrent.futures
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
+from agenthost.actors import DeterministicRunner, FakeClock, Host, aio, use_runtime
 from agenthost.actors.protocol import IdleTimerFired, SessionActivity
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.commands import SendMessage
@@ -81,6 +83,38 @@ def test_a_session_that_ran_a_turn_is_released_never_collected_and_comes_back(
     assert session.id in stored(host)
     # The handles still work: the session is restored from the store.
     assert chat.send("again").result(timeout=10).state is OutcomeState.COMPLETE
+    assert [t.user_text for t in chat.state().turns] == ["hello", "again"]
+    host.stop()
+
+
+def test_the_asyncio_calls_restore_a_released_session_too(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = start(db_path, clock)
+    session = host.create_session()
+    chat = session.chat()
+    assert chat.send("hello").result(timeout=10).state is OutcomeState.COMPLETE
+    runner.run()
+    clock.advance(GRACE)
+    runner.run()
+    assert counters(host)["released"] == 1
+
+    async def client() -> list[str]:
+        with pytest.raises(AgentHostError) as caught:
+            await aio.send(chat, b"not text")  # type: ignore[arg-type]
+        assert caught.value.code is ErrorCode.INVALID_ARGUMENT
+        ticket = await aio.send(chat, "again")
+        outcome = await aio.outcome(ticket)
+        other = await aio.chat(session)
+        summary = await aio.summary(session)
+        assert other.id == chat.id and summary.id == session.id
+        return [outcome.state.value, outcome.text]
+
+    # The client awaits on a loop of its own; this thread delivers the messages.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        done = pool.submit(asyncio.run, client())
+        runner.run(until=done.done, timeout=10)
+        assert done.result() == ["complete", "echo: again"]
     assert [t.user_text for t in chat.state().turns] == ["hello", "again"]
     host.stop()
 
