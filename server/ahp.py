@@ -355,7 +355,7 @@ class AhpServer:
         handle = self._handles.get(session_id)
         if handle is None:
             try:
-                handle = await self.call(self.host.open_session, session_id)
+                handle = await aio.open_session(self.host, session_id)
             except AgentHostError as error:
                 raise RpcError(NOT_FOUND, f"session {session_id} not found") from error
             self._handles[session_id] = handle
@@ -374,7 +374,7 @@ class AhpServer:
         if session_id is None:
             raise RpcError(NOT_FOUND, f"chat {chat_id} not found")
         session = await self.session(session_id, identity)
-        return session, await self.call(session.chat, chat_id)
+        return session, await aio.chat(session, chat_id)
 
     async def _learn_chats(self, identity: str) -> None:
         for summary in await self.call(self.host.list_sessions):

@@ -417,8 +417,12 @@ class AhpConnection:
                 http.ws_connect(config.url, headers=headers, max_msg_size=0),
                 config.turn_timeout_s,
             )
-        except (aiohttp.ClientError, TimeoutError) as error:
+        except aiohttp.ClientError as error:
             raise LoadError(f"cannot connect to {config.url}: {error}") from error
+        except TimeoutError as error:
+            raise LoadError(
+                f"cannot connect to {config.url}: no answer within {config.turn_timeout_s} s"
+            ) from error
         connection = cls(ws, config.rate, config.burst)
         await connection.call(
             "initialize",
@@ -628,7 +632,9 @@ async def load_remote(
     records = [ChatRecord(index=i) for i in range(config.chats)]
     latencies: list[float] = []
     count = config.connection_count()
-    async with aiohttp.ClientSession() as http:
+    # Each WebSocket holds its HTTP connection for good: no pool limit (aiohttp's is 100).
+    unlimited = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=unlimited) as http:
         connections: list[AhpConnection] = []
         try:
             for number in range(count):

@@ -73,6 +73,14 @@ def test_the_remote_driver_runs_every_turn_and_checks_the_invariants(host: Host)
     assert 0 < report.latency_ms_p50 <= report.latency_ms_p99
 
 
+def test_the_remote_driver_opens_more_websockets_than_an_http_pool_holds(host: Host) -> None:
+    progress: list[int] = []
+    config = LoadConfig(chats=101, turns=1, connections=101, turn_timeout_s=WAIT_S)
+    report = run_remote(host, config, progress)
+    assert report.violations == ()
+    assert report.connections == 101 and report.turns_completed == 101
+
+
 def test_a_turn_that_never_ends_is_a_violation(host: Host, provider: ScriptedProvider) -> None:
     provider.on("chat 0 turn 1", Gate("never"))
     progress: list[int] = []
