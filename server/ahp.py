@@ -221,6 +221,8 @@ class AhpServer:
             max_workers=8, thread_name_prefix="ahp-call"
         )
         self.connections: set[Connection] = set()
+        # channel -> the connections subscribed to it (the root's: per identity)
+        self._listeners: dict[str, set[Connection]] = {}
         self._channels: dict[str, ChatChannel] = {}
         self._chat_sessions: dict[str, str] = {}  # chat id -> session id
         self._owners: dict[str, str] = {}  # session id -> identity
@@ -420,9 +422,14 @@ class AhpServer:
         """Send root/sessionSummaryChanged to the owner's connections if it did.
 
         One check per session at a time; a change meanwhile runs one more
-        check after it, so the last summary sent is never an older one."""
+        check after it, so the last summary sent is never an older one. With
+        none of the owner's connections on the root there is nothing to check,
+        and the next check after one subscribes sends whatever it finds."""
         owner = self._owners.get(session_id)
         if owner is None:
+            return
+        if not self._listeners.get(listening_key(owner, ROOT)):
+            self._summaries.pop(session_id, None)
             return
         if session_id in self._checking:
             self._checking[session_id] = True
@@ -484,17 +491,20 @@ class AhpServer:
 
     def broadcast_root(self, identity: str, method: str, params: dict[str, Any]) -> None:
         """A root notification, to the identity's connections subscribed to the root."""
-        for connection in self.connections:
-            if connection.identity == identity and ROOT in connection.channels:
-                connection.offer({"jsonrpc": "2.0", "method": method, "params": params})
+        for connection in tuple(self._listeners.get(listening_key(identity, ROOT), ())):
+            connection.offer({"jsonrpc": "2.0", "method": method, "params": params})
 
     def session_action(self, identity: str, session_id: str, action: Any, origin: Any) -> None:
         """A session channel's accepted action, sequenced and sent to its subscribers."""
         uri = session_uri(session_id)
         envelope = self.sequencer.stamp(uri, to_wire(action), origin)
-        for connection in self.connections:
-            if uri in connection.channels:
-                connection.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+        for connection in tuple(self._listeners.get(uri, ())):
+            connection.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+
+
+def listening_key(identity: str, uri: str) -> str:
+    """Whose subscriptions a channel's broadcasts reach: the root's are per identity."""
+    return f"{ROOT} {identity}" if uri == ROOT else uri
 
 
 class Connection:
@@ -572,11 +582,27 @@ class Connection:
             for task in self._tasks:
                 task.cancel()
 
+    def join(self, uri: str) -> None:
+        """Subscribe this connection to a channel."""
+        self.channels.add(uri)
+        self.server._listeners.setdefault(listening_key(self.identity, uri), set()).add(self)
+
+    def leave(self, uri: str) -> None:
+        """Unsubscribe this connection from a channel."""
+        self.channels.discard(uri)
+        key = listening_key(self.identity, uri)
+        listeners = self.server._listeners.get(key)
+        if listeners is not None:
+            listeners.discard(self)
+            if not listeners:
+                del self.server._listeners[key]
+        channel = self.server._channels.get(uri)
+        if channel is not None:
+            channel.subscribers.discard(self)
+
     def detach(self) -> None:
-        for uri in self.channels:
-            channel = self.server._channels.get(uri)
-            if channel is not None:
-                channel.subscribers.discard(self)
+        for uri in list(self.channels):
+            self.leave(uri)
         if self.client_id is not None:
             self.server.client_left(self.client_id)
 
@@ -656,10 +682,7 @@ class Connection:
         if method == "unsubscribe":
             uri = params.get("channel")
             if isinstance(uri, str) and uri in self.channels:
-                self.channels.discard(uri)
-                channel = self.server._channels.get(uri)
-                if channel is not None:
-                    channel.subscribers.discard(self)
+                self.leave(uri)
         elif method == "dispatchAction":
             try:
                 self._dispatches.put_nowait(params)
@@ -705,7 +728,7 @@ class Connection:
         if uri not in self.channels and len(self.channels) >= self.limits.subscriptions:
             raise RpcError(INVALID_PARAMS, "too many subscriptions on this connection")
         if uri == ROOT:
-            self.channels.add(uri)
+            self.join(uri)
             providers = sorted(self.server.host.services.providers)
             agents = [{"provider": p, "displayName": p, "models": []} for p in providers]
             return {
@@ -715,13 +738,13 @@ class Connection:
             }
         if uri.startswith(SESSION_PREFIX):
             session = await self.server.session(uri[len(SESSION_PREFIX) :], self.identity)
-            self.channels.add(uri)
+            self.join(uri)
             state = await self._session_state(session)
             return {"resource": uri, "state": state, "fromSeq": self.server.sequencer.seq}
         if uri.startswith(CHAT_PREFIX):
             _, chat = await self.server.chat(uri[len(CHAT_PREFIX) :], self.identity)
             channel = await self.server.channel(chat)
-            self.channels.add(uri)
+            self.join(uri)
             channel.subscribers.add(self)
             return channel.snapshot(legacy_steering=self.legacy_steering)
         raise RpcError(NOT_FOUND, f"unknown channel {uri}")
@@ -753,7 +776,7 @@ class Connection:
         if session_id in self.server._owners:
             raise RpcError(INVALID_PARAMS, f"invalid params: session {session_id} exists")
         # The creator follows the session's lifecycle: creating -> ready, or creationFailed.
-        self.channels.add(uri)
+        self.join(uri)
         try:
             session = await self.server.call(
                 self.server.host.create_session, provider, session_id=session_id
@@ -761,7 +784,7 @@ class Connection:
         except AgentHostError as error:
             failed = {"type": "session/creationFailed", "error": to_wire(error)}
             self.server.session_action(self.identity, session_id, failed, None)
-            self.channels.discard(uri)
+            self.leave(uri)
             raise
         await self.server.call(session.set_config, {OWNER_KEY: self.identity})
         self.server._owners[session_id] = self.identity

@@ -593,3 +593,37 @@ def test_a_client_of_protocol_1_0_sees_the_head_of_the_steering_list_in_the_sing
             await asyncio.to_thread(provider.open, "g")
 
     run(host, body)
+
+
+def test_a_summary_change_reaches_a_client_that_subscribes_to_the_root_again(host: Host) -> None:
+    """The server checks summaries only while the owner listens on the root; what
+    it last sent before that must not hide a change after it."""
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize(initialSubscriptions=["ahp-root://"])
+            session_uri, _ = await new_session(client)
+
+            def titled(title: str) -> Callable[[dict[str, Any]], bool]:
+                return lambda n: (
+                    n.get("method") == "root/sessionSummaryChanged"
+                    and n["params"]["summary"]["title"] == title
+                )
+
+            async def rename(title: str) -> None:
+                await client.dispatch(session_uri, {"type": "session/titleChanged", "title": title})
+                await client.wait_for(action_of("session/titleChanged", title=title))
+
+            await rename("A")
+            await client.wait_for(titled("A"))
+            await client.notify("unsubscribe", {"channel": "ahp-root://"})
+            await rename("B")
+            await client.call("subscribe", {"channel": "ahp-root://"})
+            listed = await client.call("listSessions")
+            assert [s["title"] for s in listed["items"]] == ["B"]
+            client.notifications.clear()
+            await rename("A")
+            await client.wait_for(titled("A"))
+            assert not any(map(titled("B"), client.notifications))
+
+    run(host, body)
