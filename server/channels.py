@@ -29,7 +29,7 @@ from agenthost.messages.events import (
     TurnCancelled,
     TurnStarted,
 )
-from agenthost.messages.reducers import reduce_chat
+from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
 from agenthost.messages.state import ChatState, with_legacy_steering_slot
 from agenthost.messages.wire import to_wire
 
@@ -161,11 +161,25 @@ class ChatChannel:
 
     async def _pump(self, subscription: Subscription) -> None:
         async for event in subscription:
-            if isinstance(event, Lagged):  # never with the server's large queue; say so
-                log.error("channel_lagged", channel=self.uri)
-                break
-            if self.state is not None:
-                self.state = reduce_chat(self.state, event, self._now_ms())
+            # What else is queued goes out in the same step (no await between an
+            # event and the state that includes it): a run of deltas is reduced once.
+            events = [event]
+            while (more := subscription.next_nowait()) is not None:
+                events.append(more)
+            for run in delta_runs(events):
+                if not self._forward(run):
+                    return
+
+    def _forward(self, run: list[ChatEvent]) -> bool:
+        """Fold a run of events (one action, or deltas to one part) into the
+        state, and send each; False once the subscription lagged."""
+        if isinstance(run[0], Lagged):  # never with the server's large queue; say so
+            log.error("channel_lagged", channel=self.uri)
+            return False
+        if self.state is not None:
+            folded = run[0] if len(run) == 1 else joined_delta(run)  # type: ignore[arg-type]
+            self.state = reduce_chat(self.state, folded, self._now_ms())
+        for event in run:
             key = origin_key(event)
             origin = None if key is None else self._origins.pop(key, None)
             envelope = self._sequencer.stamp(self.uri, action_wire(event), origin)
@@ -176,6 +190,7 @@ class ChatChannel:
                 log.exception("channel_observer_failed", channel=self.uri)
             for subscriber in list(self.subscribers):
                 subscriber.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+        return True
 
     async def close(self) -> None:
         if self._subscription is not None:

@@ -1,0 +1,70 @@
+"""A chat channel: one subscription in, sequenced envelopes out, and its own copy
+of the chat state that always agrees with the last envelope sent."""
+
+import asyncio
+from typing import Any
+
+from agenthost.actors.handles import Subscription
+from agenthost.messages.events import (
+    AssistantDelta,
+    ChatEvent,
+    ChatSnapshot,
+    ResponsePartAdded,
+    TurnCompleted,
+    TurnStarted,
+)
+from agenthost.messages.reducers import reduce_chat
+from agenthost.messages.state import ChatState, MarkdownPart, UserMessage
+from agenthost.server.channels import ChatChannel, Sequencer
+
+NOW = 1_000
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    def offer(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+
+
+def test_a_burst_is_sent_event_by_event_and_folded_into_the_state_at_once() -> None:
+    turn: list[ChatEvent] = [
+        TurnStarted(turn_id="t", message=UserMessage(text="hi")),
+        ResponsePartAdded(turn_id="t", part=MarkdownPart(id="p")),
+        *(AssistantDelta(turn_id="t", part_id="p", text=f"{i} ") for i in range(5)),
+        TurnCompleted(turn_id="t"),
+    ]
+    start = ChatState(resource="ahp-chat:/c")
+
+    async def main() -> tuple[ChatChannel, Inbox, list[int]]:
+        subscription = Subscription(100)
+        subscription.push(ChatSnapshot(state=start))
+        channel = ChatChannel("ahp-chat:/c", "s", Sequencer(100), lambda: NOW)
+        await channel.open(subscription)
+        inbox = Inbox()
+        channel.subscribers.add(inbox)
+        seen: list[int] = []
+        channel._on_event = lambda event: seen.append(channel.from_seq)
+        subscription.push_many(turn[:4])  # the reader wakes once for these
+        subscription.push_many(turn[4:])
+        subscription.close()
+        assert channel._task is not None
+        await asyncio.wait_for(channel._task, 10)
+        return channel, inbox, seen
+
+    channel, inbox, seen = asyncio.run(main())
+    expected = start
+    for event in turn:
+        expected = reduce_chat(expected, event, NOW)
+    assert channel.state == expected
+    assert channel.state.turns[-1].response_parts[0].content == "0 1 2 3 4 "  # type: ignore[union-attr]
+    envelopes = [m["params"] for m in inbox.messages]
+    assert [e["action"]["type"] for e in envelopes] == [
+        "chat/turnStarted",
+        "chat/responsePart",
+        *["chat/delta"] * 5,
+        "chat/turnComplete",
+    ]
+    assert [e["serverSeq"] for e in envelopes] == list(range(1, 9)) == seen
+    assert channel.from_seq == 8
