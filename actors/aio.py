@@ -27,7 +27,8 @@ from typing import Any, cast
 
 import pykka
 
-from agenthost.actors.handles import Ticket
+from agenthost.actors.chat import Attach
+from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.protocol import AdoptSession, GetChat, LoadSession
 from agenthost.actors.runtime import RuntimeFuture
 from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session, _check_text
@@ -124,6 +125,19 @@ async def chat(
     session: Session, chat_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
 ) -> Chat:
     return Chat(session, await _session_call(session, GetChat(chat_id=chat_id), timeout))
+
+
+async def subscribe(
+    chat: Chat, *, maxsize: int | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> Subscription:
+    """`Chat.subscribe`; a call that fails or is cancelled leaves nothing attached."""
+    subscription = chat._subscription(maxsize)
+    try:
+        await _chat_call(chat, Attach(subscription=subscription), timeout)
+    except BaseException:
+        subscription.close()
+        raise
+    return subscription
 
 
 async def summary(session: Session, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:

@@ -508,14 +508,22 @@ class Chat:
         self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None
     ) -> Subscription:
         """Events of this chat: first a ChatSnapshot, then live events."""
+        subscription = self._subscription(maxsize)
+        try:
+            self._call(Attach(subscription=subscription), timeout)
+        except BaseException:
+            subscription.close()  # a call that failed leaves nothing attached
+            raise
+        return subscription
+
+    def _subscription(self, maxsize: int | None) -> Subscription:
+        """A new subscription to this chat, not attached yet; closing it detaches it."""
         size = maxsize or self.session._host.services.subscriber_queue_size
         subscription = Subscription(size, session_id=self.session.id, chat_id=self.id)
-        self._call(Attach(subscription=subscription), timeout)
-        ref = self._ref
 
         def detach(sub: Subscription) -> None:
             with contextlib.suppress(pykka.ActorDeadError):
-                ref.tell(Detach(subscription=sub))
+                self._ref.tell(Detach(subscription=sub))
 
         subscription._detach = detach
         return subscription

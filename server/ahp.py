@@ -363,10 +363,24 @@ class AhpServer:
             self._handles[session_id] = handle
         return handle
 
-    def forget_session(self, session_id: str) -> None:
+    async def forget_session(self, session_id: str) -> None:
+        """The session was disposed: nothing of it stays here, not even its
+        subscribers (anyone may create a session with its id again)."""
         self._owners.pop(session_id, None)
         self._handles.pop(session_id, None)
         self._summaries.pop(session_id, None)
+        chats = [c for c, s in self._chat_sessions.items() if s == session_id]
+        for uri in (session_uri(session_id), *map(chat_uri, chats)):
+            await self.close_channel(uri)
+
+    async def close_channel(self, uri: str) -> None:
+        """A disposed session's or chat's channel: every subscriber leaves it."""
+        for connection in tuple(self._listeners.get(uri, ())):
+            connection.leave(uri)
+        channel = self._channels.pop(uri, None)
+        if channel is not None:
+            self._chat_sessions.pop(uri.removeprefix(CHAT_PREFIX), None)
+            await channel.close()
 
     async def chat(self, chat_id: str, identity: str) -> tuple[Session, Chat]:
         session_id = self._chat_sessions.get(chat_id)
@@ -388,10 +402,11 @@ class AhpServer:
 
     async def channel(self, chat: Chat) -> ChatChannel:
         uri = chat_uri(chat.id)
-        channel = self._channels.get(uri)
-        if channel is not None:
-            await channel.opened()
-            return channel
+        while (channel := self._channels.get(uri)) is not None:
+            if await channel.opened():
+                return channel
+            if self._channels.get(uri) is channel:  # its opener failed: open afresh
+                del self._channels[uri]
         session_id = chat.session.id
         channel = ChatChannel(
             uri,
@@ -401,7 +416,11 @@ class AhpServer:
             lambda event: self._observe(session_id, event),
         )
         self._channels[uri] = channel
-        subscription = await self.call(chat.subscribe, maxsize=1_000_000)
+        try:
+            subscription = await aio.subscribe(chat, maxsize=1_000_000)
+        except BaseException:
+            channel.abandon()
+            raise
         await channel.open(subscription)
         return channel
 
@@ -428,11 +447,11 @@ class AhpServer:
         owner = self._owners.get(session_id)
         if owner is None:
             return
-        if not self._listeners.get(listening_key(owner, ROOT)):
-            self._summaries.pop(session_id, None)
-            return
         if session_id in self._checking:
             self._checking[session_id] = True
+            return
+        if not self._listeners.get(listening_key(owner, ROOT)):
+            self._summaries.pop(session_id, None)
             return
         self._checking[session_id] = False
 
@@ -441,7 +460,9 @@ class AhpServer:
                 while True:
                     session = await self._open(session_id)
                     summary = _listed(await aio.summary(session))
-                    if self._summaries.get(session_id) != summary:
+                    if not self._listeners.get(listening_key(owner, ROOT)):
+                        self._summaries.pop(session_id, None)  # it reached nobody
+                    elif self._summaries.get(session_id) != summary:
                         self._summaries[session_id] = summary
                         params = {"channel": ROOT, "summary": summary}
                         self.broadcast_root(owner, "root/sessionSummaryChanged", params)
@@ -800,7 +821,7 @@ class Connection:
         uri = _field(params, "channel", str)
         session = await self.server.session(uri.removeprefix(SESSION_PREFIX), self.identity)
         await self.server.call(session.dispose)
-        self.server.forget_session(session.id)
+        await self.server.forget_session(session.id)
         self.server.broadcast_root(
             self.identity, "root/sessionRemoved", {"channel": ROOT, "resource": uri}
         )
@@ -817,9 +838,7 @@ class Connection:
         uri = _field(params, "channel", str)
         session, chat = await self.server.chat(uri.removeprefix(CHAT_PREFIX), self.identity)
         await self.server.call(session.dispose_chat, chat.id)
-        channel = self.server._channels.pop(uri, None)
-        if channel is not None:
-            await channel.close()
+        await self.server.close_channel(uri)
         return {}
 
     async def _list_sessions(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -890,6 +909,11 @@ class Connection:
             self._reject(uri, action, origin, error.message)
         except AgentHostError as error:
             self._reject(uri, action, origin, error.message)
+        except TimeoutError:
+            self._reject(uri, action, origin, "the host did not answer in time")
+        except Exception:  # the dispatcher must outlive any one action
+            self._log.exception("dispatch_failed", action_type=action.get("type"))
+            self._reject(uri, action, origin, "internal error")
 
     def _reject(self, uri: str, action: Any, origin: Any, reason: str) -> None:
         self.server.metrics.rejected_actions += 1

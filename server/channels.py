@@ -129,6 +129,7 @@ class ChatChannel:
         self._task: asyncio.Task[None] | None = None
         self._subscription: Subscription | None = None
         self._opened = asyncio.Event()
+        self._abandoned = False
 
     def expect(self, key: Hashable, origin: dict[str, Any]) -> None:
         """The next host event under `key` answers this client action."""
@@ -138,8 +139,14 @@ class ChatChannel:
         self._origins.pop(key, None)
 
     async def open(self, subscription: Subscription) -> None:
-        """Start from the subscription's snapshot; then follow it."""
-        first = await anext(aiter(subscription))
+        """Start from the subscription's snapshot; then follow it. Failed or
+        cancelled, the subscription is closed and `opened` answers False."""
+        try:
+            first = await anext(aiter(subscription))
+        except BaseException:
+            subscription.close()
+            self.abandon()
+            raise
         assert isinstance(first, ChatSnapshot)
         self.state = first.state
         self.from_seq = self._sequencer.seq
@@ -147,9 +154,16 @@ class ChatChannel:
         self._task = asyncio.get_running_loop().create_task(self._pump(subscription))
         self._opened.set()
 
-    async def opened(self) -> None:
-        """Wait until another caller's `open` has taken the snapshot."""
+    async def opened(self) -> bool:
+        """Wait until another caller's `open` has taken the snapshot; False if
+        opening failed (the channel is not served: open a new one)."""
         await self._opened.wait()
+        return not self._abandoned
+
+    def abandon(self) -> None:
+        """Opening failed: wake whoever waits in `opened`."""
+        self._abandoned = True
+        self._opened.set()
 
     def snapshot(self, legacy_steering: bool = False) -> dict[str, Any]:
         """The chat as its stream shows it; with `legacy_steering` (a peer of

@@ -119,6 +119,29 @@ def test_the_asyncio_calls_restore_a_released_session_too(
     host.stop()
 
 
+def test_a_subscribe_its_caller_gave_up_on_never_keeps_the_session_watched(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = start(db_path, clock)
+    chat = host.create_session().chat()
+    assert chat.send("hello").result(timeout=10).state is OutcomeState.COMPLETE
+    runner.run()
+
+    async def give_up() -> None:
+        attaching = asyncio.ensure_future(aio.subscribe(chat))
+        await asyncio.sleep(0)  # the Attach is sent; nobody has delivered it yet
+        attaching.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await attaching
+
+    asyncio.run(give_up())
+    runner.run()  # the chat gets the Attach after its caller left
+    clock.advance(GRACE)
+    runner.run()
+    assert counters(host)["released"] == 1
+    host.stop()
+
+
 def test_a_restored_session_is_never_collected(
     db_path: Path, runner: DeterministicRunner, clock: FakeClock
 ) -> None:

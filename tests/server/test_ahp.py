@@ -9,7 +9,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from agenthost.actors import Host
+from agenthost.actors import Host, aio
+from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.server.ahp import Limits
 from tests.server.ahp_client import (
@@ -50,6 +51,13 @@ async def turns_once_ended(client: AhpClient, chat: str, turn_id: str) -> list[d
 
 def by_origin(client_seq: int) -> Callable[[dict[str, Any]], bool]:
     return lambda n: n.get("params", {}).get("origin", {}).get("clientSeq") == client_seq
+
+
+ROOT_CHANGED = "root/sessionSummaryChanged"
+
+
+def titled(title: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda n: n.get("method") == ROOT_CHANGED and n["params"]["summary"]["title"] == title
 
 
 def turn(text: str, turn_id: str | None = None) -> dict[str, Any]:
@@ -604,12 +612,6 @@ def test_a_summary_change_reaches_a_client_that_subscribes_to_the_root_again(hos
             await client.initialize(initialSubscriptions=["ahp-root://"])
             session_uri, _ = await new_session(client)
 
-            def titled(title: str) -> Callable[[dict[str, Any]], bool]:
-                return lambda n: (
-                    n.get("method") == "root/sessionSummaryChanged"
-                    and n["params"]["summary"]["title"] == title
-                )
-
             async def rename(title: str) -> None:
                 await client.dispatch(session_uri, {"type": "session/titleChanged", "title": title})
                 await client.wait_for(action_of("session/titleChanged", title=title))
@@ -625,5 +627,123 @@ def test_a_summary_change_reaches_a_client_that_subscribes_to_the_root_again(hos
             await rename("A")
             await client.wait_for(titled("A"))
             assert not any(map(titled("B"), client.notifications))
+
+    run(host, body)
+
+
+def test_a_change_while_a_summary_check_runs_is_checked_after_it(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner leaves the root and comes back while a check is in flight: the
+    change made meanwhile still gets its own check, so the older summary is
+    never the last one sent."""
+    real = aio.summary
+    held = asyncio.Event()
+    release = asyncio.Event()
+    hold = [True]
+
+    async def held_back(session: Any, **kwargs: Any) -> Any:
+        summary = await real(session, **kwargs)  # as the session had it then
+        if hold:
+            hold.clear()
+            held.set()
+            await release.wait()
+        return summary
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize(initialSubscriptions=["ahp-root://"])
+            session_uri, _ = await new_session(client)
+
+            async def rename(title: str) -> None:
+                await client.dispatch(session_uri, {"type": "session/titleChanged", "title": title})
+                await client.wait_for(action_of("session/titleChanged", title=title))
+
+            monkeypatch.setattr(aio, "summary", held_back)
+            await rename("A")
+            await asyncio.wait_for(held.wait(), 10)  # the check for A has its answer
+            await client.notify("unsubscribe", {"channel": "ahp-root://"})
+            await rename("B")
+            await client.call("subscribe", {"channel": "ahp-root://"})
+            release.set()
+            await client.wait_for(titled("B"))
+            sent = [n for n in client.notifications if n.get("method") == ROOT_CHANGED]
+            assert [n["params"]["summary"]["title"] for n in sent] == ["A", "B"]
+
+    run(host, body)
+
+
+def test_a_disposed_session_keeps_no_subscribers_for_whoever_reuses_its_id(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as alice, server.client(OTHER_TOKEN) as bob:
+            await alice.initialize()
+            await bob.initialize(client_id="c2")
+            uri = "ahp-session:/shared-id"
+            created = await alice.call("createSession", {"channel": uri})
+            chat = created["state"]["defaultChat"]
+            await alice.call("subscribe", {"channel": chat})
+            await alice.call("disposeSession", {"channel": uri})
+            await bob.call("createSession", {"channel": uri})
+            await bob.dispatch(uri, {"type": "session/titleChanged", "title": "bob's"})
+            await bob.wait_for(action_of("session/titleChanged", title="bob's"))
+            await alice.call("ping")  # anything sent to alice before this has arrived
+            assert not any("bob's" in json.dumps(n) for n in alice.notifications)
+            assert not any(a["action"]["type"] == "session/ready" for a in alice.actions(uri)[1:])
+
+    run(host, body)
+
+
+def test_an_action_the_host_does_not_answer_in_time_is_rejected_and_the_next_one_runs(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = aio.send
+    slow = [True]
+
+    async def times_out_once(*args: Any, **kwargs: Any) -> Any:
+        if slow:
+            slow.clear()
+            raise TimeoutError("no reply to SendMessage within 10 s")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(aio, "send", times_out_once)
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            _, chat = await new_session(client)
+            await client.call("subscribe", {"channel": chat})
+            await client.dispatch(chat, turn("first", "t-1"))
+            rejected = await client.wait_for(lambda n: "rejectionReason" in n.get("params", {}))
+            assert rejected["params"]["rejectionReason"] == "the host did not answer in time"
+            await client.dispatch(chat, turn("second", "t-2"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t-2"))
+
+    run(host, body)
+
+
+def test_a_chat_channel_that_failed_to_open_is_opened_afresh_by_the_next_subscriber(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = aio.subscribe
+    failing = [True]
+
+    async def fails_once(*args: Any, **kwargs: Any) -> Any:
+        if failing:
+            failing.clear()
+            raise AgentHostError(code=ErrorCode.STORE_ERROR, message="try again")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(aio, "subscribe", fails_once)
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            _, chat = await new_session(client)
+            with pytest.raises(RpcFailed):
+                await client.call("subscribe", {"channel": chat})
+            snapshot = (await client.call("subscribe", {"channel": chat}))["snapshot"]
+            assert snapshot["resource"] == chat
+            await client.dispatch(chat, turn("hello", "t-1"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t-1"))
 
     run(host, body)
