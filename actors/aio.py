@@ -29,7 +29,7 @@ import pykka
 
 from agenthost.actors.chat import Attach
 from agenthost.actors.handles import Subscription, Ticket
-from agenthost.actors.protocol import AdoptSession, GetChat, LoadSession
+from agenthost.actors.protocol import AdoptSession, FindChat, GetChat, LoadSession
 from agenthost.actors.runtime import RuntimeFuture
 from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session, _check_text
 from agenthost.messages.commands import CreateSession, GetSessionSummary, SendMessage, TurnOutcome
@@ -98,6 +98,16 @@ async def open_session(host: Host, session_id: str, *, timeout: float = DEFAULT_
         raise AgentHostError(code=ErrorCode.NOT_FOUND, message=f"no session {session_id}")
     adopt = _ask(host._host_ref, AdoptSession(record=record))
     return Session(host, await wait(adopt, max(deadline - time.monotonic(), 0.0)))
+
+
+async def chat_session_id(
+    host: Host, chat_id: str, *, timeout: float = DEFAULT_TIMEOUT
+) -> str | None:
+    """`Host.chat_session_id`: the session a stored chat belongs to, or None."""
+    session_id: str | None = await wait(
+        _ask(host.services.store, FindChat(chat_id=chat_id)), timeout
+    )
+    return session_id
 
 
 async def send(

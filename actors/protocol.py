@@ -51,6 +51,13 @@ class ListSessionRows:
 
 
 @attrs.frozen
+class FindChat:
+    """Which session a chat belongs to (None: no such chat)."""
+
+    chat_id: str
+
+
+@attrs.frozen
 class Flush:
     """Commit now and answer once committed (used by stop paths and tests)."""
 

@@ -11,7 +11,14 @@ from typing import Any
 import attrs
 import structlog
 
-from agenthost.actors.protocol import Flush, ListSessionRows, LoadSession, Write, WriteMany
+from agenthost.actors.protocol import (
+    FindChat,
+    Flush,
+    ListSessionRows,
+    LoadSession,
+    Write,
+    WriteMany,
+)
 from agenthost.actors.runtime import Actor, ThreadingRuntime, handles
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
@@ -71,6 +78,12 @@ class StoreActor(Actor):
         rows = self._store.list_sessions()
         self._commit_if_drained()  # it may be what drains the mailbox behind a write
         return rows
+
+    @handles(FindChat)
+    def _find_chat(self, message: FindChat) -> str | None:
+        session_id = self._store.chat_session(message.chat_id)
+        self._commit_if_drained()
+        return session_id
 
     @handles(Flush)
     def _flush(self, message: Flush) -> bool:

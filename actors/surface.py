@@ -33,6 +33,7 @@ from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.host import HostActor, Lifecycle, SessionInfo
 from agenthost.actors.protocol import (
     AdoptSession,
+    FindChat,
     Flush,
     GetChat,
     GetCounters,
@@ -320,6 +321,12 @@ class Host:
 
     def list_sessions(self, *, timeout: float = DEFAULT_TIMEOUT) -> list[SessionSummary]:
         return list(_ask(self._services.store, ListSessionRows(), timeout))
+
+    def chat_session_id(self, chat_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> str | None:
+        """The id of the session a stored chat belongs to (None: no such chat);
+        nothing is loaded into memory."""
+        session_id: str | None = _ask(self._services.store, FindChat(chat_id=chat_id), timeout)
+        return session_id
 
     @property
     def _host_ref(self) -> pykka.ActorRef[Any]:

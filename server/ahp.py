@@ -377,28 +377,27 @@ class AhpServer:
         """A disposed session's or chat's channel: every subscriber leaves it."""
         for connection in tuple(self._listeners.get(uri, ())):
             connection.leave(uri)
+        if uri.startswith(CHAT_PREFIX):
+            self._chat_sessions.pop(uri[len(CHAT_PREFIX) :], None)
         channel = self._channels.pop(uri, None)
         if channel is not None:
-            self._chat_sessions.pop(uri.removeprefix(CHAT_PREFIX), None)
             await channel.close()
 
     async def chat(self, chat_id: str, identity: str) -> tuple[Session, Chat]:
+        """The chat and its session, if `identity` owns it; otherwise "not found".
+        A chat the server has not seen yet is looked up in the store: only its
+        own session is loaded."""
         session_id = self._chat_sessions.get(chat_id)
         if session_id is None:
-            await self._learn_chats(identity)
-            session_id = self._chat_sessions.get(chat_id)
+            session_id = await aio.chat_session_id(self.host, chat_id)
         if session_id is None:
             raise RpcError(NOT_FOUND, f"chat {chat_id} not found")
-        session = await self.session(session_id, identity)
+        try:
+            session = await self.session(session_id, identity)
+        except RpcError as error:
+            raise RpcError(NOT_FOUND, f"chat {chat_id} not found") from error
+        self._chat_sessions[chat_id] = session_id
         return session, await aio.chat(session, chat_id)
-
-    async def _learn_chats(self, identity: str) -> None:
-        for summary in await self.call(self.host.list_sessions):
-            if dict(summary.config).get(OWNER_KEY) == identity:
-                self._owners[summary.id] = identity
-                session = await self.call(self.host.open_session, summary.id)
-                for chat in await self.call(session.chats):
-                    self._chat_sessions[chat.id] = summary.id
 
     async def channel(self, chat: Chat) -> ChatChannel:
         uri = chat_uri(chat.id)

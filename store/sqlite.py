@@ -427,6 +427,11 @@ class SqliteStore:
             for r in rows
         ]
 
+    def chat_session(self, chat_id: str) -> str | None:
+        """The id of the session the chat belongs to, or None."""
+        row = self._conn.execute("SELECT session_id FROM chats WHERE id = ?", (chat_id,)).fetchone()
+        return None if row is None else str(row[0])
+
     def load_session(self, session_id: str) -> SessionRecord | None:
         db = self._conn
         row = db.execute(

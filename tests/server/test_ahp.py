@@ -12,7 +12,7 @@ import pytest
 from agenthost.actors import Host, aio
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
-from agenthost.server.ahp import Limits
+from agenthost.server.ahp import OWNER_KEY, Limits
 from tests.server.ahp_client import (
     OTHER_TOKEN,
     AhpClient,
@@ -745,5 +745,38 @@ def test_a_chat_channel_that_failed_to_open_is_opened_afresh_by_the_next_subscri
             assert snapshot["resource"] == chat
             await client.dispatch(chat, turn("hello", "t-1"))
             await client.wait_for(action_of("chat/turnComplete", turnId="t-1"))
+
+    run(host, body)
+
+
+def test_a_chat_the_server_has_not_seen_loads_only_its_own_session(
+    start_host: Callable[..., Host],
+) -> None:
+    """After a restart a client names a chat: the server finds its session in
+    the store and loads that one, not every session of the identity."""
+    first = start_host(ScriptedProvider())
+    sessions = [first.create_session() for _ in range(3)]
+    for session in sessions:
+        session.set_config({OWNER_KEY: "alice"})
+    chat_id = sessions[1].chat().id
+    bobs = first.create_session()
+    bobs.set_config({OWNER_KEY: "bob"})
+    bobs_chat_id = bobs.chat().id
+    first.stop()
+    host = start_host(ScriptedProvider())
+    assert host.chat_session_id(chat_id) == sessions[1].id
+    assert host.chat_session_id("no-such-chat") is None
+    assert host.counters()["resident"] == 0
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            snapshot = (await client.call("subscribe", {"channel": f"ahp-chat:/{chat_id}"}))[
+                "snapshot"
+            ]
+            assert snapshot["resource"] == f"ahp-chat:/{chat_id}"
+            assert (await asyncio.to_thread(host.counters))["resident"] == 1
+            with pytest.raises(RpcFailed):  # bob's chat is not alice's to see
+                await client.call("subscribe", {"channel": f"ahp-chat:/{bobs_chat_id}"})
 
     run(host, body)
