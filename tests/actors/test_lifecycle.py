@@ -11,6 +11,7 @@ import pytest
 
 from agenthost.actors import DeterministicRunner, FakeClock, Host, aio, use_runtime
 from agenthost.actors.protocol import IdleTimerFired, SessionActivity
+from agenthost.actors.surface import Chat, Session
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.commands import SendMessage
 from agenthost.providers import ScriptedProvider
@@ -49,6 +50,20 @@ def counters(host: Host) -> dict[str, int]:
     return {k: v for k, v in host.counters().items() if k in ("released", "draft_gc_disposed")}
 
 
+def released_after_a_turn(
+    host: Host, runner: DeterministicRunner, clock: FakeClock
+) -> tuple[Session, Chat]:
+    """A session that ran a turn, then sat idle and unwatched until released."""
+    session = host.create_session()
+    chat = session.chat()
+    assert chat.send("hello").result(timeout=10).state is OutcomeState.COMPLETE
+    runner.run()
+    clock.advance(GRACE)
+    runner.run()
+    assert counters(host) == {"released": 1, "draft_gc_disposed": 0}
+    return session, chat
+
+
 def test_an_unused_draft_is_collected_after_its_last_subscriber_leaves(
     db_path: Path, runner: DeterministicRunner, clock: FakeClock
 ) -> None:
@@ -73,13 +88,7 @@ def test_a_session_that_ran_a_turn_is_released_never_collected_and_comes_back(
     db_path: Path, runner: DeterministicRunner, clock: FakeClock
 ) -> None:
     host = start(db_path, clock)
-    session = host.create_session()
-    chat = session.chat()
-    assert chat.send("hello").result(timeout=10).state is OutcomeState.COMPLETE
-    runner.run()
-    clock.advance(GRACE)
-    runner.run()
-    assert counters(host) == {"released": 1, "draft_gc_disposed": 0}
+    session, chat = released_after_a_turn(host, runner, clock)
     assert session.id in stored(host)
     # The handles still work: the session is restored from the store.
     assert chat.send("again").result(timeout=10).state is OutcomeState.COMPLETE
@@ -91,13 +100,7 @@ def test_the_asyncio_calls_restore_a_released_session_too(
     db_path: Path, runner: DeterministicRunner, clock: FakeClock
 ) -> None:
     host = start(db_path, clock)
-    session = host.create_session()
-    chat = session.chat()
-    assert chat.send("hello").result(timeout=10).state is OutcomeState.COMPLETE
-    runner.run()
-    clock.advance(GRACE)
-    runner.run()
-    assert counters(host)["released"] == 1
+    session, chat = released_after_a_turn(host, runner, clock)
 
     async def client() -> list[str]:
         with pytest.raises(AgentHostError) as caught:

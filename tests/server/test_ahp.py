@@ -603,6 +603,12 @@ def test_a_client_of_protocol_1_0_sees_the_head_of_the_steering_list_in_the_sing
     run(host, body)
 
 
+async def rename(client: AhpClient, session_uri: str, title: str) -> None:
+    """Retitle the session; returns once the session channel shows it."""
+    await client.dispatch(session_uri, {"type": "session/titleChanged", "title": title})
+    await client.wait_for(action_of("session/titleChanged", title=title))
+
+
 def test_a_summary_change_reaches_a_client_that_subscribes_to_the_root_again(host: Host) -> None:
     """The server checks summaries only while the owner listens on the root; what
     it last sent before that must not hide a change after it."""
@@ -612,19 +618,15 @@ def test_a_summary_change_reaches_a_client_that_subscribes_to_the_root_again(hos
             await client.initialize(initialSubscriptions=["ahp-root://"])
             session_uri, _ = await new_session(client)
 
-            async def rename(title: str) -> None:
-                await client.dispatch(session_uri, {"type": "session/titleChanged", "title": title})
-                await client.wait_for(action_of("session/titleChanged", title=title))
-
-            await rename("A")
+            await rename(client, session_uri, "A")
             await client.wait_for(titled("A"))
             await client.notify("unsubscribe", {"channel": "ahp-root://"})
-            await rename("B")
+            await rename(client, session_uri, "B")
             await client.call("subscribe", {"channel": "ahp-root://"})
             listed = await client.call("listSessions")
             assert [s["title"] for s in listed["items"]] == ["B"]
             client.notifications.clear()
-            await rename("A")
+            await rename(client, session_uri, "A")
             await client.wait_for(titled("A"))
             assert not any(map(titled("B"), client.notifications))
 
@@ -655,15 +657,11 @@ def test_a_change_while_a_summary_check_runs_is_checked_after_it(
             await client.initialize(initialSubscriptions=["ahp-root://"])
             session_uri, _ = await new_session(client)
 
-            async def rename(title: str) -> None:
-                await client.dispatch(session_uri, {"type": "session/titleChanged", "title": title})
-                await client.wait_for(action_of("session/titleChanged", title=title))
-
             monkeypatch.setattr(aio, "summary", held_back)
-            await rename("A")
+            await rename(client, session_uri, "A")
             await asyncio.wait_for(held.wait(), 10)  # the check for A has its answer
             await client.notify("unsubscribe", {"channel": "ahp-root://"})
-            await rename("B")
+            await rename(client, session_uri, "B")
             await client.call("subscribe", {"channel": "ahp-root://"})
             release.set()
             await client.wait_for(titled("B"))
@@ -693,19 +691,23 @@ def test_a_disposed_session_keeps_no_subscribers_for_whoever_reuses_its_id(host:
     run(host, body)
 
 
+def fail_once(monkeypatch: pytest.MonkeyPatch, call: str, error: Exception) -> None:
+    """`aio.<call>`, as the server makes it, raises `error` once, then works."""
+    real = getattr(aio, call)
+    errors = [error]
+
+    async def failing(*args: Any, **kwargs: Any) -> Any:
+        if errors:
+            raise errors.pop()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(aio, call, failing)
+
+
 def test_an_action_the_host_does_not_answer_in_time_is_rejected_and_the_next_one_runs(
     host: Host, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = aio.send
-    slow = [True]
-
-    async def times_out_once(*args: Any, **kwargs: Any) -> Any:
-        if slow:
-            slow.clear()
-            raise TimeoutError("no reply to SendMessage within 10 s")
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(aio, "send", times_out_once)
+    fail_once(monkeypatch, "send", TimeoutError("no reply to SendMessage within 10 s"))
 
     async def body(server: Server) -> None:
         async with server.client() as client:
@@ -724,16 +726,7 @@ def test_an_action_the_host_does_not_answer_in_time_is_rejected_and_the_next_one
 def test_a_chat_channel_that_failed_to_open_is_opened_afresh_by_the_next_subscriber(
     host: Host, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = aio.subscribe
-    failing = [True]
-
-    async def fails_once(*args: Any, **kwargs: Any) -> Any:
-        if failing:
-            failing.clear()
-            raise AgentHostError(code=ErrorCode.STORE_ERROR, message="try again")
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(aio, "subscribe", fails_once)
+    fail_once(monkeypatch, "subscribe", AgentHostError(code=ErrorCode.STORE_ERROR, message="again"))
 
     async def body(server: Server) -> None:
         async with server.client() as client:
