@@ -231,7 +231,7 @@ class AhpServer:
         self._client_sessions: dict[str, set[str]] = {}  # client id -> sessions it acted in
         self._summaries: dict[str, dict[str, Any]] = {}  # session id -> last summary sent
         self._handles: dict[str, Session] = {}  # session id -> its handle
-        self._checking: dict[str, bool] = {}  # session id -> changed again while checking
+        self._checking: dict[str, _SummaryCheck] = {}  # session id -> its check in flight
         self._background: set[asyncio.Task[None]] = set()
         self.accepting = True
         self.running_turns = 0
@@ -369,6 +369,7 @@ class AhpServer:
         self._owners.pop(session_id, None)
         self._handles.pop(session_id, None)
         self._summaries.pop(session_id, None)
+        self._checking.pop(session_id, None)  # a check in flight sends nothing now
         chats = [c for c, s in self._chat_sessions.items() if s == session_id]
         for uri in (session_uri(session_id), *map(chat_uri, chats)):
             await self.close_channel(uri)
@@ -441,35 +442,37 @@ class AhpServer:
 
         One check per session at a time; a change meanwhile runs one more
         check after it, so the last summary sent is never an older one. With
-        none of the owner's connections on the root there is nothing to check,
-        and the next check after one subscribes sends whatever it finds."""
+        none of the owner's connections on the root there is nothing to check:
+        the summary last sent is forgotten, so the next check sends what it finds."""
         owner = self._owners.get(session_id)
         if owner is None:
             return
-        if session_id in self._checking:
-            self._checking[session_id] = True
+        running = self._checking.get(session_id)
+        if running is not None:
+            running.again = True
             return
         if not self._listeners.get(listening_key(owner, ROOT)):
             self._summaries.pop(session_id, None)
             return
-        self._checking[session_id] = False
+        current = self._checking[session_id] = _SummaryCheck()
 
         async def check() -> None:
             try:
                 while True:
                     session = await self._open(session_id)
                     summary = _listed(await aio.summary(session))
-                    if not self._listeners.get(listening_key(owner, ROOT)):
-                        self._summaries.pop(session_id, None)  # it reached nobody
-                    elif self._summaries.get(session_id) != summary:
+                    if self._checking.get(session_id) is not current:
+                        return  # disposed meanwhile: the id may be another owner's now
+                    if self._summaries.get(session_id) != summary:
                         self._summaries[session_id] = summary
                         params = {"channel": ROOT, "summary": summary}
                         self.broadcast_root(owner, "root/sessionSummaryChanged", params)
-                    if not self._checking.get(session_id):
+                    if not current.again:
                         return
-                    self._checking[session_id] = False
+                    current.again = False
             finally:
-                self._checking.pop(session_id, None)
+                if self._checking.get(session_id) is current:
+                    del self._checking[session_id]
 
         task = asyncio.get_running_loop().create_task(check())
         self._background.add(task)
@@ -520,6 +523,13 @@ class AhpServer:
         envelope = self.sequencer.stamp(uri, to_wire(action), origin)
         for connection in tuple(self._listeners.get(uri, ())):
             connection.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+
+
+@attrs.define
+class _SummaryCheck:
+    """A session's summary check in flight; `again`: it may have changed since."""
+
+    again: bool = False
 
 
 def listening_key(identity: str, uri: str) -> str:
@@ -908,8 +918,8 @@ class Connection:
             self._reject(uri, action, origin, error.message)
         except AgentHostError as error:
             self._reject(uri, action, origin, error.message)
-        except TimeoutError:
-            self._reject(uri, action, origin, "the host did not answer in time")
+        except TimeoutError:  # not refused: the host may still act (its event answers then)
+            self._log.warning("dispatch_timed_out", action_type=action.get("type"))
         except Exception:  # the dispatcher must outlive any one action
             self._log.exception("dispatch_failed", action_type=action.get("type"))
             self._reject(uri, action, origin, "internal error")
@@ -926,50 +936,48 @@ class Connection:
         if kind == "chat/turnStarted":
             text = _text(action)
             turn_id = _field(action, "turnId", str)
-            channel.expect(("turn", turn_id), origin)
             started = time.monotonic()
-            ticket = await aio.send(chat, text, client_id=self.client_id, turn_id=turn_id)
-            handle = TurnHandle(ticket)
-            if handle.done():  # settled without a turn: refused, or a local command
-                outcome = handle.result(timeout=0)
-                if outcome.state is OutcomeState.REJECTED and outcome.error is not None:
-                    channel.forget(("turn", turn_id))
-                    raise outcome.error
-                return
+            with channel.expecting(("turn", turn_id), origin):
+                ticket = await aio.send(chat, text, client_id=self.client_id, turn_id=turn_id)
+                handle = TurnHandle(ticket)
+                if handle.done():  # settled without a turn: refused, or a local command
+                    outcome = handle.result(timeout=0)
+                    if outcome.state is OutcomeState.REJECTED and outcome.error is not None:
+                        raise outcome.error
+                    return
             self.server.watch_turn(handle, started)
         elif kind == "chat/turnCancelled":
             turn_id = _field(action, "turnId", str)
             state = await call(chat.state)
             if state.active_turn_id != turn_id:
                 raise RpcError(INVALID_PARAMS, f"turn {turn_id} is not running")
-            channel.expect(("cancelled", turn_id), origin)
-            await call(chat.cancel)
+            with channel.expecting(("cancelled", turn_id), origin):
+                await call(chat.cancel)
         elif kind == "chat/pendingMessageSet":
             pending_id = _field(action, "id", str)
             text = _text(action)
-            channel.expect(("pending", pending_id), origin)
-            if action.get("kind") == PendingKind.STEERING.value:
-                await call(chat.steer, text, client_id=self.client_id, pending_id=pending_id)
-            elif pending_id in {m.id for m in (await call(chat.state)).queued_messages}:
-                await call(chat.edit_pending, pending_id, text)
-            else:
-                await call(chat.send, text, client_id=self.client_id, pending_id=pending_id)
+            with channel.expecting(("pending", pending_id), origin):
+                if action.get("kind") == PendingKind.STEERING.value:
+                    await call(chat.steer, text, client_id=self.client_id, pending_id=pending_id)
+                elif pending_id in {m.id for m in (await call(chat.state)).queued_messages}:
+                    await call(chat.edit_pending, pending_id, text)
+                else:
+                    await call(chat.send, text, client_id=self.client_id, pending_id=pending_id)
         elif kind == "chat/pendingMessageRemoved":
             pending_id = _field(action, "id", str, required=False) or _field(
                 action, "pendingId", str
             )
-            channel.expect(("removed", pending_id), origin)
-            removed = await call(chat.remove_pending, pending_id, client_id=self.client_id)
-            if not removed:
-                channel.forget(("removed", pending_id))
-                raise RpcError(INVALID_PARAMS, "the model already had this steering message")
+            with channel.expecting(("removed", pending_id), origin):
+                removed = await call(chat.remove_pending, pending_id, client_id=self.client_id)
+                if not removed:
+                    raise RpcError(INVALID_PARAMS, "the model already had this steering message")
         elif kind == "chat/queuedMessagesReordered":
             order = _field(action, "order", list)
-            channel.expect(("reordered",), origin)
-            await call(chat.reorder_queue, [str(i) for i in order])
+            with channel.expecting(("reordered",), origin):
+                await call(chat.reorder_queue, [str(i) for i in order])
         elif kind == "chat/truncated":
-            channel.expect(("truncated",), origin)
-            await call(chat.truncate, action.get("turnId"))
+            with channel.expecting(("truncated",), origin):
+                await call(chat.truncate, action.get("turnId"))
         elif kind == "chat/toolCallConfirmed":
             approved = _field(action, "approved", bool)
             await call(chat.answer, _field(action, "toolCallId", str), approved=approved)

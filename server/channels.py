@@ -12,7 +12,7 @@ its `fromSeq` always agree. A client-dispatched action carries its origin
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Protocol
 
 import structlog
@@ -131,12 +131,19 @@ class ChatChannel:
         self._opened = asyncio.Event()
         self._abandoned = False
 
-    def expect(self, key: Hashable, origin: dict[str, Any]) -> None:
-        """The next host event under `key` answers this client action."""
+    @contextlib.contextmanager
+    def expecting(self, key: Hashable, origin: dict[str, Any]) -> Iterator[None]:
+        """The next host event under `key` answers the client action run in the
+        block, unless it fails. A timeout or a cancel keeps the origin: the
+        host may still act, and its event then answers the action."""
         self._origins[key] = origin
-
-    def forget(self, key: Hashable) -> None:
-        self._origins.pop(key, None)
+        try:
+            yield
+        except TimeoutError:
+            raise
+        except Exception:
+            self._origins.pop(key, None)
+            raise
 
     async def open(self, subscription: Subscription) -> None:
         """Start from the subscription's snapshot; then follow it. Failed or

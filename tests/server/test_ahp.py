@@ -671,6 +671,44 @@ def test_a_change_while_a_summary_check_runs_is_checked_after_it(
     run(host, body)
 
 
+def test_a_summary_check_in_flight_when_its_session_is_disposed_sends_nothing(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alice's check waits for its answer while she disposes the session and bob
+    creates one with the same id: the check must not tell alice of bob's
+    session, nor keep bob's own checks from running."""
+    real = aio.summary
+    held = asyncio.Event()
+    release = asyncio.Event()
+    hold = [True]
+
+    async def held_back(session: Any, **kwargs: Any) -> Any:
+        if hold:  # this check asks only after the dispose
+            hold.clear()
+            held.set()
+            await release.wait()
+        return await real(session, **kwargs)
+
+    async def body(server: Server) -> None:
+        async with server.client() as alice, server.client(OTHER_TOKEN) as bob:
+            await alice.initialize(initialSubscriptions=["ahp-root://"])
+            await bob.initialize(client_id="c2", initialSubscriptions=["ahp-root://"])
+            uri = "ahp-session:/shared-id"
+            await alice.call("createSession", {"channel": uri})
+            monkeypatch.setattr(aio, "summary", held_back)
+            await rename(alice, uri, "alice's")
+            await asyncio.wait_for(held.wait(), 10)
+            await alice.call("disposeSession", {"channel": uri})
+            await bob.call("createSession", {"channel": uri})
+            await rename(bob, uri, "bob's")
+            release.set()
+            await bob.wait_for(titled("bob's"))
+            await alice.call("ping")  # anything sent to alice before this has arrived
+            assert not any("bob's" in json.dumps(n) for n in alice.notifications)
+
+    run(host, body)
+
+
 def test_a_disposed_session_keeps_no_subscribers_for_whoever_reuses_its_id(host: Host) -> None:
     async def body(server: Server) -> None:
         async with server.client() as alice, server.client(OTHER_TOKEN) as bob:
@@ -691,34 +729,78 @@ def test_a_disposed_session_keeps_no_subscribers_for_whoever_reuses_its_id(host:
     run(host, body)
 
 
-def fail_once(monkeypatch: pytest.MonkeyPatch, call: str, error: Exception) -> None:
-    """`aio.<call>`, as the server makes it, raises `error` once, then works."""
+def fail_once(
+    monkeypatch: pytest.MonkeyPatch, call: str, error: Exception, done: bool = False
+) -> None:
+    """`aio.<call>`, as the server makes it, raises `error` once (with `done`,
+    after the call did its work: a late answer), then works."""
     real = getattr(aio, call)
     errors = [error]
 
     async def failing(*args: Any, **kwargs: Any) -> Any:
+        if errors and not done:
+            raise errors.pop()
+        result = await real(*args, **kwargs)
         if errors:
             raise errors.pop()
-        return await real(*args, **kwargs)
+        return result
 
     monkeypatch.setattr(aio, call, failing)
 
 
-def test_an_action_the_host_does_not_answer_in_time_is_rejected_and_the_next_one_runs(
+def test_an_action_the_host_answers_late_is_not_refused_and_its_event_answers_it(
     host: Host, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fail_once(monkeypatch, "send", TimeoutError("no reply to SendMessage within 10 s"))
+    """A timeout is no refusal: the send may still run (here it did), and the
+    turn's own event then answers the client's action. The connection goes on."""
+    late = TimeoutError("no reply to SendMessage within 10 s")
+    fail_once(monkeypatch, "send", late, done=True)
 
     async def body(server: Server) -> None:
         async with server.client() as client:
             await client.initialize()
             _, chat = await new_session(client)
             await client.call("subscribe", {"channel": chat})
-            await client.dispatch(chat, turn("first", "t-1"))
-            rejected = await client.wait_for(lambda n: "rejectionReason" in n.get("params", {}))
-            assert rejected["params"]["rejectionReason"] == "the host did not answer in time"
-            await client.dispatch(chat, turn("second", "t-2"))
+            first = await client.dispatch(chat, turn("first", "t-1"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t-1"))
+            second = await client.dispatch(chat, turn("second", "t-2"))
             await client.wait_for(action_of("chat/turnComplete", turnId="t-2"))
+            answers = [client.wait_for(by_origin(seq)) for seq in (first, second)]
+            for answer in await asyncio.gather(*answers):
+                assert answer["params"]["action"]["type"] == "chat/turnStarted"
+            assert not any("rejectionReason" in n.get("params", {}) for n in client.notifications)
+
+    run(host, body)
+
+
+def test_an_action_that_fails_forgets_its_origin(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused, the action is answered by the refusal alone: a later event of
+    the same kind carries no stale origin."""
+    fail_once(monkeypatch, "send", AgentHostError(code=ErrorCode.STORE_ERROR, message="full"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            _, chat = await new_session(client)
+            await client.call("subscribe", {"channel": chat})
+            refused = await client.dispatch(chat, turn("first", "t-1"))
+            rejection = await client.wait_for(by_origin(refused))
+            assert rejection["params"]["rejectionReason"] == "full"
+
+            def send_from_the_host() -> None:
+                chat_id = chat.removeprefix("ahp-chat:/")
+                session_id = host.chat_session_id(chat_id)
+                assert session_id is not None
+                host.open_session(session_id).chat(chat_id).send("x", turn_id="t-1")
+
+            await asyncio.to_thread(send_from_the_host)
+            started = action_of("chat/turnStarted", turnId="t-1")
+            ran = await client.wait_for(
+                lambda n: started(n) and "rejectionReason" not in n["params"]
+            )
+            assert "origin" not in ran["params"]
 
     run(host, body)
 
