@@ -347,8 +347,8 @@ class AhpServer:
         if owner is None:
             await self._open(session_id)
             config = dict(await self.call(self._handles[session_id].config))
-            owner = config.get(OWNER_KEY, "")
-            self._owners[session_id] = owner
+            # What the creator wrote meanwhile wins over what this read found.
+            owner = self._owners.setdefault(session_id, config.get(OWNER_KEY, ""))
         if owner != identity:
             raise RpcError(NOT_FOUND, f"session {session_id} not found")
         return await self._open(session_id)
