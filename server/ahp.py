@@ -345,8 +345,10 @@ class AhpServer:
         a dispatch never reloads its session from the store."""
         owner = self._owners.get(session_id)
         if owner is None:
-            await self._open(session_id)
-            config = dict(await self.call(self._handles[session_id].config))
+            handle = await self._open(session_id)
+            config = dict(await self.call(handle.config))
+            if self._handles.get(session_id) is not handle:  # disposed meanwhile
+                raise RpcError(NOT_FOUND, f"session {session_id} not found")
             # What the creator wrote meanwhile wins over what this read found.
             owner = self._owners.setdefault(session_id, config.get(OWNER_KEY, ""))
         if owner != identity:
@@ -918,8 +920,8 @@ class Connection:
             self._reject(uri, action, origin, error.message)
         except AgentHostError as error:
             self._reject(uri, action, origin, error.message)
-        except TimeoutError:  # not refused: the host may still act (its event answers then)
-            self._log.warning("dispatch_timed_out", action_type=action.get("type"))
+        except TimeoutError:
+            self._reject(uri, action, origin, "the host did not answer in time (it may still act)")
         except Exception:  # the dispatcher must outlive any one action
             self._log.exception("dispatch_failed", action_type=action.get("type"))
             self._reject(uri, action, origin, "internal error")
@@ -939,12 +941,13 @@ class Connection:
             started = time.monotonic()
             with channel.expecting(("turn", turn_id), origin):
                 ticket = await aio.send(chat, text, client_id=self.client_id, turn_id=turn_id)
-                handle = TurnHandle(ticket)
-                if handle.done():  # settled without a turn: refused, or a local command
-                    outcome = handle.result(timeout=0)
-                    if outcome.state is OutcomeState.REJECTED and outcome.error is not None:
-                        raise outcome.error
-                    return
+            handle = TurnHandle(ticket)
+            if handle.done():  # settled without a turn: refused, or a local command
+                channel.forget(("turn", turn_id), origin)
+                outcome = handle.result(timeout=0)
+                if outcome.state is OutcomeState.REJECTED and outcome.error is not None:
+                    raise outcome.error
+                return
             self.server.watch_turn(handle, started)
         elif kind == "chat/turnCancelled":
             turn_id = _field(action, "turnId", str)

@@ -134,16 +134,20 @@ class ChatChannel:
     @contextlib.contextmanager
     def expecting(self, key: Hashable, origin: dict[str, Any]) -> Iterator[None]:
         """The next host event under `key` answers the client action run in the
-        block, unless it fails. A timeout or a cancel keeps the origin: the
-        host may still act, and its event then answers the action."""
+        block, unless the block raises (refused, timed out or cancelled: the
+        client is told so, and an event the host may still make goes out as
+        the host's own)."""
         self._origins[key] = origin
         try:
             yield
-        except TimeoutError:
+        except BaseException:
+            self.forget(key, origin)
             raise
-        except Exception:
-            self._origins.pop(key, None)
-            raise
+
+    def forget(self, key: Hashable, origin: dict[str, Any]) -> None:
+        """Drop this origin (not one another client set under the key since)."""
+        if self._origins.get(key) is origin:
+            del self._origins[key]
 
     async def open(self, subscription: Subscription) -> None:
         """Start from the subscription's snapshot; then follow it. Failed or

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from agenthost.actors import Host, aio
+from agenthost.actors import Host, Session, aio
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.server.ahp import OWNER_KEY, Limits
@@ -730,31 +731,47 @@ def test_a_disposed_session_keeps_no_subscribers_for_whoever_reuses_its_id(host:
 
 
 def fail_once(
-    monkeypatch: pytest.MonkeyPatch, call: str, error: Exception, done: bool = False
+    monkeypatch: pytest.MonkeyPatch, call: str, error: Exception, late: bool = False
 ) -> None:
-    """`aio.<call>`, as the server makes it, raises `error` once (with `done`,
-    after the call did its work: a late answer), then works."""
+    """`aio.<call>`, as the server makes it, raises `error` once, then works.
+    With `late` the call still goes ahead, after the caller gave up (the host
+    answered after the deadline)."""
     real = getattr(aio, call)
     errors = [error]
+    going_ahead: list[asyncio.Task[Any]] = []
 
     async def failing(*args: Any, **kwargs: Any) -> Any:
-        if errors and not done:
-            raise errors.pop()
-        result = await real(*args, **kwargs)
         if errors:
+            if late:
+                going_ahead.append(asyncio.ensure_future(real(*args, **kwargs)))
             raise errors.pop()
-        return result
+        return await real(*args, **kwargs)
 
     monkeypatch.setattr(aio, call, failing)
 
 
-def test_an_action_the_host_answers_late_is_not_refused_and_its_event_answers_it(
+def start_turn_from_the_host(host: Host, chat: str, turn_id: str) -> None:
+    """A turn no client dispatched (its event carries no origin)."""
+    chat_id = chat.removeprefix("ahp-chat:/")
+    session_id = host.chat_session_id(chat_id)
+    assert session_id is not None
+    host.open_session(session_id).chat(chat_id).send("x", turn_id=turn_id)
+
+
+def turn_ran(turn_id: str) -> Callable[[dict[str, Any]], bool]:
+    """The host's chat/turnStarted for `turn_id` (not a rejection's echo)."""
+    started = action_of("chat/turnStarted", turnId=turn_id)
+    return lambda n: started(n) and "rejectionReason" not in n["params"]
+
+
+def test_an_action_the_host_answers_late_is_refused_once_and_the_next_one_runs(
     host: Host, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A timeout is no refusal: the send may still run (here it did), and the
-    turn's own event then answers the client's action. The connection goes on."""
+    """A timeout is answered by a rejection that says the host may still act;
+    the host did act here, and its turn goes out as its own (no second answer
+    to the client's action). The connection goes on."""
     late = TimeoutError("no reply to SendMessage within 10 s")
-    fail_once(monkeypatch, "send", late, done=True)
+    fail_once(monkeypatch, "send", late, late=True)
 
     async def body(server: Server) -> None:
         async with server.client() as client:
@@ -765,10 +782,28 @@ def test_an_action_the_host_answers_late_is_not_refused_and_its_event_answers_it
             await client.wait_for(action_of("chat/turnComplete", turnId="t-1"))
             second = await client.dispatch(chat, turn("second", "t-2"))
             await client.wait_for(action_of("chat/turnComplete", turnId="t-2"))
-            answers = [client.wait_for(by_origin(seq)) for seq in (first, second)]
-            for answer in await asyncio.gather(*answers):
-                assert answer["params"]["action"]["type"] == "chat/turnStarted"
-            assert not any("rejectionReason" in n.get("params", {}) for n in client.notifications)
+            answers = [n["params"] for n in client.notifications if by_origin(first)(n)]
+            assert [a.get("rejectionReason") for a in answers] == [
+                "the host did not answer in time (it may still act)"
+            ]
+            accepted = await client.wait_for(by_origin(second))
+            assert "rejectionReason" not in accepted["params"]
+
+    run(host, body)
+
+
+def test_a_local_command_leaves_no_origin_behind(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            _, chat = await new_session(client)
+            await client.call("subscribe", {"channel": chat})
+            handled = await client.dispatch(chat, turn("/help", "h-1"))
+            await client.dispatch(chat, turn("hello", "t-1"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t-1"))
+            assert not any(map(by_origin(handled), client.notifications))  # no turn, no echo
+            await asyncio.to_thread(start_turn_from_the_host, host, chat, "h-1")
+            assert "origin" not in (await client.wait_for(turn_ran("h-1")))["params"]
 
     run(host, body)
 
@@ -788,19 +823,8 @@ def test_an_action_that_fails_forgets_its_origin(
             refused = await client.dispatch(chat, turn("first", "t-1"))
             rejection = await client.wait_for(by_origin(refused))
             assert rejection["params"]["rejectionReason"] == "full"
-
-            def send_from_the_host() -> None:
-                chat_id = chat.removeprefix("ahp-chat:/")
-                session_id = host.chat_session_id(chat_id)
-                assert session_id is not None
-                host.open_session(session_id).chat(chat_id).send("x", turn_id="t-1")
-
-            await asyncio.to_thread(send_from_the_host)
-            started = action_of("chat/turnStarted", turnId="t-1")
-            ran = await client.wait_for(
-                lambda n: started(n) and "rejectionReason" not in n["params"]
-            )
-            assert "origin" not in ran["params"]
+            await asyncio.to_thread(start_turn_from_the_host, host, chat, "t-1")
+            assert "origin" not in (await client.wait_for(turn_ran("t-1")))["params"]
 
     run(host, body)
 
@@ -853,5 +877,45 @@ def test_a_chat_the_server_has_not_seen_loads_only_its_own_session(
             assert (await asyncio.to_thread(host.counters))["resident"] == 1
             with pytest.raises(RpcFailed):  # bob's chat is not alice's to see
                 await client.call("subscribe", {"channel": f"ahp-chat:/{bobs_chat_id}"})
+
+    run(host, body)
+
+
+def test_an_ownership_lookup_that_outlives_a_dispose_leaves_the_id_free(
+    start_host: Callable[..., Host], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lookup reads the owner, the session is disposed before the read
+    returns: the lookup must not record the old owner for an id that is free."""
+    host = start_host(ScriptedProvider())
+    session_id = host.create_session().id
+    host.open_session(session_id).set_config({OWNER_KEY: "alice"})
+    real = Session.config
+    reading = threading.Event()
+    release = threading.Event()
+    hold = [True]
+
+    def held_back(self: Session, **kwargs: Any) -> dict[str, str]:
+        config = real(self, **kwargs)
+        if hold:
+            hold.clear()
+            reading.set()
+            release.wait(10)
+        return config
+
+    monkeypatch.setattr(Session, "config", held_back)
+    uri = f"ahp-session:/{session_id}"
+
+    async def body(server: Server) -> None:
+        async with server.client() as alice, server.client(OTHER_TOKEN) as bob:
+            await alice.initialize()
+            await bob.initialize(client_id="c2")
+            looking = asyncio.ensure_future(alice.call("subscribe", {"channel": uri}))
+            await asyncio.to_thread(reading.wait, 10)
+            await alice.call("disposeSession", {"channel": uri})
+            release.set()
+            with pytest.raises(RpcFailed):
+                await looking
+            created = await bob.call("createSession", {"channel": uri})
+            assert created["resource"] == uri
 
     run(host, body)
