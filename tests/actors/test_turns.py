@@ -26,7 +26,7 @@ from agenthost.providers.scripted import (
     ScriptedProvider,
 )
 from agenthost.store import SqliteStore
-from tests.fakes.events import events_until_turn_end
+from tests.fakes.events import events_until, events_until_turn_end
 
 SHAPES = ["copilot", "claude", "codex"]
 
@@ -101,6 +101,9 @@ def test_cancel_ends_the_running_turn_as_cancelled(shaped) -> None:
     sub = chat.subscribe()
     turn = chat.send("long")
     provider.wait_reached("never", timeout=10)
+    # The user saw "start" before cancelling (it may still be on its way to the
+    # chat when the provider reaches the gate).
+    events_until(sub, lambda e: isinstance(e, AssistantDelta) and e.text == "start")
     assert chat.cancel() is True
     outcome = turn.result(timeout=10)
     assert outcome.state is OutcomeState.CANCELLED

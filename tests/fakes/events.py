@@ -1,5 +1,7 @@
 """Helpers to read a subscription in tests."""
 
+from collections.abc import Callable
+
 from agenthost.actors import Subscription
 from agenthost.messages.events import TERMINAL_EVENTS, ChatEvent
 
@@ -14,6 +16,16 @@ def events_until_turn_end(
         seen.append(event)
         if isinstance(event, TERMINAL_EVENTS) and event.turn_id == turn_id:
             return seen
+
+
+def events_until(
+    sub: Subscription, seen_enough: Callable[[ChatEvent], bool], timeout: float = 10.0
+) -> list[ChatEvent]:
+    """Every event up to and including the first one that `seen_enough` accepts."""
+    seen: list[ChatEvent] = []
+    while not seen or not seen_enough(seen[-1]):
+        seen.append(sub.next(timeout))
+    return seen
 
 
 def drain_events(sub: Subscription, turns: int, timeout: float = 10.0) -> list[ChatEvent]:
