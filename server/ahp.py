@@ -19,8 +19,10 @@ Rules kept here:
 """
 
 import asyncio
+import bisect
 import concurrent.futures
 import functools
+import itertools
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -86,6 +88,9 @@ class Limits:
     burst: int = 400
     page: int = 100
     client_tool_grace_s: float = 30.0
+    # A chat channel nobody follows is closed after this, so its session can
+    # leave memory (a client reconnecting within it finds the channel open).
+    channel_idle_s: float = 60.0
 
 
 class RpcError(Exception):
@@ -150,6 +155,9 @@ def negotiate(offered: list[Any]) -> str | None:
     return None
 
 
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)  # seconds
+
+
 @attrs.define
 class Metrics:
     """What /metrics reports (Prometheus text)."""
@@ -159,9 +167,19 @@ class Metrics:
     steering_withdrawn: int = 0
     steering_not_withdrawn: int = 0
     connections: int = 0
-    latencies: list[float] = attrs.field(factory=list)
+    chat_channels: int = 0
+    # The turn latency histogram: counts per bucket (not every latency: the
+    # server runs for months), their sum and count.
+    latency_buckets: list[int] = attrs.field(factory=lambda: [0] * len(LATENCY_BUCKETS))
+    latency_sum: float = 0.0
+    latency_count: int = 0
 
-    BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+    def turn_took(self, seconds: float) -> None:
+        self.latency_sum += seconds
+        self.latency_count += 1
+        index = bisect.bisect_left(LATENCY_BUCKETS, seconds)
+        if index < len(LATENCY_BUCKETS):
+            self.latency_buckets[index] += 1
 
     def render(self, counters: Mapping[str, int]) -> str:
         lines = [
@@ -169,6 +187,8 @@ class Metrics:
             f"agenthost_live_sessions {counters.get('resident', 0)}",
             "# TYPE agenthost_connections gauge",
             f"agenthost_connections {self.connections}",
+            "# TYPE agenthost_chat_channels gauge",
+            f"agenthost_chat_channels {self.chat_channels}",
             "# TYPE agenthost_turns_total counter",
         ]
         lines += [
@@ -187,13 +207,13 @@ class Metrics:
             f"agenthost_gc_disposals_total {counters.get('draft_gc_disposed', 0)}",
             "# TYPE agenthost_turn_latency_seconds histogram",
         ]
-        for bound in self.BUCKETS:
-            count = sum(1 for value in self.latencies if value <= bound)
+        cumulative = itertools.accumulate(self.latency_buckets)
+        for bound, count in zip(LATENCY_BUCKETS, cumulative, strict=True):
             lines.append(f'agenthost_turn_latency_seconds_bucket{{le="{bound}"}} {count}')
         lines += [
-            f'agenthost_turn_latency_seconds_bucket{{le="+Inf"}} {len(self.latencies)}',
-            f"agenthost_turn_latency_seconds_sum {sum(self.latencies):.6f}",
-            f"agenthost_turn_latency_seconds_count {len(self.latencies)}",
+            f'agenthost_turn_latency_seconds_bucket{{le="+Inf"}} {self.latency_count}',
+            f"agenthost_turn_latency_seconds_sum {self.latency_sum:.6f}",
+            f"agenthost_turn_latency_seconds_count {self.latency_count}",
         ]
         return "\n".join(lines) + "\n"
 
@@ -224,6 +244,7 @@ class AhpServer:
         # channel -> the connections subscribed to it (the root's: per identity)
         self._listeners: dict[str, set[Connection]] = {}
         self._channels: dict[str, ChatChannel] = {}
+        self._idle_channels: dict[str, asyncio.TimerHandle] = {}  # chat channel -> its close
         self._chat_sessions: dict[str, str] = {}  # chat id -> session id
         self._owners: dict[str, str] = {}  # session id -> identity
         self._client_ids: dict[str, str] = {}  # client id -> identity
@@ -259,6 +280,7 @@ class AhpServer:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         counters = await self.call(self.host.counters)
+        self.metrics.chat_channels = len(self._channels)
         return web.Response(text=self.metrics.render(counters), content_type="text/plain")
 
     def _identity(self, request: web.Request) -> str | None:
@@ -302,7 +324,7 @@ class AhpServer:
         async def watch() -> None:
             try:
                 await handle
-                self.metrics.latencies.append(time.monotonic() - started)
+                self.metrics.turn_took(time.monotonic() - started)
             finally:
                 self.running_turns -= 1
                 if self.running_turns == 0:
@@ -380,6 +402,9 @@ class AhpServer:
         """A disposed session's or chat's channel: every subscriber leaves it."""
         for connection in tuple(self._listeners.get(uri, ())):
             connection.leave(uri)
+        idle = self._idle_channels.pop(uri, None)
+        if idle is not None:
+            idle.cancel()
         if uri.startswith(CHAT_PREFIX):
             self._chat_sessions.pop(uri[len(CHAT_PREFIX) :], None)
         channel = self._channels.pop(uri, None)
@@ -404,6 +429,9 @@ class AhpServer:
 
     async def channel(self, chat: Chat) -> ChatChannel:
         uri = chat_uri(chat.id)
+        idle = self._idle_channels.pop(uri, None)
+        if idle is not None:
+            idle.cancel()  # followed again: it stays open
         while (channel := self._channels.get(uri)) is not None:
             if await channel.opened():
                 return channel
@@ -425,6 +453,24 @@ class AhpServer:
             raise
         await channel.open(subscription)
         return channel
+
+    def channel_unfollowed(self, uri: str) -> None:
+        """The chat channel's last subscriber left: close it after a grace."""
+        if uri in self._idle_channels:
+            return
+        loop = asyncio.get_running_loop()
+
+        def close() -> None:
+            del self._idle_channels[uri]
+            channel = self._channels.get(uri)
+            if channel is None or channel.subscribers:
+                return
+            del self._channels[uri]
+            task = loop.create_task(channel.close())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+        self._idle_channels[uri] = loop.call_later(self.limits.channel_idle_s, close)
 
     def _observe(self, session_id: str, event: ChatEvent) -> None:
         """Count what /metrics reports; tell owners when a session's summary changed."""
@@ -629,8 +675,10 @@ class Connection:
             if not listeners:
                 del self.server._listeners[key]
         channel = self.server._channels.get(uri)
-        if channel is not None:
+        if channel is not None and self in channel.subscribers:
             channel.subscribers.discard(self)
+            if not channel.subscribers:
+                self.server.channel_unfollowed(uri)
 
     def detach(self) -> None:
         for uri in list(self.channels):

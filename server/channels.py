@@ -84,6 +84,17 @@ class Sequencer:
     def __init__(self, replay: int) -> None:
         self.seq = 0
         self._buffer: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay)
+        # chat channel -> the last seen seq a replay of it must start from or
+        # after (None: closed, not recorded now): one from before would miss
+        # what the chat did while nobody recorded it
+        self._recorded_from: dict[str, int | None] = {}
+
+    def recording(self, channel: str, on: bool) -> None:
+        """A chat channel opened (its events are stamped from now) or closed.
+        Reopened, even a client that saw everything up to the close replays
+        from a snapshot: what happened while it was closed has no seq."""
+        reopened = channel in self._recorded_from
+        self._recorded_from[channel] = (self.seq + reopened) if on else None
 
     def stamp(
         self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None
@@ -97,12 +108,16 @@ class Sequencer:
 
     def since(self, last_seen: int, channels: set[str]) -> list[dict[str, Any]] | None:
         """The envelopes of `channels` after `last_seen`, or None when the buffer
-        no longer reaches back that far."""
+        no longer reaches back that far or a channel was not recorded all along."""
         if last_seen > self.seq:
             return None
         oldest = self._buffer[0][0] if self._buffer else self.seq + 1
         if last_seen < oldest - 1:
             return None
+        for channel in channels & self._recorded_from.keys():
+            start = self._recorded_from[channel]
+            if start is None or start > last_seen:
+                return None
         return [env for seq, ch, env in self._buffer if seq > last_seen and ch in channels]
 
 
@@ -161,6 +176,7 @@ class ChatChannel:
         assert isinstance(first, ChatSnapshot)
         self.state = first.state
         self.from_seq = self._sequencer.seq
+        self._sequencer.recording(self.uri, True)
         self._subscription = subscription
         self._task = asyncio.get_running_loop().create_task(self._pump(subscription))
         self._opened.set()
@@ -219,6 +235,7 @@ class ChatChannel:
 
     async def close(self) -> None:
         if self._subscription is not None:
+            self._sequencer.recording(self.uri, False)
             self._subscription.close()
         if self._task is not None:
             self._task.cancel()

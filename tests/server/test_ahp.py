@@ -919,3 +919,48 @@ def test_an_ownership_lookup_that_outlives_a_dispose_leaves_the_id_free(
             assert created["resource"] == uri
 
     run(host, body)
+
+
+def test_a_chat_channel_nobody_follows_closes_after_its_grace(host: Host) -> None:
+    """Its subscription would keep the session in memory for good; a client
+    that comes back gets a fresh snapshot, never a replay with a hole."""
+
+    async def channels(server: Server) -> str:
+        async with server.http.get(server.url + "metrics") as metrics:
+            text = await metrics.text()
+        return next(line for line in text.splitlines() if line.startswith("agenthost_chat_"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize(client_id="phone")
+            _, chat = await new_session(client)
+            await client.call("subscribe", {"channel": chat})
+            await client.dispatch(chat, turn("one", "t1"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            seen = client.actions(chat)[-1]["serverSeq"]
+            assert await channels(server) == "agenthost_chat_channels 1"
+            await client.notify("unsubscribe", {"channel": chat})
+            await client.call("ping")  # the grace is 0: the channel closes meanwhile
+            assert await channels(server) == "agenthost_chat_channels 0"
+            await asyncio.to_thread(start_turn_from_the_host, host, chat, "t2")
+            result = await client.call(
+                "reconnect",
+                {"clientId": "phone", "lastSeenServerSeq": seen, "subscriptions": [chat]},
+            )
+            assert result["type"] == "snapshot"  # t2 ran while nobody recorded the chat
+            turns = result["snapshots"][0]["state"]["turns"]
+            active = result["snapshots"][0]["state"].get("activeTurn")
+            assert [t["id"] for t in turns] + ([active["id"]] if active else []) == ["t1", "t2"]
+
+    async def back_in_time(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            _, chat = await new_session(client)
+            await client.call("subscribe", {"channel": chat})
+            await client.notify("unsubscribe", {"channel": chat})
+            await client.call("ping")
+            await client.call("subscribe", {"channel": chat})
+            assert await channels(server) == "agenthost_chat_channels 1"
+
+    run(host, body, Limits(channel_idle_s=0.0))
+    run(host, back_in_time)

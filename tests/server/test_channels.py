@@ -15,6 +15,7 @@ from agenthost.messages.events import (
 )
 from agenthost.messages.reducers import reduce_chat
 from agenthost.messages.state import ChatState, MarkdownPart, UserMessage
+from agenthost.server.ahp import Metrics
 from agenthost.server.channels import ChatChannel, Sequencer
 
 NOW = 1_000
@@ -68,3 +69,36 @@ def test_a_burst_is_sent_event_by_event_and_folded_into_the_state_at_once() -> N
     ]
     assert [e["serverSeq"] for e in envelopes] == list(range(1, 9)) == seen
     assert channel.from_seq == 8
+
+
+def test_a_replay_never_spans_a_time_a_chat_channel_was_not_recorded() -> None:
+    sequencer = Sequencer(100)
+    sequencer.stamp("ahp-root://", {"type": "x"})  # seq 1
+    sequencer.recording("ahp-chat:/c", True)  # opened at 1: its events after 1 are kept
+    sequencer.stamp("ahp-chat:/c", {"type": "a"})  # 2
+    assert [e["serverSeq"] for e in sequencer.since(1, {"ahp-chat:/c"}) or []] == [2]
+    assert sequencer.since(0, {"ahp-chat:/c"}) is None  # from before it was opened
+    sequencer.recording("ahp-chat:/c", False)  # closed: what the chat does now has no seq
+    assert sequencer.since(2, {"ahp-chat:/c"}) is None
+    assert sequencer.since(2, {"ahp-root://"}) == []  # other channels replay as before
+    sequencer.recording("ahp-chat:/c", True)  # reopened at 2
+    assert sequencer.since(2, {"ahp-chat:/c"}) is None  # saw all up to the close: not enough
+    sequencer.stamp("ahp-chat:/c", {"type": "b"})  # 3
+    assert sequencer.since(3, {"ahp-chat:/c"}) == []
+    sequencer.stamp("ahp-chat:/c", {"type": "c"})  # 4
+    assert [e["serverSeq"] for e in sequencer.since(3, {"ahp-chat:/c"}) or []] == [4]
+
+
+def test_the_turn_latency_histogram_counts_without_keeping_every_latency() -> None:
+    metrics = Metrics()
+    for seconds in (0.01, 0.05, 0.3, 100.0):
+        metrics.turn_took(seconds)
+    text = metrics.render({})
+    assert 'agenthost_turn_latency_seconds_bucket{le="0.05"} 2' in text
+    assert 'agenthost_turn_latency_seconds_bucket{le="0.25"} 2' in text
+    assert 'agenthost_turn_latency_seconds_bucket{le="0.5"} 3' in text
+    assert 'agenthost_turn_latency_seconds_bucket{le="60.0"} 3' in text
+    assert 'agenthost_turn_latency_seconds_bucket{le="+Inf"} 4' in text
+    assert "agenthost_turn_latency_seconds_count 4" in text
+    assert "agenthost_turn_latency_seconds_sum 100.360000" in text
+    assert sum(metrics.latency_buckets) == 3  # four turns, no list of them
