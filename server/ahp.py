@@ -351,6 +351,8 @@ class AhpServer:
         await self.close_connections()
         for task in list(self._background):
             task.cancel()
+        for idle in self._idle_channels.values():
+            idle.cancel()
         for channel in list(self._channels.values()):
             await channel.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
