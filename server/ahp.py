@@ -21,6 +21,7 @@ Rules kept here:
 import asyncio
 import bisect
 import concurrent.futures
+import contextlib
 import functools
 import itertools
 import json
@@ -33,6 +34,7 @@ import structlog
 from aiohttp import WSMsgType, web
 
 from agenthost.actors import aio
+from agenthost.actors.clock import TimerHandle
 from agenthost.actors.surface import Chat, Host, Session, TurnHandle
 from agenthost.messages.commands import OutcomeState
 from agenthost.messages.errors import AgentHostError, ErrorCode
@@ -244,7 +246,7 @@ class AhpServer:
         # channel -> the connections subscribed to it (the root's: per identity)
         self._listeners: dict[str, set[Connection]] = {}
         self._channels: dict[str, ChatChannel] = {}
-        self._idle_channels: dict[str, asyncio.TimerHandle] = {}  # chat channel -> its close
+        self._idle_channels: dict[str, TimerHandle] = {}  # chat channel -> its close
         self._chat_sessions: dict[str, str] = {}  # chat id -> session id
         self._owners: dict[str, str] = {}  # session id -> identity
         self._client_ids: dict[str, str] = {}  # client id -> identity
@@ -431,12 +433,9 @@ class AhpServer:
 
     async def channel(self, chat: Chat) -> ChatChannel:
         uri = chat_uri(chat.id)
-        idle = self._idle_channels.pop(uri, None)
-        if idle is not None:
-            idle.cancel()  # followed again: it stays open
         while (channel := self._channels.get(uri)) is not None:
             if await channel.opened():
-                return channel
+                return self._followed_or_closing(channel)
             if self._channels.get(uri) is channel:  # its opener failed: open afresh
                 del self._channels[uri]
         session_id = chat.session.id
@@ -454,16 +453,24 @@ class AhpServer:
             channel.abandon()
             raise
         await channel.open(subscription)
+        return self._followed_or_closing(channel)
+
+    def _followed_or_closing(self, channel: ChatChannel) -> ChatChannel:
+        """A channel a dispatch opened, and nobody follows, closes like one its
+        last subscriber left (a subscriber adds itself before the close is due)."""
+        if not channel.subscribers:
+            self.channel_unfollowed(channel.uri)
         return channel
 
     def channel_unfollowed(self, uri: str) -> None:
-        """The chat channel's last subscriber left: close it after a grace."""
+        """Nobody follows the chat channel: close it after a grace (on the
+        host's clock), unless someone follows it by then."""
         if uri in self._idle_channels:
             return
         loop = asyncio.get_running_loop()
 
         def close() -> None:
-            del self._idle_channels[uri]
+            self._idle_channels.pop(uri, None)
             channel = self._channels.get(uri)
             if channel is None or channel.subscribers:
                 return
@@ -472,7 +479,12 @@ class AhpServer:
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
-        self._idle_channels[uri] = loop.call_later(self.limits.channel_idle_s, close)
+        def due() -> None:  # on the clock's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(close)
+
+        clock = self.host.services.clock
+        self._idle_channels[uri] = clock.call_later(self.limits.channel_idle_s, due)
 
     def _observe(self, session_id: str, event: ChatEvent) -> None:
         """Count what /metrics reports; tell owners when a session's summary changed."""

@@ -84,17 +84,19 @@ class Sequencer:
     def __init__(self, replay: int) -> None:
         self.seq = 0
         self._buffer: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay)
-        # chat channel -> the last seen seq a replay of it must start from or
-        # after (None: closed, not recorded now): one from before would miss
-        # what the chat did while nobody recorded it
-        self._recorded_from: dict[str, int | None] = {}
+        # open chat channel -> the seq its events are stamped after; a replay
+        # of it from before that would miss what the chat did meanwhile
+        self._recorded_from: dict[str, int] = {}
 
     def recording(self, channel: str, on: bool) -> None:
         """A chat channel opened (its events are stamped from now) or closed.
-        Reopened, even a client that saw everything up to the close replays
-        from a snapshot: what happened while it was closed has no seq."""
-        reopened = channel in self._recorded_from
-        self._recorded_from[channel] = (self.seq + reopened) if on else None
+        A close takes a seq of its own: what the chat does until it reopens
+        has none, so a client that saw up to the close replays from a snapshot."""
+        if on:
+            self._recorded_from[channel] = self.seq
+        else:
+            self._recorded_from.pop(channel, None)
+            self.seq += 1
 
     def stamp(
         self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None
@@ -114,10 +116,11 @@ class Sequencer:
         oldest = self._buffer[0][0] if self._buffer else self.seq + 1
         if last_seen < oldest - 1:
             return None
-        for channel in channels & self._recorded_from.keys():
-            start = self._recorded_from[channel]
-            if start is None or start > last_seen:
-                return None
+        for channel in channels:
+            if channel.startswith(CHAT_PREFIX):
+                start = self._recorded_from.get(channel)
+                if start is None or start > last_seen:  # closed now, or opened since
+                    return None
         return [env for seq, ch, env in self._buffer if seq > last_seen and ch in channels]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from agenthost.actors import Host, Session, aio
+from agenthost.actors import FakeClock, Host, Session, aio
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.server.ahp import OWNER_KEY, Limits
@@ -921,14 +921,20 @@ def test_an_ownership_lookup_that_outlives_a_dispose_leaves_the_id_free(
     run(host, body)
 
 
-def test_a_chat_channel_nobody_follows_closes_after_its_grace(host: Host) -> None:
+def test_a_chat_channel_nobody_follows_closes_after_its_grace(host: Host, clock: FakeClock) -> None:
     """Its subscription would keep the session in memory for good; a client
-    that comes back gets a fresh snapshot, never a replay with a hole."""
+    that comes back gets a fresh snapshot, never a replay with a hole. A chat
+    only dispatched to closes too; one followed again in time stays open."""
+    grace = Limits().channel_idle_s
 
     async def channels(server: Server) -> str:
         async with server.http.get(server.url + "metrics") as metrics:
             text = await metrics.text()
         return next(line for line in text.splitlines() if line.startswith("agenthost_chat_"))
+
+    async def after_the_grace(client: AhpClient) -> None:
+        clock.advance(grace)
+        await client.call("ping")  # the close went through the loop meanwhile
 
     async def body(server: Server) -> None:
         async with server.client() as client:
@@ -938,9 +944,10 @@ def test_a_chat_channel_nobody_follows_closes_after_its_grace(host: Host) -> Non
             await client.dispatch(chat, turn("one", "t1"))
             await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
             seen = client.actions(chat)[-1]["serverSeq"]
-            assert await channels(server) == "agenthost_chat_channels 1"
             await client.notify("unsubscribe", {"channel": chat})
-            await client.call("ping")  # the grace is 0: the channel closes meanwhile
+            await client.call("ping")
+            assert await channels(server) == "agenthost_chat_channels 1"  # in its grace
+            await after_the_grace(client)
             assert await channels(server) == "agenthost_chat_channels 0"
             await asyncio.to_thread(start_turn_from_the_host, host, chat, "t2")
             result = await client.call(
@@ -948,19 +955,23 @@ def test_a_chat_channel_nobody_follows_closes_after_its_grace(host: Host) -> Non
                 {"clientId": "phone", "lastSeenServerSeq": seen, "subscriptions": [chat]},
             )
             assert result["type"] == "snapshot"  # t2 ran while nobody recorded the chat
-            turns = result["snapshots"][0]["state"]["turns"]
-            active = result["snapshots"][0]["state"].get("activeTurn")
-            assert [t["id"] for t in turns] + ([active["id"]] if active else []) == ["t1", "t2"]
+            state = result["snapshots"][0]["state"]
+            active = [state["activeTurn"]["id"]] if state.get("activeTurn") else []
+            assert [t["id"] for t in state["turns"]] + active == ["t1", "t2"]
 
-    async def back_in_time(server: Server) -> None:
-        async with server.client() as client:
-            await client.initialize()
-            _, chat = await new_session(client)
-            await client.call("subscribe", {"channel": chat})
-            await client.notify("unsubscribe", {"channel": chat})
+            _, other = await new_session(client)
+            await client.call("subscribe", {"channel": other})
+            await client.notify("unsubscribe", {"channel": other})
+            await client.call("subscribe", {"channel": other})  # followed again in time
+            third_uri, third = await new_session(client)
+            await client.dispatch(third, turn("unseen", "u1"))  # dispatched to, never followed
+            await rename(client, third_uri, "later")  # dispatched after it: it is done
+            await after_the_grace(client)
+            assert await channels(server) == "agenthost_chat_channels 2"  # chat and other
+            for followed in (chat, other):
+                await client.notify("unsubscribe", {"channel": followed})
             await client.call("ping")
-            await client.call("subscribe", {"channel": chat})
-            assert await channels(server) == "agenthost_chat_channels 1"
+            await after_the_grace(client)
+            assert await channels(server) == "agenthost_chat_channels 0"
 
-    run(host, body, Limits(channel_idle_s=0.0))
-    run(host, back_in_time)
+    run(host, body)

@@ -73,20 +73,21 @@ def test_a_burst_is_sent_event_by_event_and_folded_into_the_state_at_once() -> N
 
 def test_a_replay_never_spans_a_time_a_chat_channel_was_not_recorded() -> None:
     sequencer = Sequencer(100)
+    chat = {"ahp-chat:/c"}
     sequencer.stamp("ahp-root://", {"type": "x"})  # seq 1
     sequencer.recording("ahp-chat:/c", True)  # opened at 1: its events after 1 are kept
     sequencer.stamp("ahp-chat:/c", {"type": "a"})  # 2
-    assert [e["serverSeq"] for e in sequencer.since(1, {"ahp-chat:/c"}) or []] == [2]
-    assert sequencer.since(0, {"ahp-chat:/c"}) is None  # from before it was opened
-    sequencer.recording("ahp-chat:/c", False)  # closed: what the chat does now has no seq
-    assert sequencer.since(2, {"ahp-chat:/c"}) is None
+    assert [e["serverSeq"] for e in sequencer.since(1, chat) or []] == [2]
+    assert sequencer.since(0, chat) is None  # from before it was opened
+    sequencer.recording("ahp-chat:/c", False)  # closed: 3 marks the gap
+    assert sequencer.since(2, chat) is None  # what the chat does now has no seq
     assert sequencer.since(2, {"ahp-root://"}) == []  # other channels replay as before
-    sequencer.recording("ahp-chat:/c", True)  # reopened at 2
-    assert sequencer.since(2, {"ahp-chat:/c"}) is None  # saw all up to the close: not enough
-    sequencer.stamp("ahp-chat:/c", {"type": "b"})  # 3
-    assert sequencer.since(3, {"ahp-chat:/c"}) == []
-    sequencer.stamp("ahp-chat:/c", {"type": "c"})  # 4
-    assert [e["serverSeq"] for e in sequencer.since(3, {"ahp-chat:/c"}) or []] == [4]
+    sequencer.recording("ahp-chat:/c", True)  # reopened at 3
+    assert sequencer.since(2, chat) is None  # saw all up to the close: not enough
+    assert sequencer.since(3, chat) == []  # followed it since it reopened
+    sequencer.stamp("ahp-chat:/c", {"type": "b"})  # 4
+    assert [e["serverSeq"] for e in sequencer.since(3, chat) or []] == [4]
+    assert sequencer._recorded_from == {"ahp-chat:/c": 3}  # open channels only
 
 
 def test_the_turn_latency_histogram_counts_without_keeping_every_latency() -> None:
