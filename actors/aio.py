@@ -29,7 +29,7 @@ import pykka
 
 from agenthost.actors.chat import Attach
 from agenthost.actors.handles import Subscription, Ticket
-from agenthost.actors.protocol import AdoptSession, FindChat, GetChat, LoadSession
+from agenthost.actors.protocol import AdoptSession, FindSession, GetChat, LoadSession
 from agenthost.actors.runtime import RuntimeFuture
 from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session, _check_text
 from agenthost.messages.commands import CreateSession, GetSessionSummary, SendMessage, TurnOutcome
@@ -100,14 +100,17 @@ async def open_session(host: Host, session_id: str, *, timeout: float = DEFAULT_
     return Session(host, await wait(adopt, max(deadline - time.monotonic(), 0.0)))
 
 
-async def chat_session_id(
-    host: Host, chat_id: str, *, timeout: float = DEFAULT_TIMEOUT
-) -> str | None:
-    """`Host.chat_session_id`: the session a stored chat belongs to, or None."""
-    session_id: str | None = await wait(
-        _ask(host.services.store, FindChat(chat_id=chat_id)), timeout
-    )
-    return session_id
+async def find_session(
+    host: Host,
+    session_id: str | None = None,
+    *,
+    chat_id: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> SessionSummary | None:
+    """`Host.find_session`: a stored session by its id or one of its chats, or None."""
+    query = FindSession(session_id=session_id, chat_id=chat_id)
+    found: SessionSummary | None = await wait(_ask(host.services.store, query), timeout)
+    return found
 
 
 async def send(

@@ -51,10 +51,11 @@ class ListSessionRows:
 
 
 @attrs.frozen
-class FindChat:
-    """Which session a chat belongs to (None: no such chat)."""
+class FindSession:
+    """The stored summary of a session, by its id or by one of its chats."""
 
-    chat_id: str
+    session_id: str | None = None
+    chat_id: str | None = None
 
 
 @attrs.frozen

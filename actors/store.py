@@ -12,7 +12,7 @@ import attrs
 import structlog
 
 from agenthost.actors.protocol import (
-    FindChat,
+    FindSession,
     Flush,
     ListSessionRows,
     LoadSession,
@@ -79,11 +79,11 @@ class StoreActor(Actor):
         self._commit_if_drained()  # it may be what drains the mailbox behind a write
         return rows
 
-    @handles(FindChat)
-    def _find_chat(self, message: FindChat) -> str | None:
-        session_id = self._store.chat_session(message.chat_id)
+    @handles(FindSession)
+    def _find_session(self, message: FindSession) -> SessionSummary | None:
+        found = self._store.find_session(message.session_id, message.chat_id)
         self._commit_if_drained()
-        return session_id
+        return found
 
     @handles(Flush)
     def _flush(self, message: Flush) -> bool:

@@ -33,7 +33,7 @@ from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.host import HostActor, Lifecycle, SessionInfo
 from agenthost.actors.protocol import (
     AdoptSession,
-    FindChat,
+    FindSession,
     Flush,
     GetChat,
     GetCounters,
@@ -322,11 +322,18 @@ class Host:
     def list_sessions(self, *, timeout: float = DEFAULT_TIMEOUT) -> list[SessionSummary]:
         return list(_ask(self._services.store, ListSessionRows(), timeout))
 
-    def chat_session_id(self, chat_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> str | None:
-        """The id of the session a stored chat belongs to (None: no such chat);
-        nothing is loaded into memory."""
-        session_id: str | None = _ask(self._services.store, FindChat(chat_id=chat_id), timeout)
-        return session_id
+    def find_session(
+        self,
+        session_id: str | None = None,
+        *,
+        chat_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> SessionSummary | None:
+        """A stored session as listed, by its id or by one of its chats (None:
+        there is none); nothing is loaded into memory."""
+        query = FindSession(session_id=session_id, chat_id=chat_id)
+        found: SessionSummary | None = _ask(self._services.store, query, timeout)
+        return found
 
     @property
     def _host_ref(self) -> pykka.ActorRef[Any]:

@@ -249,6 +249,7 @@ class AhpServer:
         self._idle_channels: dict[str, TimerHandle] = {}  # chat channel -> its close
         self._chat_sessions: dict[str, str] = {}  # chat id -> session id
         self._owners: dict[str, str] = {}  # session id -> identity
+        self._disposals = 0  # sessions disposed so far (a lookup meanwhile reads again)
         self._client_ids: dict[str, str] = {}  # client id -> identity
         self._grace: dict[str, asyncio.TimerHandle] = {}  # client id -> pending removal
         self._client_sessions: dict[str, set[str]] = {}  # client id -> sessions it acted in
@@ -366,20 +367,29 @@ class AhpServer:
         return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
     async def session(self, session_id: str, identity: str) -> Session:
-        """The session, if `identity` owns it; otherwise "not found". Handles
+        """The session, if `identity` owns it; otherwise "not found". The owner
+        comes from the store, so nobody else's lookup loads the session. Handles
         are kept (one released from memory is restored on its next call), so
         a dispatch never reloads its session from the store."""
-        owner = self._owners.get(session_id)
-        if owner is None:
-            handle = await self._open(session_id)
-            config = dict(await self.call(handle.config))
-            if self._handles.get(session_id) is not handle:  # disposed meanwhile
-                raise RpcError(NOT_FOUND, f"session {session_id} not found")
-            # What the creator wrote meanwhile wins over what this read found.
-            owner = self._owners.setdefault(session_id, config.get(OWNER_KEY, ""))
-        if owner != identity:
+        if session_id not in self._owners:
+            await self._find(session_id=session_id)
+        if self._owners.get(session_id) != identity:
             raise RpcError(NOT_FOUND, f"session {session_id} not found")
         return await self._open(session_id)
+
+    async def _find(
+        self, session_id: str | None = None, chat_id: str | None = None
+    ) -> SessionSummary | None:
+        """The stored session (`session_id=` or `chat_id=`), its owner noted. A
+        dispose meanwhile (the id may be free or another's by now) reads again."""
+        while True:
+            disposals = self._disposals
+            found = await aio.find_session(self.host, session_id, chat_id=chat_id)
+            if disposals == self._disposals:
+                break
+        if found is not None:  # what a creator wrote meanwhile wins over this read
+            self._owners.setdefault(found.id, dict(found.config).get(OWNER_KEY, ""))
+        return found
 
     async def _open(self, session_id: str) -> Session:
         handle = self._handles.get(session_id)
@@ -394,6 +404,7 @@ class AhpServer:
     async def forget_session(self, session_id: str) -> None:
         """The session was disposed: nothing of it stays here, not even its
         subscribers (anyone may create a session with its id again)."""
+        self._disposals += 1
         self._owners.pop(session_id, None)
         self._handles.pop(session_id, None)
         self._summaries.pop(session_id, None)
@@ -421,9 +432,10 @@ class AhpServer:
         own session is loaded."""
         session_id = self._chat_sessions.get(chat_id)
         if session_id is None:
-            session_id = await aio.chat_session_id(self.host, chat_id)
-        if session_id is None:
-            raise RpcError(NOT_FOUND, f"chat {chat_id} not found")
+            found = await self._find(chat_id=chat_id)
+            if found is None:
+                raise RpcError(NOT_FOUND, f"chat {chat_id} not found")
+            session_id = found.id
         try:
             session = await self.session(session_id, identity)
         except RpcError as error:

@@ -408,10 +408,27 @@ class SqliteStore:
 
     # -- reads ----------------------------------------------------------------------
     def list_sessions(self) -> list[SessionSummary]:
+        return self._summaries("", ())
+
+    def find_session(
+        self, session_id: str | None = None, chat_id: str | None = None
+    ) -> SessionSummary | None:
+        """The summary of the session with this id, or of the one the chat
+        belongs to; None if there is none."""
+        if chat_id is not None:
+            found = self._summaries(
+                " WHERE s.id = (SELECT session_id FROM chats WHERE id = ?)", (chat_id,)
+            )
+        else:
+            found = self._summaries(" WHERE s.id = ?", (session_id,))
+        return found[0] if found else None
+
+    def _summaries(self, where: str, params: tuple[Any, ...]) -> list[SessionSummary]:
         rows = self._conn.execute(
             "SELECT s.id, s.title, s.provider, s.created_at,"
             " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.is_read, s.is_archived,"
-            " s.config FROM sessions s ORDER BY s.created_at, s.id"
+            f" s.config FROM sessions s{where} ORDER BY s.created_at, s.id",
+            params,
         ).fetchall()
         return [
             SessionSummary(
@@ -426,11 +443,6 @@ class SqliteStore:
             )
             for r in rows
         ]
-
-    def chat_session(self, chat_id: str) -> str | None:
-        """The id of the session the chat belongs to, or None."""
-        row = self._conn.execute("SELECT session_id FROM chats WHERE id = ?", (chat_id,)).fetchone()
-        return None if row is None else str(row[0])
 
     def load_session(self, session_id: str) -> SessionRecord | None:
         db = self._conn

@@ -2,7 +2,6 @@
 
 import asyncio
 import json
-import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from agenthost.actors import FakeClock, Host, Session, aio
+from agenthost.actors import FakeClock, Host, aio
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.server.ahp import OWNER_KEY, Limits
@@ -753,9 +752,9 @@ def fail_once(
 def start_turn_from_the_host(host: Host, chat: str, turn_id: str) -> None:
     """A turn no client dispatched (its event carries no origin)."""
     chat_id = chat.removeprefix("ahp-chat:/")
-    session_id = host.chat_session_id(chat_id)
-    assert session_id is not None
-    host.open_session(session_id).chat(chat_id).send("x", turn_id=turn_id)
+    found = host.find_session(chat_id=chat_id)
+    assert found is not None
+    host.open_session(found.id).chat(chat_id).send("x", turn_id=turn_id)
 
 
 def turn_ran(turn_id: str) -> Callable[[dict[str, Any]], bool]:
@@ -863,8 +862,11 @@ def test_a_chat_the_server_has_not_seen_loads_only_its_own_session(
     bobs_chat_id = bobs.chat().id
     first.stop()
     host = start_host(ScriptedProvider())
-    assert host.chat_session_id(chat_id) == sessions[1].id
-    assert host.chat_session_id("no-such-chat") is None
+    found = host.find_session(chat_id=chat_id)
+    assert found is not None and found.id == sessions[1].id
+    assert dict(found.config) == {OWNER_KEY: "alice"}
+    assert host.find_session(chat_id="no-such-chat") is None
+    assert host.find_session(sessions[2].id) is not None
     assert host.counters()["resident"] == 0
 
     async def body(server: Server) -> None:
@@ -889,34 +891,55 @@ def test_an_ownership_lookup_that_outlives_a_dispose_leaves_the_id_free(
     host = start_host(ScriptedProvider())
     session_id = host.create_session().id
     host.open_session(session_id).set_config({OWNER_KEY: "alice"})
-    real = Session.config
-    reading = threading.Event()
-    release = threading.Event()
+    real = aio.find_session
+    reading = asyncio.Event()
+    release = asyncio.Event()
     hold = [True]
 
-    def held_back(self: Session, **kwargs: Any) -> dict[str, str]:
-        config = real(self, **kwargs)
+    async def held_back(*args: Any, **kwargs: Any) -> Any:
+        found = await real(*args, **kwargs)
         if hold:
             hold.clear()
             reading.set()
-            release.wait(10)
-        return config
+            await release.wait()
+        return found
 
-    monkeypatch.setattr(Session, "config", held_back)
+    monkeypatch.setattr(aio, "find_session", held_back)
     uri = f"ahp-session:/{session_id}"
 
     async def body(server: Server) -> None:
         async with server.client() as alice, server.client(OTHER_TOKEN) as bob:
             await alice.initialize()
             await bob.initialize(client_id="c2")
-            looking = asyncio.ensure_future(alice.call("subscribe", {"channel": uri}))
-            await asyncio.to_thread(reading.wait, 10)
+            looking = asyncio.ensure_future(bob.call("subscribe", {"channel": uri}))
+            await asyncio.wait_for(reading.wait(), 10)  # bob's lookup read alice's session
             await alice.call("disposeSession", {"channel": uri})
             release.set()
             with pytest.raises(RpcFailed):
                 await looking
             created = await bob.call("createSession", {"channel": uri})
             assert created["resource"] == uri
+
+    run(host, body)
+
+
+def test_a_lookup_of_another_identity_s_session_loads_nothing(
+    start_host: Callable[..., Host],
+) -> None:
+    first = start_host(ScriptedProvider())
+    session = first.create_session()
+    session.set_config({OWNER_KEY: "alice"})
+    chat_id = session.chat().id
+    first.stop()
+    host = start_host(ScriptedProvider())
+
+    async def body(server: Server) -> None:
+        async with server.client(OTHER_TOKEN) as bob:
+            await bob.initialize(client_id="c2")
+            for channel in (f"ahp-session:/{session.id}", f"ahp-chat:/{chat_id}"):
+                with pytest.raises(RpcFailed):
+                    await bob.call("subscribe", {"channel": channel})
+            assert (await asyncio.to_thread(host.counters))["resident"] == 0
 
     run(host, body)
 
