@@ -26,6 +26,7 @@ import functools
 import itertools
 import json
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -249,7 +250,10 @@ class AhpServer:
         self._idle_channels: dict[str, TimerHandle] = {}  # chat channel -> its close
         self._chat_sessions: dict[str, str] = {}  # chat id -> session id
         self._owners: dict[str, str] = {}  # session id -> identity
-        self._disposals = 0  # sessions disposed so far (a lookup meanwhile reads again)
+        # sessions disposed so far, and the ids of the latest (a lookup that a
+        # dispose of its session overtook reads again)
+        self._disposals = 0
+        self._disposed: deque[str] = deque(maxlen=1024)
         self._client_ids: dict[str, str] = {}  # client id -> identity
         self._grace: dict[str, asyncio.TimerHandle] = {}  # client id -> pending removal
         self._client_sessions: dict[str, set[str]] = {}  # client id -> sessions it acted in
@@ -380,16 +384,26 @@ class AhpServer:
     async def _find(
         self, session_id: str | None = None, chat_id: str | None = None
     ) -> SessionSummary | None:
-        """The stored session (`session_id=` or `chat_id=`), its owner noted. A
-        dispose meanwhile (the id may be free or another's by now) reads again."""
+        """The stored session (`session_id=` or `chat_id=`), its owner noted. If
+        that session was disposed meanwhile (its id may be free or another's by
+        now), it reads again. A session with no owner yet is not noted: the
+        host may give it one later."""
         while True:
             disposals = self._disposals
             found = await aio.find_session(self.host, session_id, chat_id=chat_id)
-            if disposals == self._disposals:
+            if found is None or not self._disposed_since(disposals, found.id):
                 break
-        if found is not None:  # what a creator wrote meanwhile wins over this read
-            self._owners.setdefault(found.id, dict(found.config).get(OWNER_KEY, ""))
+        owner = None if found is None else dict(found.config).get(OWNER_KEY)
+        if found is not None and owner:  # what a creator wrote meanwhile wins over this read
+            self._owners.setdefault(found.id, owner)
         return found
+
+    def _disposed_since(self, count: int, session_id: str) -> bool:
+        """Whether `session_id` may be among the sessions disposed after the first `count`."""
+        recent = self._disposals - count
+        if recent > len(self._disposed):
+            return True  # more than the record holds: assume so
+        return recent > 0 and session_id in itertools.islice(reversed(self._disposed), recent)
 
     async def _open(self, session_id: str) -> Session:
         handle = self._handles.get(session_id)
@@ -405,6 +419,7 @@ class AhpServer:
         """The session was disposed: nothing of it stays here, not even its
         subscribers (anyone may create a session with its id again)."""
         self._disposals += 1
+        self._disposed.append(session_id)
         self._owners.pop(session_id, None)
         self._handles.pop(session_id, None)
         self._summaries.pop(session_id, None)

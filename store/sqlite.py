@@ -415,6 +415,8 @@ class SqliteStore:
     ) -> SessionSummary | None:
         """The summary of the session with this id, or of the one the chat
         belongs to; None if there is none."""
+        if (session_id is None) == (chat_id is None):
+            raise ValueError("find a session by its id or by a chat's, one of the two")
         if chat_id is not None:
             found = self._summaries(
                 " WHERE s.id = (SELECT session_id FROM chats WHERE id = ?)", (chat_id,)

@@ -998,3 +998,56 @@ def test_a_chat_channel_nobody_follows_closes_after_its_grace(host: Host, clock:
             assert await channels(server) == "agenthost_chat_channels 0"
 
     run(host, body)
+
+
+def test_a_session_the_host_gives_an_owner_later_is_found_for_its_owner(host: Host) -> None:
+    session = host.create_session()  # by the embedding host: no owner yet
+    uri = f"ahp-session:/{session.id}"
+
+    async def body(server: Server) -> None:
+        async with server.client() as alice:
+            await alice.initialize()
+            with pytest.raises(RpcFailed):
+                await alice.call("subscribe", {"channel": uri})
+            await asyncio.to_thread(session.set_config, {OWNER_KEY: "alice"})
+            snapshot = (await alice.call("subscribe", {"channel": uri}))["snapshot"]
+            assert snapshot["resource"] == uri
+
+    run(host, body)
+
+
+def test_a_lookup_reads_again_only_when_its_own_session_was_disposed(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another session's dispose while a lookup reads does not make it read again
+    (any client could otherwise keep every lookup reading)."""
+    bobs = host.create_session()
+    bobs.set_config({OWNER_KEY: "bob"})  # the server has not seen it: it looks the owner up
+    real = aio.find_session
+    reads: list[str | None] = []
+    reading = asyncio.Event()
+    release = asyncio.Event()
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        found = await real(*args, **kwargs)
+        reads.append(None if found is None else found.id)
+        if len(reads) == 1:
+            reading.set()
+            await release.wait()
+        return found
+
+    async def body(server: Server) -> None:
+        async with server.client() as alice, server.client(OTHER_TOKEN) as bob:
+            await alice.initialize()
+            await bob.initialize(client_id="c2")
+            others, _ = await new_session(alice)
+            monkeypatch.setattr(aio, "find_session", counted)
+            looking = bob.call("subscribe", {"channel": f"ahp-session:/{bobs.id}"})
+            subscribing = asyncio.ensure_future(looking)
+            await asyncio.wait_for(reading.wait(), 10)
+            await alice.call("disposeSession", {"channel": others})
+            release.set()
+            await subscribing
+            assert reads == [bobs.id]
+
+    run(host, body)

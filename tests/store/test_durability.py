@@ -205,3 +205,22 @@ def test_a_store_written_by_the_first_schema_is_upgraded_in_place(db_path: Path)
     with sqlite3.connect(db_path) as db:
         latest = max(int(m.name[:4]) for m in migrations.iterdir() if m.name.endswith(".sql"))
         assert db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == latest
+
+
+def test_find_session_takes_a_session_id_or_a_chat_id(db_path: Path) -> None:
+    host = start(db_path)
+    session = host.create_session()
+    chat_id = session.chat().id
+    host.stop()
+    store = SqliteStore(db_path)
+    store.open()
+    try:
+        by_chat = store.find_session(chat_id=chat_id)
+        assert by_chat is not None and by_chat.id == session.id
+        assert store.find_session(session.id) == by_chat
+        assert store.find_session("nope") is None and store.find_session(chat_id="nope") is None
+        for neither_or_both in ({}, {"session_id": session.id, "chat_id": chat_id}):
+            with pytest.raises(ValueError):
+                store.find_session(**neither_or_both)
+    finally:
+        store.close()
