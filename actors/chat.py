@@ -698,8 +698,10 @@ class ChatActor(HostedActor):
         self._check_new_ids(message.turn_id, message.pending_id)
         user = UserMessage(text=message.text, attachments=message.attachments)
         if not self._busy():
+            # A message set as queued while idle runs at once; its turn says it came
+            # from that id (AHP: a client that queued it sees it leave the queue).
             request = self._request(RequestKind.SEND, message.text, message.client_id)
-            return self._admit(request, Ticket(), user, turn_id=message.turn_id)
+            return self._admit(request, Ticket(), user, message.pending_id, message.turn_id)
         pending = self._add_pending(
             PendingKind.QUEUED, user, Origin(message.client_id), message.pending_id
         )

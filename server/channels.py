@@ -56,22 +56,25 @@ def action_wire(event: Any) -> dict[str, Any]:
     return data
 
 
-def origin_key(event: ChatEvent) -> Hashable | None:
-    """What ties a host event to the client action that caused it."""
+def origin_keys(event: ChatEvent) -> tuple[Hashable, ...]:
+    """What may tie a host event to the client action that caused it, in order."""
     match event:
-        case TurnStarted(turn_id=turn_id):
-            return ("turn", turn_id)
+        case TurnStarted(turn_id=turn_id, queued_message_id=None):
+            return (("turn", turn_id),)
+        case TurnStarted(turn_id=turn_id, queued_message_id=pending_id):
+            # a message set as queued while the chat was idle starts at once
+            return (("turn", turn_id), ("pending", pending_id))
         case PendingMessageAdded(pending=pending):
-            return ("pending", pending.id)
+            return (("pending", pending.id),)
         case PendingMessageRemoved(pending_id=pending_id):
-            return ("removed", pending_id)
+            return (("removed", pending_id),)
         case TurnCancelled(turn_id=turn_id):
-            return ("cancelled", turn_id)
+            return (("cancelled", turn_id),)
         case QueuedMessagesReordered():
-            return ("reordered",)
+            return (("reordered",),)
         case Truncated():
-            return ("truncated",)
-    return None
+            return (("truncated",),)
+    return ()
 
 
 class Subscriber(Protocol):
@@ -224,8 +227,9 @@ class ChatChannel:
             folded = run[0] if len(run) == 1 else joined_delta(run)  # type: ignore[arg-type]
             self.state = reduce_chat(self.state, folded, self._now_ms())
         for event in run:
-            key = origin_key(event)
-            origin = None if key is None else self._origins.pop(key, None)
+            origin = next(
+                (o for key in origin_keys(event) if (o := self._origins.pop(key, None))), None
+            )
             envelope = self._sequencer.stamp(self.uri, action_wire(event), origin)
             self.from_seq = self._sequencer.seq
             try:

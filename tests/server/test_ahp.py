@@ -1051,3 +1051,35 @@ def test_a_lookup_reads_again_only_when_its_own_session_was_disposed(
             assert reads == [bobs.id]
 
     run(host, body)
+
+
+def test_a_message_queued_while_the_chat_is_idle_runs_and_answers_its_action(
+    host: Host,
+) -> None:
+    """AHP: setting a queued message appends it, and a turn started from it
+    removes it. On an idle chat it runs at once: its turn names the queued id
+    (a client that queued it sees it leave) and answers the action."""
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            _, chat = await new_session(client)
+            await client.call("subscribe", {"channel": chat})
+            queued = {
+                "type": "chat/pendingMessageSet",
+                "kind": "queued",
+                "id": "q1",
+                "message": {"text": "now"},
+            }
+            sent = await client.dispatch(chat, queued)
+            answer = (await client.wait_for(by_origin(sent)))["params"]
+            assert answer["action"]["type"] == "chat/turnStarted"
+            assert answer["action"]["queuedMessageId"] == "q1"
+            assert "rejectionReason" not in answer
+            turn_id = answer["action"]["turnId"]
+            await client.wait_for(action_of("chat/turnComplete", turnId=turn_id))
+            state = (await client.call("subscribe", {"channel": chat}))["snapshot"]["state"]
+            assert [t["message"]["text"] for t in state["turns"]] == ["now"]
+            assert state.get("queuedMessages", []) == []
+
+    run(host, body)
