@@ -40,6 +40,14 @@ async def new_session(client: AhpClient) -> tuple[str, str]:
     return uri, created["state"]["defaultChat"]
 
 
+async def followed_chat(client: AhpClient) -> str:
+    """Initialize, create a session and subscribe to its default chat."""
+    await client.initialize()
+    _, chat = await new_session(client)
+    await client.call("subscribe", {"channel": chat})
+    return chat
+
+
 async def turns_once_ended(client: AhpClient, chat: str, turn_id: str) -> list[dict[str, Any]]:
     """The chat's stored turns, once `turn_id` (running or not when we look) has ended."""
     snapshot = (await client.call("subscribe", {"channel": chat}))["snapshot"]
@@ -148,9 +156,7 @@ def test_queued_and_steering_messages_and_their_removal(
 
     async def body(server: Server) -> None:
         async with server.client() as client:
-            await client.initialize()
-            _, chat = await new_session(client)
-            await client.call("subscribe", {"channel": chat})
+            chat = await followed_chat(client)
             await client.dispatch(chat, turn("long", "t-long"))
             await asyncio.to_thread(provider.wait_reached, "g", 10)
             queued = {
@@ -476,9 +482,7 @@ def test_tokens_and_prompt_text_never_reach_the_logs(host: Host) -> None:
 
     async def body(server: Server) -> None:
         async with server.client() as client:
-            await client.initialize()
-            _, chat = await new_session(client)
-            await client.call("subscribe", {"channel": chat})
+            chat = await followed_chat(client)
             await client.dispatch(chat, turn(secret, "t-secret"))
             await client.wait_for(action_of("chat/turnComplete", turnId="t-secret"))
         with pytest.raises(aiohttp.WSServerHandshakeError):
@@ -774,9 +778,7 @@ def test_an_action_the_host_answers_late_is_refused_once_and_the_next_one_runs(
 
     async def body(server: Server) -> None:
         async with server.client() as client:
-            await client.initialize()
-            _, chat = await new_session(client)
-            await client.call("subscribe", {"channel": chat})
+            chat = await followed_chat(client)
             first = await client.dispatch(chat, turn("first", "t-1"))
             await client.wait_for(action_of("chat/turnComplete", turnId="t-1"))
             second = await client.dispatch(chat, turn("second", "t-2"))
@@ -794,9 +796,7 @@ def test_an_action_the_host_answers_late_is_refused_once_and_the_next_one_runs(
 def test_a_local_command_leaves_no_origin_behind(host: Host) -> None:
     async def body(server: Server) -> None:
         async with server.client() as client:
-            await client.initialize()
-            _, chat = await new_session(client)
-            await client.call("subscribe", {"channel": chat})
+            chat = await followed_chat(client)
             handled = await client.dispatch(chat, turn("/help", "h-1"))
             await client.dispatch(chat, turn("hello", "t-1"))
             await client.wait_for(action_of("chat/turnComplete", turnId="t-1"))
@@ -816,9 +816,7 @@ def test_an_action_that_fails_forgets_its_origin(
 
     async def body(server: Server) -> None:
         async with server.client() as client:
-            await client.initialize()
-            _, chat = await new_session(client)
-            await client.call("subscribe", {"channel": chat})
+            chat = await followed_chat(client)
             refused = await client.dispatch(chat, turn("first", "t-1"))
             rejection = await client.wait_for(by_origin(refused))
             assert rejection["params"]["rejectionReason"] == "full"
@@ -1062,9 +1060,7 @@ def test_a_message_queued_while_the_chat_is_idle_runs_and_answers_its_action(
 
     async def body(server: Server) -> None:
         async with server.client() as client:
-            await client.initialize()
-            _, chat = await new_session(client)
-            await client.call("subscribe", {"channel": chat})
+            chat = await followed_chat(client)
             queued = {
                 "type": "chat/pendingMessageSet",
                 "kind": "queued",
