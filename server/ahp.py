@@ -170,7 +170,6 @@ class Metrics:
     steering_withdrawn: int = 0
     steering_not_withdrawn: int = 0
     connections: int = 0
-    chat_channels: int = 0
     # The turn latency histogram: counts per bucket (not every latency: the
     # server runs for months), their sum and count.
     latency_buckets: list[int] = attrs.field(factory=lambda: [0] * len(LATENCY_BUCKETS))
@@ -184,14 +183,14 @@ class Metrics:
         if index < len(LATENCY_BUCKETS):
             self.latency_buckets[index] += 1
 
-    def render(self, counters: Mapping[str, int]) -> str:
+    def render(self, counters: Mapping[str, int], chat_channels: int) -> str:
         lines = [
             "# TYPE agenthost_live_sessions gauge",
             f"agenthost_live_sessions {counters.get('resident', 0)}",
             "# TYPE agenthost_connections gauge",
             f"agenthost_connections {self.connections}",
             "# TYPE agenthost_chat_channels gauge",
-            f"agenthost_chat_channels {self.chat_channels}",
+            f"agenthost_chat_channels {chat_channels}",
             "# TYPE agenthost_turns_total counter",
         ]
         lines += [
@@ -287,8 +286,8 @@ class AhpServer:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         counters = await self.call(self.host.counters)
-        self.metrics.chat_channels = len(self._channels)
-        return web.Response(text=self.metrics.render(counters), content_type="text/plain")
+        text = self.metrics.render(counters, chat_channels=len(self._channels))
+        return web.Response(text=text, content_type="text/plain")
 
     def _identity(self, request: web.Request) -> str | None:
         header = request.headers.get("Authorization", "")

@@ -91,15 +91,16 @@ class Sequencer:
         # of it from before that would miss what the chat did meanwhile
         self._recorded_from: dict[str, int] = {}
 
-    def recording(self, channel: str, on: bool) -> None:
-        """A chat channel opened (its events are stamped from now) or closed.
-        A close takes a seq of its own: what the chat does until it reopens
-        has none, so a client that saw up to the close replays from a snapshot."""
-        if on:
-            self._recorded_from[channel] = self.seq
-        else:
-            self._recorded_from.pop(channel, None)
-            self.seq += 1
+    def opened(self, channel: str) -> None:
+        """A chat channel opened: its events are stamped from now."""
+        self._recorded_from[channel] = self.seq
+
+    def closed(self, channel: str) -> None:
+        """A chat channel closed. The close takes a seq of its own: what the chat
+        does until it reopens has none, so a client that saw up to the close
+        replays from a snapshot."""
+        self._recorded_from.pop(channel, None)
+        self.seq += 1
 
     def stamp(
         self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None
@@ -182,7 +183,7 @@ class ChatChannel:
         assert isinstance(first, ChatSnapshot)
         self.state = first.state
         self.from_seq = self._sequencer.seq
-        self._sequencer.recording(self.uri, True)
+        self._sequencer.opened(self.uri)
         self._subscription = subscription
         self._task = asyncio.get_running_loop().create_task(self._pump(subscription))
         self._opened.set()
@@ -242,7 +243,7 @@ class ChatChannel:
 
     async def close(self) -> None:
         if self._subscription is not None:
-            self._sequencer.recording(self.uri, False)
+            self._sequencer.closed(self.uri)
             self._subscription.close()
         if self._task is not None:
             self._task.cancel()

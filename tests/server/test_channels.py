@@ -75,14 +75,14 @@ def test_a_replay_never_spans_a_time_a_chat_channel_was_not_recorded() -> None:
     sequencer = Sequencer(100)
     chat = {"ahp-chat:/c"}
     sequencer.stamp("ahp-root://", {"type": "x"})  # seq 1
-    sequencer.recording("ahp-chat:/c", True)  # opened at 1: its events after 1 are kept
+    sequencer.opened("ahp-chat:/c")  # opened at 1: its events after 1 are kept
     sequencer.stamp("ahp-chat:/c", {"type": "a"})  # 2
     assert [e["serverSeq"] for e in sequencer.since(1, chat) or []] == [2]
     assert sequencer.since(0, chat) is None  # from before it was opened
-    sequencer.recording("ahp-chat:/c", False)  # closed: 3 marks the gap
+    sequencer.closed("ahp-chat:/c")  # closed: 3 marks the gap
     assert sequencer.since(2, chat) is None  # what the chat does now has no seq
     assert sequencer.since(2, {"ahp-root://"}) == []  # other channels replay as before
-    sequencer.recording("ahp-chat:/c", True)  # reopened at 3
+    sequencer.opened("ahp-chat:/c")  # reopened at 3
     assert sequencer.since(2, chat) is None  # saw all up to the close: not enough
     assert sequencer.since(3, chat) == []  # followed it since it reopened
     sequencer.stamp("ahp-chat:/c", {"type": "b"})  # 4
@@ -94,7 +94,7 @@ def test_the_turn_latency_histogram_counts_without_keeping_every_latency() -> No
     metrics = Metrics()
     for seconds in (0.01, 0.05, 0.3, 100.0):
         metrics.turn_took(seconds)
-    text = metrics.render({})
+    text = metrics.render({}, chat_channels=0)
     assert 'agenthost_turn_latency_seconds_bucket{le="0.05"} 2' in text
     assert 'agenthost_turn_latency_seconds_bucket{le="0.25"} 2' in text
     assert 'agenthost_turn_latency_seconds_bucket{le="0.5"} 3' in text
