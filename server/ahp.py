@@ -461,7 +461,7 @@ class AhpServer:
         uri = chat_uri(chat.id)
         while (channel := self._channels.get(uri)) is not None:
             if await channel.opened():
-                return self._followed_or_closing(channel)
+                return channel
             if self._channels.get(uri) is channel:  # its opener failed: open afresh
                 del self._channels[uri]
         session_id = chat.session.id
@@ -479,11 +479,11 @@ class AhpServer:
             channel.abandon()
             raise
         await channel.open(subscription)
-        return self._followed_or_closing(channel)
+        return channel
 
-    def _followed_or_closing(self, channel: ChatChannel) -> ChatChannel:
-        """A channel a dispatch opened, and nobody follows, closes like one its
-        last subscriber left (a subscriber adds itself before the close is due)."""
+    def followed_or_closing(self, channel: ChatChannel) -> ChatChannel:
+        """A channel a dispatch uses, and nobody follows, closes like one its
+        last subscriber left."""
         if not channel.subscribers:
             self.channel_unfollowed(channel.uri)
         return channel
@@ -1021,7 +1021,7 @@ class Connection:
 
     async def _chat_action(self, chat: Chat, action: dict[str, Any], origin: Any) -> None:
         call = self.server.call
-        channel = await self.server.channel(chat)
+        channel = self.server.followed_or_closing(await self.server.channel(chat))
         kind = action.get("type")
         if kind == "chat/turnStarted":
             text = _text(action)
