@@ -2,7 +2,9 @@
 
 `python -m benchmarks` runs the turn round trip; `python -m benchmarks peers
 [--chats 100,1000,5000]` the workload against peers and the store (benchmarks/peers.py);
-`python -m benchmarks sessions [--sessions 100000]` the RSS of resident idle sessions.
+`python -m benchmarks sessions [--sessions 100000]` the RSS of resident idle sessions;
+`python -m benchmarks turn-cpu [--ahp]` CPU per turn against a baseline commit and the
+asyncio floor (benchmarks/turn_cpu.py).
 """
 
 import json
@@ -13,12 +15,15 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import peers, pool, sessions, turn_roundtrip
+from benchmarks import peers, pool, sessions, turn_cpu, turn_roundtrip
 
 
 def main() -> None:
     if sys.argv[1:2] == ["peers"]:
         peers.main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["turn-cpu"]:
+        turn_cpu.main(sys.argv[2:])
         return
     if sys.argv[1:2] == ["sessions"]:
         sessions.main(sys.argv[2:])
