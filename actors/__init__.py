@@ -21,21 +21,16 @@ Session, Chat, TurnHandle; agenthost.actors.aio for asyncio). Invariants:
    that ended after them (ProviderConnectionActor, providers.base.Burst).
 """
 
-from agenthost.actors.clock import FakeClock, SystemClock
+from agenthost.actors.clock import SystemClock
 from agenthost.actors.handles import Subscription
-from agenthost.actors.runtime import (
-    DeterministicRunner,
-    PooledRuntime,
-    ThreadingRuntime,
-    use_runtime,
-)
+from agenthost.actors.pool import PooledRuntime
+from agenthost.actors.runtime import use_runtime
 from agenthost.actors.supervisor import RestartPolicy
 from agenthost.actors.surface import Chat, Host, Session, TurnHandle
+from agenthost.actors.threads import ThreadingRuntime
 
 __all__ = [
     "Chat",
-    "DeterministicRunner",
-    "FakeClock",
     "Host",
     "PooledRuntime",
     "RestartPolicy",

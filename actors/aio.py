@@ -28,9 +28,9 @@ from typing import Any, cast
 import pykka
 
 from agenthost.actors.chat import Attach
+from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.protocol import AdoptSession, FindSession, GetChat, LoadSession
-from agenthost.actors.runtime import RuntimeFuture
 from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session, _check_text
 from agenthost.messages.commands import CreateSession, GetSessionSummary, SendMessage, TurnOutcome
 from agenthost.messages.errors import AgentHostError, ErrorCode

@@ -43,6 +43,7 @@ from agenthost.actors.contributions import (
     TurnEndReason,
 )
 from agenthost.actors.contributions.queue_drain import sender_of
+from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
@@ -83,7 +84,7 @@ from agenthost.actors.protocol import (
     WriteMany,
 )
 from agenthost.actors.queue_drain import QueueDrainActor
-from agenthost.actors.runtime import Actor, RuntimeFuture, handles
+from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.turn_tracker import TurnTrackerActor
 from agenthost.messages.commands import (
     AnswerRequest,

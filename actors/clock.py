@@ -1,4 +1,4 @@
-"""Injectable time: `SystemClock` for real use, `FakeClock` for tests.
+"""Injectable time: `SystemClock` for real use (`agenthost.testing.FakeClock` for tests).
 
 No actor reads the wall clock or sleeps; it asks its clock. Timer callbacks
 must not block: they only `tell` an actor.
@@ -42,7 +42,7 @@ class Clock(Protocol):
     def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle: ...
 
 
-class _TimerHeap:
+class TimerHeap:
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, TimerHandle]] = []
         self._seq = itertools.count()
@@ -63,51 +63,11 @@ class _TimerHeap:
         return self._heap[0][0] if self._heap else None
 
 
-class FakeClock:
-    """A clock that moves only when the test calls `advance`.
-
-    Due timers fire on the calling thread, in due order, during `advance`.
-    """
-
-    def __init__(self, start: float = 0.0, wall_start_ms: int = 1_700_000_000_000) -> None:
-        self._now = start
-        self._wall_start_ms = wall_start_ms
-        self._start = start
-        self._timers = _TimerHeap()
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        return self._now
-
-    def wall_ms(self) -> int:
-        return self._wall_start_ms + round((self._now - self._start) * 1000)
-
-    def call_later(self, delay: float, callback: Callable[[], None]) -> TimerHandle:
-        handle = TimerHandle(self._now + max(delay, 0.0), callback)
-        with self._lock:
-            self._timers.push(handle)
-        return handle
-
-    def advance(self, seconds: float) -> None:
-        """Move time forward and fire every timer that falls due, in order."""
-        target = self._now + seconds
-        while True:
-            with self._lock:
-                due = self._timers.next_due()
-                if due is None or due > target:
-                    break
-                handle = self._timers.pop_due(due)
-            if handle is not None:
-                self._now = max(self._now, handle.due)
-                handle.callback()
-        self._now = target
-
-
 class SystemClock:
     """Real time; timers run on one daemon thread that only calls callbacks."""
 
     def __init__(self) -> None:
-        self._timers = _TimerHeap()
+        self._timers = TimerHeap()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
@@ -117,7 +77,7 @@ class SystemClock:
         made this clock stopped); later timers never fire."""
         with self._cond:
             self._stopped = True
-            self._timers = _TimerHeap()
+            self._timers = TimerHeap()
             self._cond.notify()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5.0)

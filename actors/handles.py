@@ -14,7 +14,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from agenthost.actors.runtime import RuntimeFuture, current_runtime
+from agenthost.actors.futures import RuntimeFuture
+from agenthost.actors.runtime import current_runtime
 from agenthost.messages.commands import TurnOutcome
 from agenthost.messages.events import ChatEvent, Lagged
 from agenthost.providers.base import LoopCalls
@@ -91,9 +92,7 @@ class Subscription:
             TimeoutError: none within `timeout`.
             StopIteration: closed and drained.
         """
-        runtime = current_runtime()
-        if runtime.drives_futures:
-            runtime.run_until(lambda: bool(self._events) or self._closed, timeout)
+        current_runtime().before_wait(lambda: bool(self._events) or self._closed, timeout)
         with self._cond:
             if not self._cond.wait_for(lambda: bool(self._events) or self._closed, timeout):
                 raise TimeoutError(f"no event within {timeout} s")
@@ -154,9 +153,9 @@ class Ticket:
         self.turn_id = turn_id
 
     def resolve(self, outcome: TurnOutcome) -> None:
-        if self.outcome._result is None:
+        if not self.outcome.done():
             self.outcome.set(outcome)
 
     def fail(self, error: BaseException) -> None:
-        if self.outcome._result is None:
+        if not self.outcome.done():
             self.outcome.set_exception(exc_info=(type(error), error, None))

@@ -15,6 +15,7 @@ import structlog
 
 from agenthost.actors.clock import TimerHandle
 from agenthost.actors.context import Services
+from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
     AdoptSession,
@@ -30,7 +31,7 @@ from agenthost.actors.protocol import (
     SessionSaved,
     Write,
 )
-from agenthost.actors.runtime import RuntimeFuture, handles
+from agenthost.actors.runtime import handles
 from agenthost.actors.session import SessionActor
 from agenthost.messages.commands import CreateSession, DisposeSession
 from agenthost.messages.errors import AgentHostError, ErrorCode

@@ -19,7 +19,8 @@ from agenthost.actors.protocol import (
     Write,
     WriteMany,
 )
-from agenthost.actors.runtime import Actor, ThreadingRuntime, handles
+from agenthost.actors.runtime import Actor, handles
+from agenthost.actors.threads import ThreadingRuntime
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
 from agenthost.store.records import SessionRecord, StoreOp

@@ -601,7 +601,7 @@ class Chat:
         _check_text(text)
         command = SteerMessage(text=text, client_id=client_id, pending_id=pending_id)
         reply: SteerReply = self._call(command, timeout)
-        settled = reply.ticket is not None and reply.ticket.outcome._result is not None
+        settled = reply.ticket is not None and reply.ticket.outcome.done()
         if settled and reply.ticket is not None:
             outcome: TurnOutcome = reply.ticket.outcome.get(timeout=0)
             if outcome.state is OutcomeState.REJECTED and outcome.error is not None:
@@ -777,7 +777,7 @@ class TurnHandle:
         return outcome
 
     def done(self) -> bool:
-        return self._ticket.outcome._result is not None
+        return self._ticket.outcome.done()
 
     def __await__(self) -> Generator[Any, None, TurnOutcome]:
         from agenthost.actors import aio  # the asyncio side builds on this module

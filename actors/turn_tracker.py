@@ -31,6 +31,7 @@ import attrs
 import structlog
 
 from agenthost.actors.context import Services
+from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
     AnswerSettled,
@@ -68,7 +69,7 @@ from agenthost.actors.protocol import (
     SubagentChatStarted,
     WithdrawSteering,
 )
-from agenthost.actors.runtime import Actor, RuntimeFuture, handles
+from agenthost.actors.runtime import Actor, handles
 from agenthost.messages.commands import AnswerRequest, CallState, TurnDiagnostics
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (

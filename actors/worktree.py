@@ -11,7 +11,8 @@ from pathlib import Path
 import attrs
 import structlog
 
-from agenthost.actors.runtime import Actor, ThreadingRuntime, handles
+from agenthost.actors.runtime import Actor, handles
+from agenthost.actors.threads import ThreadingRuntime
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import Worktree
 

@@ -64,8 +64,9 @@ from rich.table import Table
 
 from agenthost.actors import Chat, Host, aio
 from agenthost.actors.protocol import Flush, Write
-from agenthost.actors.runtime import Actor, ThreadingRuntime, handles
+from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.store import MAX_BATCH, StoreActor
+from agenthost.actors.threads import ThreadingRuntime
 from agenthost.messages.events import AssistantDelta, TurnCompleted
 from agenthost.providers import ScriptedProvider
 from agenthost.store import SqliteStore

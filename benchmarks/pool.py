@@ -18,7 +18,8 @@ from typing import Any
 import attrs
 import pykka
 
-from agenthost.actors.runtime import Actor, PooledRuntime, live_actors, stop_all, use_runtime
+from agenthost.actors.pool import PooledRuntime
+from agenthost.actors.runtime import Actor, live_actors, stop_all, use_runtime
 
 
 class _Counter:

@@ -178,9 +178,10 @@ def serving(system: System, folder: Path) -> Iterator[tuple[str, str, int]]:
 def ahp_server_cpu(system: System, chats: int, turns: int) -> float:
     """The server's CPU per turn: its CPU across one remote load, by difference with a
     load of one turn a chat (which pays the sessions and subscriptions)."""
-    with tempfile.TemporaryDirectory(prefix="agenthost-ahp-") as tmp, serving(
-        system, Path(tmp)
-    ) as (url, token, pid):
+    with (
+        tempfile.TemporaryDirectory(prefix="agenthost-ahp-") as tmp,
+        serving(system, Path(tmp)) as (url, token, pid),
+    ):
         spent = []
         for count in (1, 1 + turns):
             before = _process_cpu(pid)

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 import structlog
 
-from agenthost.actors import FakeClock, Host, runtime
+from agenthost.actors import Host, runtime
 from agenthost.providers import ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 
 # Debug checks on: a blocking future.get() on a pool worker raises.
 os.environ["AGENTHOST_DEBUG"] = "1"

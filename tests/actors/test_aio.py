@@ -3,13 +3,13 @@
 import asyncio
 from pathlib import Path
 
-from agenthost.actors import FakeClock
 from agenthost.actors.aio import AsyncChat, AsyncHost, AsyncSession
 from agenthost.actors.surface import TurnHandle
 from agenthost.messages import OutcomeState, TurnOutcome
 from agenthost.messages.events import TurnCompleted
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 
 
 def test_the_async_surface_mirrors_the_sync_one_without_blocking_the_loop(

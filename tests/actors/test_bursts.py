@@ -4,7 +4,7 @@ tracker -> chat -> subscriber, in order and complete."""
 import asyncio
 from pathlib import Path
 
-from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
+from agenthost.actors import Host, use_runtime
 from agenthost.actors.handles import Subscription
 from agenthost.actors.protocol import (
     ApplyActions,
@@ -32,6 +32,7 @@ from agenthost.providers.base import Emit, Provider, ProviderAdapter, ProviderCr
 from agenthost.providers.scripted import SHAPES, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.store.records import SaveAssistantText, SaveTurnEnded
+from agenthost.testing import DeterministicRunner, FakeClock
 from tests.fakes.runner import delivered, from_provider, unbatched
 from tests.fakes.stores import RecordingStore
 

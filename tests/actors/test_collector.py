@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import FakeClock, Host, collector
+from agenthost.actors import Host, collector
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 
 
 @pytest.fixture(autouse=True)

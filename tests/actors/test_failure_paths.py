@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import DeterministicRunner, FakeClock, Host, RestartPolicy, aio, use_runtime
+from agenthost.actors import Host, RestartPolicy, aio, use_runtime
 from agenthost.actors.protocol import (
     CancelActiveTurn,
     CloseConnection,
@@ -22,6 +22,7 @@ from agenthost.messages.provider import SteerAnswered, UserMessageEcho
 from agenthost.providers.scripted import Crash, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.store.records import SaveTurnEnded
+from agenthost.testing import DeterministicRunner, FakeClock
 from tests.fakes.runner import delivered, from_provider
 
 IMMEDIATE = RestartPolicy(intensity=10, backoff_min=0.0, backoff_max=0.0)
@@ -193,7 +194,7 @@ def test_steering_sent_after_a_cancel_is_not_dropped_as_cancelled(db_path: Path)
         runner.run(until=delivered(runner, lambda m: isinstance(m, EndTurn)), choose=not_drain)
         runner.run(choose=not_drain)
         later = chat._ref.ask(SteerMessage(text="s2 after the cancel"), block=False)
-        runner.run(until=lambda: later._result is not None, choose=not_drain)
+        runner.run(until=lambda: later.done(), choose=not_drain)
         # The provider runs it as its own turn: it was not meant for the cancelled one.
         runner.run(until=lambda: "s2 after the cancel" in provider.model_inputs)
         runner.run(until=lambda: len(chat.state().turns) == 2)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import attrs
 
-from agenthost.actors import FakeClock, Host
+from agenthost.actors import Host
 from agenthost.actors.turn_tracker import NO_REPLY, _history
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.provider import HistoryMessage
@@ -23,6 +23,7 @@ from agenthost.messages.state import (
 from agenthost.providers.scripted import Gate, Reject, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.store.sqlite import ABANDONED_ON_RESTART
+from agenthost.testing import FakeClock
 
 FAILED = AgentHostError(code=ErrorCode.PROVIDER_ERROR, message="boom")
 

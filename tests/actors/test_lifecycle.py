@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import DeterministicRunner, FakeClock, Host, aio, use_runtime
+from agenthost.actors import Host, aio, use_runtime
 from agenthost.actors.protocol import IdleTimerFired, SessionActivity
 from agenthost.actors.surface import Chat, Session
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.commands import SendMessage
 from agenthost.providers import ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import DeterministicRunner, FakeClock
 from tests.fakes.events import drain_events
 
 GRACE = 30.0

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import Chat, FakeClock, Host
+from agenthost.actors import Chat, Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import (
     PendingMessageRemoved,
@@ -18,6 +18,7 @@ from agenthost.messages.events import (
 from agenthost.messages.state import PendingKind
 from agenthost.providers.scripted import Gate, Reject, Say, ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 from tests.fakes.events import drain_events
 
 STEERING_BUSY = "Cannot change a steering message while it is being processed"

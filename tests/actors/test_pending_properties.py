@@ -23,7 +23,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from agenthost.actors import DeterministicRunner, FakeClock, Host, RestartPolicy, runtime
+from agenthost.actors import Host, RestartPolicy, runtime
 from agenthost.messages.commands import (
     CancelTurn,
     EditPendingMessage,
@@ -43,6 +43,7 @@ from agenthost.messages.events import (
 )
 from agenthost.messages.reducers import reduce_chat
 from agenthost.store import SqliteStore
+from agenthost.testing import DeterministicRunner, FakeClock
 from tests.fakes.manual_provider import ManualProvider
 
 NO_BACKOFF = RestartPolicy(intensity=1_000_000, backoff_min=0.0, backoff_max=0.0)

@@ -11,19 +11,12 @@ import pykka
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pykka._envelope import Envelope
 
-from agenthost.actors.runtime import (
-    Actor,
-    PooledRuntime,
-    RuntimeFuture,
-    ThreadingRuntime,
-    handles,
-    live_actors,
-    set_debug,
-    stop_all,
-    use_runtime,
-)
+from agenthost.actors.futures import RuntimeFuture
+from agenthost.actors.pool import PooledRuntime, answer_left
+from agenthost.actors.pykka_seam import Envelope
+from agenthost.actors.runtime import Actor, handles, live_actors, set_debug, stop_all, use_runtime
+from agenthost.actors.threads import ThreadingRuntime
 
 WAIT_S = 10.0
 
@@ -617,9 +610,9 @@ def test_an_own_thread_actors_teardown_never_waits_on_an_inbox_a_sender_emptied(
     """Teardown saw a message left, but a late sender answered it first: the
     teardown must not block on the empty inbox (its thread would hang)."""
     actor = OwnThread()
-    actor._stop()
-    actor.actor_inbox = _EmptiedBehindTeardown()
-    teardown = threading.Thread(target=actor._actor_loop_teardown, daemon=True)
+    teardown = threading.Thread(
+        target=answer_left, args=(actor, _EmptiedBehindTeardown()), daemon=True
+    )
     teardown.start()
     teardown.join(WAIT_S)
     assert not teardown.is_alive()

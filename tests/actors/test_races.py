@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
-from agenthost.actors.runtime import Delivery
+from agenthost.actors import Host, use_runtime
 from agenthost.messages import OutcomeState, TurnState
 from agenthost.messages.commands import CancelTurn
 from agenthost.messages.events import TERMINAL_EVENTS
 from agenthost.messages.provider import CallSettled, Idle
 from agenthost.providers.scripted import DropCompletion, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import Delivery, DeterministicRunner, FakeClock
 from tests.fakes.runner import from_provider
 
 

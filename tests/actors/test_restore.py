@@ -4,11 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import FakeClock, Host
+from agenthost.actors import Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.providers import RetryPolicy
 from agenthost.providers.scripted import ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 
 
 async def no_sleep(seconds: float) -> None:

@@ -1,8 +1,9 @@
 import pykka
 import pytest
 
-from agenthost.actors import DeterministicRunner, FakeClock, use_runtime
+from agenthost.actors import use_runtime
 from agenthost.actors.runtime import Actor, handles, live_actors, stop_all
+from agenthost.testing import DeterministicRunner, FakeClock
 
 
 class Record:

@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agenthost.actors import FakeClock, Host
+from agenthost.actors import Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.providers.scripted import Gate, ScriptedProvider
 from agenthost.server.cli import app
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 
 
 def start(path: Path, provider: ScriptedProvider | None = None) -> Host:

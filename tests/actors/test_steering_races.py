@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
+from agenthost.actors import Host, use_runtime
 from agenthost.actors.protocol import CallDone, StartSteeringTurn
-from agenthost.actors.runtime import Delivery
 from agenthost.messages.commands import SteerMessage
 from agenthost.messages.events import SteeringWithdrawn, TurnStarted
 from agenthost.messages.provider import ProviderSteer, ProviderWithdraw, SteerAnswered
 from agenthost.messages.state import TurnState
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import Delivery, DeterministicRunner, FakeClock
 from tests.fakes.runner import delivered, from_provider, holding
 
 

@@ -3,12 +3,13 @@ is committed once the mailbox drains, whatever message drained it."""
 
 from pathlib import Path
 
-from agenthost.actors import DeterministicRunner, use_runtime
+from agenthost.actors import use_runtime
 from agenthost.actors.protocol import Committed, ListSessionRows, Write
 from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.store import StoreActor
 from agenthost.store import SqliteStore
 from agenthost.store.records import SaveSession
+from agenthost.testing import DeterministicRunner
 
 
 class Acks(Actor):

@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import Chat, FakeClock, Host, Session
+from agenthost.actors import Chat, Host, Session
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import TurnCompleted, TurnStarted
 from agenthost.messages.state import ChatOriginKind, ToolCallPart
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider, SpawnSubagent
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 from tests.fakes.events import drain_events
 
 

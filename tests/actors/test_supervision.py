@@ -2,11 +2,12 @@
 
 from pathlib import Path
 
-from agenthost.actors import DeterministicRunner, FakeClock, Host, RestartPolicy, use_runtime
+from agenthost.actors import Host, RestartPolicy, use_runtime
 from agenthost.actors.protocol import ConnectionReady
 from agenthost.messages import ErrorCode, OutcomeState
 from agenthost.providers.scripted import Crash, Say, ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import DeterministicRunner, FakeClock
 
 
 def test_a_connection_restarts_until_the_intensity_limit_then_the_provider_is_unavailable(

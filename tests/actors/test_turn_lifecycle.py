@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import Chat, FakeClock, Host
+from agenthost.actors import Chat, Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.commands import CallState
 from agenthost.messages.events import RequestClosed, RequestOpened, RequestOutcome
@@ -28,6 +28,7 @@ from agenthost.providers.scripted import (
     ToolCall,
 )
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 from tests.fakes.runner import delivered, from_provider
 
 
@@ -245,8 +246,9 @@ def test_a_pending_call_is_left_alone(start, clock: FakeClock) -> None:
 
 
 def test_a_turn_parked_on_a_visible_request_is_never_closed(db_path: Path) -> None:
-    from agenthost.actors import DeterministicRunner, use_runtime
+    from agenthost.actors import use_runtime
     from agenthost.messages.provider import CallSettled, HostRequestOpened
+    from agenthost.testing import DeterministicRunner
 
     provider = ScriptedProvider(shape="claude").on("go", Say("a"), SettleCall(), AskUser("sure?"))
 
@@ -273,8 +275,9 @@ def test_a_turn_parked_on_a_visible_request_is_never_closed(db_path: Path) -> No
 
 
 def test_a_turn_whose_backend_never_idles_stays_active_and_says_why(db_path: Path) -> None:
-    from agenthost.actors import DeterministicRunner, use_runtime
+    from agenthost.actors import use_runtime
     from agenthost.messages.provider import CallSettled
+    from agenthost.testing import DeterministicRunner
 
     clock = FakeClock()
     provider = ScriptedProvider(shape="copilot").on("go", Say("a"), DropCompletion())

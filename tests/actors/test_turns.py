@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import FakeClock, Host
+from agenthost.actors import Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import (
     AssistantDelta,
@@ -26,6 +26,7 @@ from agenthost.providers.scripted import (
     ScriptedProvider,
 )
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 from tests.fakes.events import events_until, events_until_turn_end
 
 SHAPES = ["copilot", "claude", "codex"]

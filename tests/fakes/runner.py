@@ -3,9 +3,8 @@
 from collections.abc import Callable
 from typing import Any
 
-from agenthost.actors import DeterministicRunner
 from agenthost.actors.protocol import ChatBatch, FromProvider
-from agenthost.actors.runtime import Delivery
+from agenthost.testing import Delivery, DeterministicRunner
 
 Choose = Callable[[list[Delivery], list[int]], int | None]
 

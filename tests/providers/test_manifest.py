@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from agenthost.actors import FakeClock, Host
+from agenthost.actors import Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.providers import OpenAICompatProvider, ScriptedProvider, load_manifest
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 
 SECRET = "sk-very-secret-value-42"
 

@@ -9,10 +9,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from agenthost.actors import FakeClock, Host, aio
+from agenthost.actors import Host, aio
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.server.ahp import OWNER_KEY, Limits
+from agenthost.testing import FakeClock
 from tests.server.ahp_client import (
     OTHER_TOKEN,
     AhpClient,

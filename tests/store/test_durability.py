@@ -5,12 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import DeterministicRunner, FakeClock, Host, use_runtime
+from agenthost.actors import Host, use_runtime
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import TurnCompleted
 from agenthost.messages.state import Attachment, with_attachments
 from agenthost.providers.scripted import Gate, NoFinishReason, Reject, Say, ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import DeterministicRunner, FakeClock
 from tests.fakes.stores import GatedCommitStore
 
 

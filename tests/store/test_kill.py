@@ -9,10 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agenthost.actors import FakeClock, Host
+from agenthost.actors import Host
 from agenthost.messages import TurnState
 from agenthost.providers import ScriptedProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 
 CHILD = Path(__file__).with_name("kill_child.py")
 ACKS_BEFORE_KILL = 150

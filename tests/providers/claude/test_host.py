@@ -11,10 +11,11 @@ import pytest
 
 pytest.importorskip("claude_agent_sdk")
 
-from agenthost.actors import FakeClock, Host
+from agenthost.actors import Host
 from agenthost.messages import ErrorCode, OutcomeState, RequestKind, TurnState
 from agenthost.messages.events import AssistantDelta, RequestOpened
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 from tests.fakes.events import drain_events
 from tests.providers.claude.standin import WAIT_S, StandIn
 from tests.providers.processes import wait_gone

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from agenthost.actors import Chat, FakeClock, Host, Subscription
+from agenthost.actors import Chat, Host, Subscription
 from agenthost.messages import ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import AssistantDelta, RequestOpened
 from agenthost.messages.state import RequestKind
 from agenthost.providers import CodexProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 from tests.providers.codex.harness import Standin, texts
 
 WAIT_S = 10.0

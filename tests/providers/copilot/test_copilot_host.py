@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agenthost.actors import Chat, FakeClock, Host
+from agenthost.actors import Chat, Host
 from agenthost.messages import ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import (
     AssistantDelta,
@@ -19,6 +19,7 @@ from agenthost.messages.events import (
 from agenthost.messages.reducers import reduce_chat
 from agenthost.messages.state import ChatState, ClientTool, RequestKind
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 from tests.providers.copilot.conftest import WAIT_S, StandIn
 
 

@@ -4,9 +4,10 @@ from typing import Any
 
 import pytest
 
-from agenthost.actors import FakeClock, Host
+from agenthost.actors import Host
 from agenthost.providers import OpenAICompatProvider
 from agenthost.store import SqliteStore
+from agenthost.testing import FakeClock
 from tests.providers.openai.standin import StandIn
 
 KEY = "sk-test-do-not-leak-0123456789"

@@ -1,0 +1,114 @@
+"""The one module that touches pykka's private internals.
+
+pykka offers new actor types three hooks (`_create_actor_inbox`,
+`_create_future`, `_start_actor_loop`) and leaves the loop itself to its
+own `ThreadingActor`. agenthost runs actors on its own runtimes (a pool, a
+deterministic runner), which must handle a message exactly as pykka's loop
+does: stop messages, proxy calls, replies, the failure hooks. Those pieces
+are private in pykka, so every use of them is here, and
+tests/actors/test_pykka_seam.py fails when a pykka release changes what
+this module relies on. setup.cfg pins pykka to the minor series it was
+tested with.
+
+What is relied on (pykka 4.x):
+- `pykka._envelope.Envelope(message, reply_to)`, with `.message` and `.reply_to`:
+  what ActorRef.tell and ask put in an inbox;
+- `pykka.messages._ActorStop`: the message `ActorRef.stop` sends;
+- `Actor._actor_loop_setup()` (on_start, failures handled),
+  `Actor._handle_receive(message)` (stop, proxy calls, then on_receive),
+  `Actor._handle_failure(*exc_info)` (log, unregister, mark stopped) and
+  `Actor._stop()` (mark stopped, on_stop).
+Everything else agenthost uses of pykka is public API.
+"""
+
+import contextlib
+import sys
+import threading
+from typing import Any
+
+import pykka
+import structlog
+from pykka import ActorDeadError
+from pykka._envelope import Envelope
+from pykka.messages import _ActorStop
+
+__all__ = [
+    "Envelope",
+    "answer_dead",
+    "is_stop",
+    "process",
+    "start",
+    "stop_message",
+    "stop_now",
+]
+
+log = structlog.get_logger(__name__)
+
+interruptible = threading.local()
+"""`interruptible.on` is True on a thread whose BaseException should propagate
+(the deterministic runner's driver: Ctrl-C must get through)."""
+
+
+def stop_message() -> Any:
+    """The message `ActorRef.stop` sends: an ask of it stops the actor and answers."""
+    return _ActorStop()
+
+
+def is_stop(message: object) -> bool:
+    return isinstance(message, _ActorStop)
+
+
+def start(actor: pykka.Actor) -> None:
+    """Run `on_start` as pykka's loop does (a failure is handled and stops the actor)."""
+    actor._actor_loop_setup()
+
+
+def stop_now(actor: pykka.Actor) -> None:
+    """Stop without handling the rest of the inbox (on_stop runs)."""
+    actor._stop()
+
+
+def process(actor: pykka.Actor, envelope: Envelope[Any], flush: Any) -> None:
+    """Handle one message as pykka's `_actor_loop_running` does: the reply, or
+    the failure hooks for a tell. A message to a stopped actor is answered
+    with ActorDeadError. `flush()` runs before a reply is set, so a reply
+    never overtakes what its handler sent."""
+    if actor.actor_stopped.is_set():
+        answer_dead(actor, envelope)
+        return
+    try:
+        response = actor._handle_receive(envelope.message)
+        if envelope.reply_to is not None:
+            flush()
+            envelope.reply_to.set(response)
+    except Exception:
+        if envelope.reply_to is not None:
+            flush()
+            envelope.reply_to.set_exception()
+        else:
+            actor._handle_failure(*sys.exc_info())
+            try:
+                actor.on_failure(*sys.exc_info())
+            except Exception:
+                actor._handle_failure(*sys.exc_info())
+    except BaseException:
+        if getattr(interruptible, "on", False):
+            raise
+        # pykka stops the actor (and every other); here only the actor stops,
+        # and an asker gets the exception instead of waiting forever.
+        log.error("actor_interrupted", actor=type(actor).__name__, exc_info=True)
+        if envelope.reply_to is not None:
+            with contextlib.suppress(Exception):
+                envelope.reply_to.set_exception()
+        actor._stop()
+
+
+def answer_dead(actor: pykka.Actor, envelope: Envelope[Any]) -> None:
+    """Answer a message a stopped actor will never handle (a stop: done)."""
+    if envelope.reply_to is None:
+        return
+    if isinstance(envelope.message, _ActorStop):
+        envelope.reply_to.set(None)
+        return
+    error = ActorDeadError(f"{actor.actor_ref} stopped before handling the message")
+    envelope.reply_to.set_exception(exc_info=(ActorDeadError, error, None))
