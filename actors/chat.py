@@ -1,26 +1,21 @@
 """ChatActor: one chat's state, changed only through the pure reducer.
 
-It owns the chat state (turns, active turn, steering and queued messages),
-the chat's subscribers and the replies to sends and removals. Provider work
-goes through its TurnTrackerActor; steering and drain policy through its
-QueueDrainActor.
-
-Publication order is the reduction order, and a turn's end reaches
-subscribers (and resolves its send) only after the store committed it: an
-outbox holds events behind the write they depend on, and a new subscriber's
-snapshot is the state as of the last event published, never ahead of it.
+It owns the chat state (turns, active turn, steering and queued messages)
+and the replies to its clients' commands. Provider work goes through its
+TurnTrackerActor; steering bookkeeping and which pending message runs next
+through its QueueDrainActor; publication through its Publisher
+(actors/publisher.py: a turn's end reaches subscribers, and resolves its
+send, only once the store committed it; a command's reply once its effect
+is published, so a caller reads its own writes).
 
 Bursts. The tracker sends what it queued for the chat as one message
 (ApplyActions, or a ChatBatch of messages handled in order); a burst of
 actions is published with one push per subscriber. The store writes the
 chat queues leave as one WriteMany when it flushes (see `Actor.flush`), and
-before anything else the chat sends (`send` flushes them first), so the
-store sees them in the order the chat made them, ahead of whatever they
-caused elsewhere.
+before anything else the chat sends, so the store sees them in the order
+the chat made them, ahead of whatever they caused elsewhere.
 """
 
-import itertools
-import uuid
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -28,21 +23,9 @@ from typing import Any
 import attrs
 import structlog
 
+from agenthost.actors.admission import Admission, Origin, Verdict
 from agenthost.actors.context import Services
-from agenthost.actors.contributions import (
-    Accept,
-    ChatKey,
-    Dispatch,
-    Handled,
-    IncomingRequest,
-    OutgoingTurn,
-    Reject,
-    RequestKind,
-    RequestSource,
-    TurnEnd,
-    TurnEndReason,
-)
-from agenthost.actors.contributions.queue_drain import sender_of
+from agenthost.actors.contributions import Accept, ChatKey, Handled, Reject, TurnEndReason
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.hosted import HostedActor
@@ -59,10 +42,10 @@ from agenthost.actors.protocol import (
     ClientToolsChanged,
     Committed,
     Diagnose,
-    DrainQueue,
+    DrainNow,
     EndTurn,
+    HandOverSteering,
     PrepareRelease,
-    ProposeDrain,
     RecordSteering,
     Ref,
     ReleaseAborted,
@@ -72,18 +55,18 @@ from agenthost.actors.protocol import (
     RequeueSteering,
     SessionStateChanged,
     SpawnSubagentChat,
-    StartHeldSteering,
+    StartNext,
     StartProviderTurn,
-    StartQueued,
     StartSteeringTurn,
-    Steer,
     SteeringCancelled,
     SteeringRemovalSettled,
     SubscribersChanged,
+    TrackSteering,
     UseTracker,
-    WriteMany,
 )
+from agenthost.actors.publisher import Publication, Publisher, StoreWrites
 from agenthost.actors.queue_drain import QueueDrainActor
+from agenthost.actors.queue_policy import NextKind
 from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.turn_tracker import TurnTrackerActor
 from agenthost.messages.commands import (
@@ -122,6 +105,7 @@ from agenthost.messages.events import (
     TurnFailed,
     TurnStarted,
 )
+from agenthost.messages.ids import new_id
 from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
 from agenthost.messages.state import (
     ChatOriginKind,
@@ -156,6 +140,9 @@ MODEL_KEY = "model"  # a session config value: the model its turns ask for
 STEERING_NOT_WITHDRAWN = AgentHostError(
     code=ErrorCode.INVALID_ARGUMENT,
     message="The model already had this steering message; it stays until the model reads it.",
+)
+HOST_STOPPED = AgentHostError(
+    code=ErrorCode.HOST_STOPPED, message="The host stopped before this turn ended."
 )
 
 
@@ -199,15 +186,6 @@ ENDED_AS = {
 }
 
 
-@attrs.frozen
-class Origin:
-    """Who caused an action: a client (`client_id` None: the embedding program),
-    or, with `from_client` False, the host acting on a client's queued message."""
-
-    client_id: str | None = None
-    from_client: bool = True
-
-
 def _end_reason(turn: Turn) -> TurnEndReason:
     if turn.state is TurnState.COMPLETE:
         return TurnEndReason.SUCCESS
@@ -216,30 +194,6 @@ def _end_reason(turn: Turn) -> TurnEndReason:
     if turn.error is not None and turn.error.code is ErrorCode.EXECUTION_ABANDONED:
         return TurnEndReason.ABANDONED
     return TurnEndReason.ERROR
-
-
-_ID_PREFIX = uuid.uuid4().hex[:16]  # random per process: ids never repeat across restarts
-_ids = itertools.count(1)
-
-
-def new_id() -> str:
-    """A new turn or message id: unique across processes and restarts, without a
-    urandom call each time (a uuid4 per turn was 4% of a load run's CPU)."""
-    return f"{_ID_PREFIX}{next(_ids):016x}"
-
-
-# A ChatActor's state is kept in few attributes (with at most 30, CPython shares
-# the attribute names among all chats' __dict__s: 1.3 KB less per resident chat).
-@attrs.define
-class _Writes:
-    """Store writes: those queued since the last flush, their numbering, how far
-    the store has committed, and each running turn's text that became stable."""
-
-    ops: list[StoreOp] = attrs.field(factory=list)
-    seq: int = 0
-    gated: bool = False
-    committed: int = 0
-    stable: dict[str, list[str]] = attrs.field(factory=dict)
 
 
 @attrs.define
@@ -253,11 +207,16 @@ class _Reported:
 
 @attrs.define
 class _Waiting:
-    """Callers waiting on the chat: sends (tickets), removals, and answers."""
+    """Callers waiting on the chat: queued sends (tickets by pending id), steering
+    removals, answers, and cancels (until their turn's end is published)."""
 
     tickets: dict[str, Ticket] = attrs.field(factory=dict)
     removals: dict[str, list[RuntimeFuture]] = attrs.field(factory=dict)
     answers: dict[str, deque[RuntimeFuture]] = attrs.field(factory=dict)
+    cancels: dict[str, list[RuntimeFuture]] = attrs.field(factory=dict)
+
+    def any(self) -> bool:
+        return bool(self.tickets or self.removals or self.answers or self.cancels)
 
 
 def _not_pending(pending_id: str) -> AgentHostError:
@@ -267,6 +226,8 @@ def _not_pending(pending_id: str) -> AgentHostError:
     )
 
 
+# A ChatActor's state is kept in few attributes (with at most 29, CPython shares
+# the attribute names among all chats' __dict__s: 1.3 KB less per resident chat).
 class ChatActor(HostedActor):
     def __init__(
         self,
@@ -286,26 +247,26 @@ class ChatActor(HostedActor):
         super().__init__(services)
         self.session_id = session_id
         self.chat_id = chat_id
-        self._key = ChatKey(session_id=session_id, chat_id=chat_id)
-        self._session = session_state or SessionState()
-        self.default = default
-        self._read_only = read_only
         self.provider = provider
         self.session = session
         self.resume = resume
         self._client_tools = client_tools
         self._state = state
-        self._published = state
-        self._subscribers: list[Subscription] = []
-        # (commit seq it waits for, event or None, state after it, ticket to resolve)
-        self._outbox: deque[tuple[int, ChatEvent | None, ChatState, Any]] = deque()
-        self._writes = _Writes()
+        self._publisher = Publisher(state)
+        self._writes = StoreWrites()
         self._waiting = _Waiting()
         self._reported = _Reported(status=state.status, turns=len(state.turns))
+        self._admission = Admission(
+            services.contributions,
+            services.mementos,
+            ChatKey(session_id=session_id, chat_id=chat_id),
+            session=session_state or SessionState(),
+            default=default,
+            read_only=read_only,
+            driven=state.origin.kind is ChatOriginKind.TOOL,
+        )
         # While the session decides to leave memory: client commands held meanwhile.
         self._closing: list[tuple[Any, RuntimeFuture]] | None = None
-        # Queued when a turn ended without success: they wait for a successful turn.
-        self._held: set[str] = {m.id for m in state.queued_messages}
         self._turn_seq = len(state.turns)
         self._tracker: Ref | None = None
         self._drain: Ref | None = None
@@ -314,7 +275,7 @@ class ChatActor(HostedActor):
     @property
     def driven(self) -> bool:
         """A subagent's chat: its turns come from its parent's provider stream."""
-        return self._state.origin.kind is ChatOriginKind.TOOL
+        return self._admission.driven
 
     def on_start(self) -> None:
         self.services.directory.register(f"{self.session_id}/{self.chat_id}", self.actor_ref)
@@ -322,7 +283,13 @@ class ChatActor(HostedActor):
         if self.driven:
             self.send(self.session, ChatReady(chat_id=self.chat_id))
             return
-        self._drain = QueueDrainActor.start(self.services, chat=self.actor_ref)
+        self._drain = QueueDrainActor.start(
+            self.services,
+            session_id=self.session_id,
+            chat_id=self.chat_id,
+            chat=self.actor_ref,
+            queue_held=bool(self._state.pending),  # a restored queue waits for a success
+        )
         self._tracker = TurnTrackerActor.start(
             self.services,
             session_id=self.session_id,
@@ -338,45 +305,45 @@ class ChatActor(HostedActor):
         # heads the queue, which waits (as after any failed turn) for a success.
         for pending in reversed(self._state.steering_messages):
             self._to_queue(pending)
-        self._held.update(m.id for m in self._state.queued_messages)
 
     def _hydrate(self) -> None:
         """Contributions restore what they keep, before the chat is listed."""
         state = self._state
-        turns = self.services.contributions.hydrate_turns(state.turns, self._key)
-        title, draft = self.services.contributions.hydrate_chat(state.title, state.draft, self._key)
-        self._state = self._published = attrs.evolve(state, turns=turns, title=title, draft=draft)
+        contributions = self.services.contributions
+        key = self._admission.chat
+        turns = contributions.hydrate_turns(state.turns, key)
+        title, draft = contributions.hydrate_chat(state.title, state.draft, key)
+        self._state = attrs.evolve(state, turns=turns, title=title, draft=draft)
+        self._publisher.published = self._state
 
     def on_stop(self) -> None:
         self.services.directory.unregister(f"{self.session_id}/{self.chat_id}", self.actor_ref)
         for child in (self._tracker, self._drain):
             if child is not None and child.is_alive():
                 child.stop(block=False)
-        stopped = AgentHostError(
-            code=ErrorCode.HOST_STOPPED, message="The host stopped before this turn ended."
-        )
         for ticket in self._waiting.tickets.values():
-            ticket.fail(stopped)
-        for _, _, _, ticket in self._outbox:
-            if ticket is not None:
-                ticket.fail(stopped)
-        for futures in (*self._waiting.removals.values(), *self._waiting.answers.values()):
+            ticket.fail(HOST_STOPPED)
+        waiting = self._waiting
+        for futures in (
+            *waiting.removals.values(),
+            *waiting.answers.values(),
+            *waiting.cancels.values(),
+        ):
             for future in futures:
-                future.set_exception(exc_info=(AgentHostError, stopped, None))
+                future.set_exception(exc_info=(AgentHostError, HOST_STOPPED, None))
+        self._publisher.stop(HOST_STOPPED)
         released = AgentHostError(
             code=ErrorCode.HOST_STOPPED, message="The session left memory; it is restored on use."
         )
         for _, future in self._closing or []:
             future.set_exception(exc_info=(AgentHostError, released, None))
-        for subscription in self._subscribers:
-            subscription.close()
 
     # -- state, persistence, publication -----------------------------------------------------
     def _apply(
         self,
         action: ChatEvent,
         after_write: int = 0,
-        ticket: Any = None,
+        ticket: Ticket | None = None,
         origin: Origin | None = None,
         publish: bool = True,
     ) -> None:
@@ -384,61 +351,29 @@ class ChatActor(HostedActor):
         the caller publishes a whole burst itself."""
         before = self._state
         self._state = reduce_chat(before, action, self.services.clock.wall_ms())
-        self._outbox.append((after_write, action, self._state, ticket))
+        self._publisher.add(
+            Publication(after_write=after_write, state=self._state, event=action, ticket=ticket)
+        )
         if publish:
             self._publish_ready()
-        self._dispatched(action, before, origin)
+        self._admission.dispatched(action, before, self._state, origin)
 
-    def _dispatched(
-        self, action: ChatEvent, before: ChatState, origin: Origin | None, rejection: str = ""
-    ) -> None:
-        """Tell the contributions: every action, and which a client applied."""
-        from_client = origin is not None and origin.from_client
-        if not self.services.contributions.wants(type(action), from_client):
-            return
-        self.services.contributions.action_done(
-            Dispatch(
-                chat=self._key,
-                action=action,
-                from_client=from_client,
-                client_id=None if origin is None else origin.client_id,
-                before=before,
-                state=self._state,
-                session=self._session,
-                rejection=rejection or None,
-                default_chat=self.default,
-                subagent=self.driven,
-            )
-        )
+    def _reply(self, value: Any) -> Any:
+        """A command's reply (an exception is raised to the caller): once what it
+        changed is published, so the caller reads its own writes."""
+        reply = self._publisher.reply_when_published(value, self._state)
+        if reply is value and isinstance(value, BaseException):
+            raise value
+        return reply
 
     def _write(self, op: StoreOp, gate: bool = False) -> int:
-        """Queue a store write; the store gets a message's writes together, before
-        anything else this chat sends. A gated write's commit is acked (Committed)."""
-        self._writes.seq += 1
-        self._writes.ops.append(op)
-        self._writes.gated = self._writes.gated or gate
-        return self._writes.seq
+        return self._writes.write(op, gate)
 
     def flush(self) -> None:
         """The store gets the writes queued so far as one WriteMany."""
-        writes = self._writes
-        if not writes.ops:
-            return
-        ops, writes.ops = writes.ops, []
-        ended = {op.turn_id for op in ops if isinstance(op, SaveTurnEnded)}
-        if ended:  # a turn's end carries its whole assistant text
-            ops = [
-                op for op in ops if not (isinstance(op, SaveAssistantText) and op.turn_id in ended)
-            ]
-        gated, writes.gated = writes.gated, False
-        Actor.send(
-            self.services.store,
-            WriteMany(
-                ops=tuple(ops),
-                ack_to=self.actor_ref if gated else None,
-                ack=Committed(seq=self._writes.seq),
-            ),
-        )
+        writes = self._writes.take(self.actor_ref, lambda seq: Committed(seq=seq))
+        if writes is not None:
+            Actor.send(self.services.store, writes)
 
     def send(self, ref: Ref | None, message: Any) -> bool:  # type: ignore[override]
         """Tell `ref`, after the writes queued so far (they stay ahead of it)."""
@@ -446,47 +381,28 @@ class ChatActor(HostedActor):
         return Actor.send(ref, message)
 
     def _publish_ready(self) -> None:
-        """Publish what the store has made durable, in order: events to the
-        subscribers (one push for all), then the tickets of the turns that ended."""
-        outbox = self._outbox
-        events: list[ChatEvent] = []
-        tickets: list[tuple[Ticket, ChatState]] = []
-        while outbox and outbox[0][0] <= self._writes.committed:
-            _, event, state_after, ticket = outbox.popleft()
-            self._published = state_after
-            if event is not None:
-                events.append(event)
-            if ticket is not None:
-                tickets.append((ticket, state_after))
-        if events and self._subscribers:
-            self._subscribers = [s for s in self._subscribers if s.push_many(events)]
+        """Publish what the store has made durable; tell the session what changed."""
+        if self._publisher.publish_ready():
             self._report_subscribers()
-        for ticket, state_after in tickets:
-            ticket.resolve(_outcome(ticket, state_after))
-        published = self._published
-        if (published.status, len(published.turns)) != (
-            self._reported.status,
-            self._reported.turns,
-        ):
-            self._reported.status = published.status
-            self._reported.turns = len(published.turns)
+        published = self._publisher.published
+        reported = self._reported
+        if published.status != reported.status or len(published.turns) != reported.turns:
+            reported.status = published.status
+            reported.turns = len(published.turns)
             self.send(
                 self.session,
                 ChatStatusChanged(
-                    chat_id=self.chat_id, status=int(published.status), turns=len(published.turns)
+                    chat_id=self.chat_id, status=int(published.status), turns=reported.turns
                 ),
             )
 
     @handles(Committed)
     def _committed_ack(self, message: Committed) -> None:
         if message.error is not None:
-            # Not durable. Those waiting on a turn's end hear it; publication goes on
-            # (holding it would wedge the chat) and the log says what was lost.
+            # Not durable: those waiting on a turn's end hear it, and the log says
+            # what was lost.
             self._log.error("store_write_lost", seq=message.seq, error=message.error.message)
-            for seq, _, _, ticket in self._outbox:  # the gated writes of the failed batch
-                if self._writes.committed < seq <= message.seq and ticket is not None:
-                    ticket.fail(message.error)
-        self._writes.committed = max(self._writes.committed, message.seq)
+        self._publisher.committed_upto(message.seq, message.error)
         self._publish_ready()
 
     def _stamp(self, event: Any) -> Any:
@@ -494,6 +410,31 @@ class ChatActor(HostedActor):
 
     def _pending(self, pending_id: str) -> PendingMessage | None:
         return next((m for m in self._state.pending if m.id == pending_id), None)
+
+    def _busy(self) -> bool:
+        """A turn runs, or steering waits that the provider may start a turn for."""
+        return self._state.active_turn is not None or bool(self._state.steering_messages)
+
+    # -- pending messages ------------------------------------------------------------------
+    def _add_pending(
+        self, kind: PendingKind, message: UserMessage, origin: Origin, pending_id: str | None
+    ) -> PendingMessage:
+        pending = PendingMessage(id=pending_id or new_id(), kind=kind, message=message)
+        self._apply(self._stamp(PendingMessageAdded(pending=pending)), origin=origin)
+        position = len(
+            self._state.steering_messages
+            if kind is PendingKind.STEERING
+            else self._state.queued_messages
+        )
+        self._write(
+            SavePending(
+                session_id=self.session_id,
+                chat_id=self.chat_id,
+                pending=pending,
+                position=position - 1,
+            )
+        )
+        return pending
 
     def _remove_pending(
         self, pending: PendingMessage, reason: RemovalReason, origin: Origin | None = None
@@ -517,381 +458,26 @@ class ChatActor(HostedActor):
                 )
             )
 
-    def _add_pending(
-        self,
-        kind: PendingKind,
-        message: UserMessage,
-        origin: Origin,
-        pending_id: str | None = None,
-    ) -> PendingMessage:
-        pending = PendingMessage(id=pending_id or new_id(), kind=kind, message=message)
-        self._apply(self._stamp(PendingMessageAdded(pending=pending)), origin=origin)
-        position = len(
-            self._state.steering_messages
-            if kind is PendingKind.STEERING
-            else self._state.queued_messages
-        )
-        self._write(
-            SavePending(
-                session_id=self.session_id,
-                chat_id=self.chat_id,
-                pending=pending,
-                position=position - 1,
-            )
-        )
-        return pending
-
-    def _busy(self) -> bool:
-        """A turn runs, or steering waits that the provider may start a turn for."""
-        return self._state.active_turn is not None or bool(self._state.steering_messages)
-
-    def _refuse_if_driven(self) -> None:
-        if self.driven:
-            raise AgentHostError(
-                code=ErrorCode.INVALID_ARGUMENT,
-                message="This is a subagent's chat: its parent's turn drives it.",
-            )
-
-    # -- leaving memory --------------------------------------------------------------------------
-    def on_receive(self, message: Any) -> Any:
-        if self._closing is not None and isinstance(message, CLIENT_COMMANDS):
-            future = RuntimeFuture()  # answered when the session stays, or fails when it goes
-            self._closing.append((message, future))
-            return future
-        return super().on_receive(message)
-
-    @handles(ChatBatch)
-    def _batch(self, message: ChatBatch) -> None:
-        for item in message.messages:
-            self._handlers[type(item)](self, item)
-
-    @handles(PrepareRelease)
-    def _prepare_release(self, message: PrepareRelease) -> None:
-        """Agree only with nothing running, watched or waited on; for a deletion,
-        only while the chat never held anything (DESIGN.md rule 4)."""
-        waited_on = (
-            self._waiting.tickets
-            or self._waiting.removals
-            or self._waiting.answers
-            or any(ticket is not None for _, _, _, ticket in self._outbox)
-        )
-        ok = not (self._busy() or self._subscribers or waited_on)
-        if message.collect:
-            ok = ok and not self._state.turns and not self._state.pending
-        if ok:
-            self._closing = []
-        self.send(self.session, ReleaseVote(chat_id=self.chat_id, ok=ok))
-
-    @handles(ReleaseAborted)
-    def _release_aborted(self, message: ReleaseAborted) -> None:
-        held, self._closing = self._closing or [], None
-        for command, future in held:
-            try:
-                future.set(super().on_receive(command))
-            except Exception:
-                future.set_exception()
-
-    # -- admission -----------------------------------------------------------------------
-    def _request(
-        self,
-        kind: RequestKind,
-        text: str,
-        client_id: str | None,
-        source: RequestSource = RequestSource.CLIENT,
-        pending_id: str | None = None,
-    ) -> IncomingRequest:
-        return IncomingRequest(
-            chat=self._key,
-            kind=kind,
-            text=text,
-            source=source,
-            client_id=client_id,
-            state=self._state,
-            session=self._session,
-            read_only=self._read_only,
-            default_chat=self.default,
-            subagent=self.driven,
-            pending_id=pending_id,
-        )
-
-    def _admit(
-        self,
-        request: IncomingRequest,
-        ticket: Ticket,
-        message: UserMessage,
-        from_pending: str | None = None,
-        turn_id: str | None = None,
-    ) -> Ticket:
-        """Run admission; start the turn, or settle the request without one."""
-        verdict = self.services.contributions.incoming(request)
-        if isinstance(verdict, Accept):
-            origin = Origin(request.client_id, request.source is RequestSource.CLIENT)
-            self._start_turn(
-                message, ticket=ticket, from_pending=from_pending, origin=origin, chosen_id=turn_id
-            )
-        else:
-            self._settle(request, verdict, ticket, message, from_pending)
-        return ticket
-
-    def _settle(
-        self,
-        request: IncomingRequest,
-        verdict: Handled | Reject,
-        ticket: Ticket,
-        message: UserMessage,
-        from_pending: str | None = None,
-    ) -> None:
-        """A request that ends without a turn: a local command, or a refusal."""
-        pending = None if from_pending is None else self._pending(from_pending)
-        if isinstance(verdict, Handled):
-            if pending is not None:
-                self._remove_pending(pending, RemovalReason.CONSUMED)
-            for action in verdict.actions:
-                self._apply(self._stamp(action), origin=Origin(request.client_id))
-            ticket.resolve(TurnOutcome(state=OutcomeState.HANDLED, text=verdict.reply))
-            self._turn_ended(TurnEndReason.LOCAL_COMMAND, None, request.client_id)
-            return
-        self._log.info("request_rejected", stage=verdict.stage, code=verdict.error.code.value)
-        if pending is not None:
-            self._remove_pending(pending, RemovalReason.REJECTED)
-        refused = self._stamp(
-            TurnStarted(turn_id=new_id(), message=message, queued_message_id=from_pending)
-        )
-        origin = Origin(request.client_id, request.source is RequestSource.CLIENT)
-        self._dispatched(refused, self._state, origin, rejection=verdict.error.message)
-        ticket.resolve(TurnOutcome(state=OutcomeState.REJECTED, error=verdict.error))
-        self._turn_ended(TurnEndReason.REJECTED, None, request.client_id)
-
-    def _refused(self, action: ChatEvent, error: AgentHostError, origin: Origin) -> AgentHostError:
-        """A client's action that is not applied: observed with its reason, then raised."""
-        self._dispatched(self._stamp(action), self._state, origin, rejection=error.message)
-        return error
-
-    def _turn_ended(self, reason: TurnEndReason, turn: Turn | None, client_id: str | None) -> None:
-        self.services.contributions.turn_end(
-            TurnEnd(
-                chat=self._key,
-                reason=reason,
-                state=self._state,
-                session=self._session,
-                turn=turn,
-                resumable=turn is not None and turn.error is not None and turn.error.resumable,
-                subagent=self.driven,
-                default_chat=self.default,
-                client_id=client_id,
-            )
-        )
-
-    # -- client commands ---------------------------------------------------------------------
-    def _check_new_ids(self, *ids: str | None) -> None:
-        taken = {t.id for t in self._state.turns} | {m.id for m in self._state.pending}
-        if self._state.active_turn is not None:
-            taken.add(self._state.active_turn.id)
-        for chosen in ids:
-            if chosen is not None and (not chosen or chosen in taken):
-                raise AgentHostError(
-                    code=ErrorCode.INVALID_ARGUMENT, message=f"id {chosen!r} is empty or in use"
-                )
-
-    @handles(SendMessage)
-    def _send(self, message: SendMessage) -> Ticket:
-        self._refuse_if_driven()
-        self._check_new_ids(message.turn_id, message.pending_id)
-        user = UserMessage(text=message.text, attachments=message.attachments)
-        if not self._busy():
-            # A message set as queued while idle runs at once; its turn says it came
-            # from that id (AHP: a client that queued it sees it leave the queue).
-            request = self._request(RequestKind.SEND, message.text, message.client_id)
-            return self._admit(request, Ticket(), user, message.pending_id, message.turn_id)
-        pending = self._add_pending(
-            PendingKind.QUEUED, user, Origin(message.client_id), message.pending_id
-        )
-        ticket = Ticket(pending_id=pending.id)
-        self._waiting.tickets[pending.id] = ticket
-        return ticket
-
-    @handles(SteerMessage)
-    def _steer(self, message: SteerMessage) -> SteerReply:
-        self._refuse_if_driven()
-        self._check_new_ids(message.pending_id)
-        request = self._request(RequestKind.STEER, message.text, message.client_id)
-        if not self._busy():  # while idle, steering is simply a send
-            pending_id = message.pending_id or new_id()
-            ticket = Ticket(pending_id=pending_id)
-            pending = PendingMessage(
-                id=pending_id, kind=PendingKind.STEERING, message=UserMessage(text=message.text)
-            )
-            self._admit(request, ticket, UserMessage(text=message.text), from_pending=pending_id)
-            return SteerReply(pending=pending, ticket=ticket)
-        verdict = self.services.contributions.incoming(request)
-        if not isinstance(verdict, Accept):  # settled at once, like a send while idle
-            ticket = Ticket()
-            self._settle(request, verdict, ticket, UserMessage(text=message.text))
-            pending = PendingMessage(
-                id=new_id(), kind=PendingKind.STEERING, message=UserMessage(text=message.text)
-            )
-            return SteerReply(pending=pending, ticket=ticket)
-        pending = self._add_pending(
-            PendingKind.STEERING,
-            UserMessage(text=message.text),
-            Origin(message.client_id),
-            message.pending_id,
-        )
-        self.send(
-            self._drain,
-            Steer(pending_id=pending.id, text=pending.text, for_turn=self._state.active_turn_id),
-        )
-        return SteerReply(pending=pending)
-
-    @handles(RemovePendingMessage)
-    def _remove(self, message: RemovePendingMessage) -> RuntimeFuture | bool:
-        pending = self._pending(message.pending_id)
-        if pending is None:
-            removal = PendingMessageRemoved(kind=PendingKind.QUEUED, pending_id=message.pending_id)
-            raise self._refused(
-                removal, _not_pending(message.pending_id), Origin(message.client_id)
-            )
-        if pending.kind is PendingKind.QUEUED:
-            self._remove_pending(pending, RemovalReason.CLIENT, Origin(message.client_id))
-            ticket = self._waiting.tickets.pop(pending.id, None)
-            if ticket is not None:
-                ticket.resolve(TurnOutcome(state=OutcomeState.REMOVED))
-            return True
-        future = RuntimeFuture()
-        first = pending.id not in self._waiting.removals
-        self._waiting.removals.setdefault(pending.id, []).append(future)
-        if first:
-            self.send(self._drain, RemoveSteering(pending_id=pending.id))
-        return future
-
-    @handles(EditPendingMessage)
-    def _edit(self, message: EditPendingMessage) -> PendingMessage:
-        pending = self._pending(message.pending_id) or PendingMessage(
-            id=message.pending_id, kind=PendingKind.QUEUED, message=UserMessage(text="")
-        )
-        edited = attrs.evolve(pending, message=attrs.evolve(pending.message, text=message.text))
-        if self._pending(message.pending_id) is None:
-            error = _not_pending(message.pending_id)
-            raise self._refused(PendingMessageAdded(pending=edited), error, Origin())
-        if pending.kind is PendingKind.STEERING:
-            error = AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
-            raise self._refused(PendingMessageAdded(pending=edited), error, Origin())
-        self._apply(self._stamp(PendingMessageAdded(pending=edited)), origin=Origin())
-        self._save_queue_positions()
-        return edited
-
-    @handles(ReorderQueue)
-    def _reorder(self, message: ReorderQueue) -> tuple[PendingMessage, ...]:
+    def _to_queue(self, pending: PendingMessage) -> None:
+        """A steering message the provider cannot take becomes the head of the queue."""
         self._apply(
-            self._stamp(QueuedMessagesReordered(order=message.pending_ids)), origin=Origin()
+            self._stamp(
+                PendingMessageRemoved(
+                    kind=PendingKind.STEERING,
+                    pending_id=pending.id,
+                    reason=RemovalReason.REQUEUED,
+                )
+            )
         )
+        queued = attrs.evolve(pending, kind=PendingKind.QUEUED)
+        self._apply(self._stamp(PendingMessageAdded(pending=queued)))
+        self._apply(self._stamp(QueuedMessagesReordered(order=(queued.id,))))
         self._save_queue_positions()
-        return self._state.queued_messages
 
-    @handles(AnswerRequest)
-    def _answer(self, message: AnswerRequest) -> RuntimeFuture:
-        future = RuntimeFuture()
-        self._waiting.answers.setdefault(message.request_id, deque()).append(future)
-        self.send(self._tracker, message)
-        return future
-
-    @handles(AnswerSettled)
-    def _answer_settled(self, message: AnswerSettled) -> None:
-        waiting = self._waiting.answers.get(message.request_id)
-        if not waiting:
-            return
-        future = waiting.popleft()
-        if not waiting:
-            del self._waiting.answers[message.request_id]
-        if message.error is None:
-            future.set(None)
-        else:
-            future.set_exception(exc_info=(AgentHostError, message.error, None))
-
-    @handles(GetDiagnostics)
-    def _diagnostics(self, message: GetDiagnostics) -> Any:
-        assert self._tracker is not None
-        return self._tracker.ask(Diagnose(), block=False)
-
-    @handles(ClientToolsChanged, ClientRemoved)
-    def _clients(self, message: ClientToolsChanged | ClientRemoved) -> None:
-        self.send(self._tracker, message)
-
-    @handles(TruncateChat)
-    def _truncate(self, message: TruncateChat) -> ChatState:
-        truncation = Truncated(turn_id=message.turn_id)
-        if self._state.active_turn is not None:
-            error = AgentHostError(
-                code=ErrorCode.INVALID_ARGUMENT,
-                message="A turn is running: cancel it before truncating the chat.",
-            )
-            raise self._refused(truncation, error, Origin())
-        ids = [t.id for t in self._state.turns]
-        if message.turn_id is not None and message.turn_id not in ids:
-            error = AgentHostError(
-                code=ErrorCode.NOT_FOUND,
-                message=f"chat {self.chat_id} has no turn {message.turn_id}",
-            )
-            raise self._refused(truncation, error, Origin())
-        self._apply(self._stamp(Truncated(turn_id=message.turn_id)), origin=Origin())
-        self._write(
-            TruncateStoredChat(chat_id=self.chat_id, keep=tuple(t.id for t in self._state.turns))
-        )
-        return self._state
-
-    @handles(CancelTurn)
-    def _cancel(self, message: CancelTurn) -> bool:
-        active = self._state.active_turn
-        if active is None:
-            idle = AgentHostError(code=ErrorCode.NOT_FOUND, message="No turn is running.")
-            self._refused(TurnCancelled(turn_id=""), idle, Origin())
-            return False
-        self.send(self._tracker, CancelActiveTurn(turn_id=active.id))
-        return True
-
-    @handles(SetDraft)
-    def _set_draft(self, message: SetDraft) -> None:
-        draft = DraftChanged(draft=message.text or None)
-        self._apply(self._stamp(draft), origin=Origin(message.client_id))
-
-    @handles(SetReadOnly)
-    def _set_read_only(self, message: SetReadOnly) -> None:
-        if message.read_only == self._read_only:
-            return
-        self._read_only = message.read_only
-        self._write(SaveChatMeta(chat_id=self.chat_id, read_only=message.read_only))
-        self._apply(self._stamp(ReadOnlyChanged(read_only=message.read_only)), origin=Origin())
-
-    @handles(SessionStateChanged)
-    def _session_changed(self, message: SessionStateChanged) -> None:
-        self._session = message.state
-
-    @handles(DrainQueue)
-    def _drain_queue(self, message: DrainQueue) -> None:
-        self._propose_drain()
-
-    @handles(GetChatState)
-    def _get_state(self, message: GetChatState) -> ChatState:
-        return self._published
-
-    @handles(Attach)
-    def _attach(self, message: Attach) -> ChatSnapshot:
-        snapshot = self._stamp(ChatSnapshot(state=self._published))
-        message.subscription.push(snapshot)
-        self._subscribers.append(message.subscription)
-        self._report_subscribers()
-        return snapshot
-
-    @handles(Detach)
-    def _detach(self, message: Detach) -> None:
-        self._subscribers = [s for s in self._subscribers if s is not message.subscription]
-        self._report_subscribers()
-
-    def _report_subscribers(self) -> None:
-        count = len(self._subscribers)
-        if count != self._reported.subscribers:
-            self._reported.subscribers = count
-            self.send(self.session, SubscribersChanged(chat_id=self.chat_id, count=count))
+    def _drain_point(self) -> None:
+        """The chat may be idle with messages pending: the queue drain decides."""
+        if self._state.active_turn is None and self._state.pending:
+            self.send(self._drain, DrainNow(state=self._state))
 
     # -- turns -------------------------------------------------------------------------------
     def _start_turn(
@@ -929,20 +515,13 @@ class ChatActor(HostedActor):
                 user_text=message.text,
                 attachments=message.attachments,
                 started_at=self.services.clock.wall_ms(),
+                origin=message.origin,
             )
         )
         self._turn_seq += 1
         self._writes.stable[turn_id] = []
         if not provider_started:
-            outgoing = self.services.contributions.outgoing(
-                OutgoingTurn(
-                    chat=self._key,
-                    turn_id=turn_id,
-                    text=message.text,
-                    state=self._state,
-                    session=self._session,
-                )
-            )
+            outgoing = self._admission.outgoing(turn_id, message.text, self._state)
             self.send(
                 self._tracker,
                 BeginTurn(
@@ -950,42 +529,92 @@ class ChatActor(HostedActor):
                     text=with_attachments(outgoing.text, message.attachments),
                     history=history,
                     instructions=outgoing.instructions,
-                    model=dict(self._session.config).get(MODEL_KEY) or None,
+                    model=dict(self._admission.session.config).get(MODEL_KEY) or None,
                     attachments=message.attachments,
                 ),
             )
         return turn_id
 
-    def _propose_drain(self) -> None:
-        if self._state.active_turn is None and self._state.pending:
-            queued = self._state.queued_messages
-            self.send(
-                self._drain,
-                ProposeDrain(
-                    queued_ids=tuple(m.id for m in queued),
-                    head_held=bool(queued) and queued[0].id in self._held,
-                ),
+    def _admit(
+        self,
+        ticket: Ticket,
+        message: UserMessage,
+        origin: Origin,
+        *,
+        steer: bool = False,
+        from_pending: str | None = None,
+        turn_id: str | None = None,
+    ) -> Ticket:
+        """Run admission; start the turn, or settle the request without one."""
+        verdict = self._admission.admit(
+            message.text, origin, self._state, steer=steer, pending_id=from_pending
+        )
+        if isinstance(verdict, Accept):
+            self._start_turn(
+                message, ticket=ticket, from_pending=from_pending, origin=origin, chosen_id=turn_id
             )
+        else:
+            self._settle(verdict, ticket, message, origin, from_pending)
+        return ticket
 
-    @handles(StartQueued)
-    def _start_queued(self, message: StartQueued) -> None:
+    def _settle(
+        self,
+        verdict: Verdict,
+        ticket: Ticket,
+        message: UserMessage,
+        origin: Origin,
+        from_pending: str | None = None,
+    ) -> None:
+        """A request that ends without a turn: a local command, or a refusal."""
+        pending = None if from_pending is None else self._pending(from_pending)
+        if isinstance(verdict, Handled):
+            if pending is not None:
+                self._remove_pending(pending, RemovalReason.CONSUMED)
+            for action in verdict.actions:
+                self._apply(self._stamp(action), origin=origin.as_client())
+            ticket.resolve(TurnOutcome(state=OutcomeState.HANDLED, text=verdict.reply))
+            self._admission.turn_ended(TurnEndReason.LOCAL_COMMAND, None, self._state, origin)
+            return
+        assert isinstance(verdict, Reject)
+        self._log.info("request_rejected", stage=verdict.stage, code=verdict.error.code.value)
+        if pending is not None:
+            self._remove_pending(pending, RemovalReason.REJECTED)
+        refused = self._stamp(
+            TurnStarted(turn_id=new_id(), message=message, queued_message_id=from_pending)
+        )
+        self._admission.refused(refused, self._state, origin, verdict.error)
+        ticket.resolve(TurnOutcome(state=OutcomeState.REJECTED, error=verdict.error))
+        self._admission.turn_ended(TurnEndReason.REJECTED, None, self._state, origin)
+
+    @handles(StartNext)
+    def _start_next(self, message: StartNext) -> None:
+        """The queue drain's choice; the state may have moved on since it chose."""
+        pending = self._pending(message.pending_id)
+        if message.kind is NextKind.HELD_STEERING:
+            if pending is None:
+                return
+            if self._state.active_turn is not None:  # a direct send got there first: hold it again
+                self._hand_over(pending)
+                return
+            steering = UserMessage(
+                text=pending.text, origin=MessageOrigin(kind=OriginKind.STEERING)
+            )
+            self._start_turn(steering, from_pending=pending.id)
+            return
         queued = self._state.queued_messages
         if self._busy() or not queued:
+            return  # a later turn end drains again
+        if queued[0].id != message.pending_id:
+            self._drain_point()  # the queue changed since: decide again
             return
-        pending = queued[0]
-        if pending.id != message.pending_id:
-            # The proposal is stale (the queue changed since): propose the head again.
-            self._propose_drain()
-            return
-        request = self._request(
-            RequestKind.SEND,
-            pending.text,
-            sender_of(self.services.mementos, self._key, pending.id),
-            source=RequestSource.QUEUE,
-            pending_id=pending.id,
+        head = queued[0]
+        ticket = self._waiting.tickets.pop(head.id, None) or Ticket(pending_id=head.id)
+        self._admit(
+            ticket,
+            head.message,
+            Origin(self._admission.sender_of(head.id), from_client=False),
+            from_pending=head.id,
         )
-        ticket = self._waiting.tickets.pop(pending.id, None) or Ticket(pending_id=pending.id)
-        self._admit(request, ticket, pending.message, from_pending=pending.id)
 
     @handles(StartProviderTurn)
     def _start_provider_turn(self, message: StartProviderTurn) -> None:
@@ -995,22 +624,6 @@ class ChatActor(HostedActor):
     @handles(SpawnSubagentChat)
     def _spawn_subagent(self, message: SpawnSubagentChat) -> None:
         self.send(self.session, message)
-
-    @handles(StartHeldSteering)
-    def _start_held(self, message: StartHeldSteering) -> None:
-        pending = self._pending(message.pending_id)
-        if pending is None:
-            return
-        if self._state.active_turn is not None:  # a direct send got there first: hold it again
-            self.send(
-                self._drain,
-                Steer(
-                    pending_id=pending.id, text=pending.text, for_turn=self._state.active_turn_id
-                ),
-            )
-            return
-        steering = UserMessage(text=pending.text, origin=MessageOrigin(kind=OriginKind.STEERING))
-        self._start_turn(steering, from_pending=pending.id)
 
     # -- from the turn tracker and the queue drain -----------------------------------------------
     @handles(ChatReady)
@@ -1023,7 +636,7 @@ class ChatActor(HostedActor):
         to one part is reduced once (nobody can see the states between them: they
         are published together), unless a contribution observes deltas."""
         actions = message.actions
-        if self.services.contributions.observers(AssistantDelta):
+        if self._admission.observed(AssistantDelta):
             runs: Sequence[Sequence[ChatEvent]] = [(action,) for action in actions]
         else:
             runs = delta_runs(actions)
@@ -1039,7 +652,7 @@ class ChatActor(HostedActor):
     def _apply_run(self, run: Sequence[AssistantDelta]) -> None:
         self._state = reduce_chat(self._state, joined_delta(run), self.services.clock.wall_ms())
         for delta in run:  # each published as it came, all with the run's end state
-            self._outbox.append((0, delta, self._state, None))
+            self._publisher.add(Publication(after_write=0, state=self._state, event=delta))
 
     @handles(AssistantStable)
     def _assistant_stable(self, message: AssistantStable) -> None:
@@ -1056,6 +669,7 @@ class ChatActor(HostedActor):
         if self._state.active_turn_id != turn_id:
             self._log.info("turn_end_ignored", turn_id=turn_id, reason="not active")
             return
+        active = self._state.active_turn
         stable = "".join(self._writes.stable.pop(turn_id, []))
         seq = self._write(
             SaveTurnEnded(
@@ -1065,11 +679,16 @@ class ChatActor(HostedActor):
                 ended_at=self.services.clock.wall_ms(),
                 error=action.error if isinstance(action, TurnFailed) else None,
                 finish_reason=message.finish_reason,
+                usage=None if active is None else active.usage,
             ),
             gate=True,
         )
         # Its end reaches subscribers, and its sender, once the store committed it.
         self._apply(action, after_write=seq, ticket=self._waiting.tickets.pop(turn_id, None))
+        for future in self._waiting.cancels.pop(turn_id, []):
+            self._publisher.add(
+                Publication(after_write=seq, state=self._state, reply=future, value=True)
+            )
         turn = self._state.turns[-1]
         self._log.info(
             "turn_ended",
@@ -1078,11 +697,19 @@ class ChatActor(HostedActor):
             error=None if turn.error is None else turn.error.code.value,
             assistant_chars=len(stable),
         )
-        if turn.state is TurnState.COMPLETE:
-            self._held.clear()
-        else:
-            self._held.update(m.id for m in self._state.queued_messages)
-        self._turn_ended(_end_reason(turn), turn, None)  # queue_drain drains after a success
+        self._admission.turn_ended(_end_reason(turn), turn, self._state, None)
+
+    # -- steering --------------------------------------------------------------------------
+    def _hand_over(self, pending: PendingMessage) -> None:
+        """Steering for the running turn: the queue drain tracks it (first, so it
+        knows it before the tracker reports), the tracker hands it over."""
+        self.send(self._drain, TrackSteering(pending_id=pending.id, text=pending.text))
+        self.send(
+            self._tracker,
+            HandOverSteering(
+                pending_id=pending.id, text=pending.text, for_turn=self._state.active_turn_id
+            ),
+        )
 
     @handles(SteeringCancelled)
     def _steering_cancelled(self, message: SteeringCancelled) -> None:
@@ -1092,7 +719,7 @@ class ChatActor(HostedActor):
             if pending is not None:
                 self._remove_pending(pending, RemovalReason.CANCELLED)
             self._answer_removal(pending_id, True)
-        self._propose_drain()
+        self._drain_point()
 
     @handles(RecordSteering)
     def _record_steering(self, message: RecordSteering) -> None:
@@ -1109,14 +736,13 @@ class ChatActor(HostedActor):
         )
         self._apply(self._stamp(SteeringRecorded(turn_id=message.turn_id, pending=recorded)))
         self._write(DeletePending(pending_id=message.pending_id))
+        active = self._state.active_turn
         self._write(
             SaveSteeringRecorded(
                 turn_id=message.turn_id,
                 pending_id=message.pending_id,
                 text=message.text,
-                position=len(self._state.active_turn.steering) - 1
-                if self._state.active_turn
-                else 0,
+                position=len(active.steering) - 1 if active else 0,
             )
         )
         self._answer_removal(message.pending_id, False)
@@ -1137,9 +763,8 @@ class ChatActor(HostedActor):
         removal = PendingMessageRemoved(kind=PendingKind.STEERING, pending_id=message.pending_id)
         if outcome is RemovalOutcome.REJECTED:
             error = AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
-            self._refused(removal, error, Origin())
-            for future in self._waiting.removals.pop(message.pending_id, []):
-                future.set_exception(exc_info=(AgentHostError, error, None))
+            self._admission.refused(self._stamp(removal), self._state, Origin(), error)
+            self._answer_removal(message.pending_id, error)
             return
         if outcome in (RemovalOutcome.WITHDRAWN, RemovalOutcome.DROPPED):
             if pending is not None:
@@ -1152,17 +777,23 @@ class ChatActor(HostedActor):
             if outcome is RemovalOutcome.WITHDRAWN:
                 self._apply(self._stamp(SteeringWithdrawn(pending_id=message.pending_id)))
             self._answer_removal(message.pending_id, True)
-            self._propose_drain()
+            self._drain_point()
             return
         if outcome is RemovalOutcome.NOT_WITHDRAWN:
             self._log.warning("steering_not_withdrawn", pending_id=message.pending_id)
             self._apply(self._stamp(SteeringNotWithdrawn(pending_id=message.pending_id)))
-            self._refused(removal, STEERING_NOT_WITHDRAWN, Origin())
+            self._admission.refused(
+                self._stamp(removal), self._state, Origin(), STEERING_NOT_WITHDRAWN
+            )
         self._answer_removal(message.pending_id, False)
 
-    def _answer_removal(self, pending_id: str, removed: bool) -> None:
+    def _answer_removal(self, pending_id: str, answer: bool | AgentHostError) -> None:
+        """Those removing `pending_id` hear how it ended, once that is published."""
         for future in self._waiting.removals.pop(pending_id, []):
-            future.set(removed)
+            self._publisher.add(
+                Publication(after_write=0, state=self._state, reply=future, value=answer)
+            )
+        self._publish_ready()
 
     @handles(RequeueSteering)
     def _requeue(self, message: RequeueSteering) -> None:
@@ -1171,33 +802,256 @@ class ChatActor(HostedActor):
             return
         self._to_queue(pending)
         self._answer_removal(pending.id, False)
-        self._propose_drain()
+        self._drain_point()
 
-    def _to_queue(self, pending: PendingMessage) -> None:
-        """A steering message the provider cannot take becomes the head of the queue."""
-        self._apply(
-            self._stamp(
-                PendingMessageRemoved(
-                    kind=PendingKind.STEERING,
-                    pending_id=pending.id,
-                    reason=RemovalReason.REQUEUED,
-                )
+    # -- leaving memory --------------------------------------------------------------------------
+    def on_receive(self, message: Any) -> Any:
+        if self._closing is not None and isinstance(message, CLIENT_COMMANDS):
+            future = RuntimeFuture()  # answered when the session stays, or fails when it goes
+            self._closing.append((message, future))
+            return future
+        return super().on_receive(message)
+
+    @handles(ChatBatch)
+    def _batch(self, message: ChatBatch) -> None:
+        for item in message.messages:
+            self._handlers[type(item)](self, item)
+
+    @handles(PrepareRelease)
+    def _prepare_release(self, message: PrepareRelease) -> None:
+        """Agree only with nothing running, watched or waited on; for a deletion,
+        only while the chat never held anything (DESIGN.md rule 4)."""
+        waited_on = self._waiting.any() or self._publisher.waited_on()
+        ok = not (self._busy() or self._publisher.subscribers or waited_on)
+        if message.collect:
+            ok = ok and not self._state.turns and not self._state.pending
+        if ok:
+            self._closing = []
+        self.send(self.session, ReleaseVote(chat_id=self.chat_id, ok=ok))
+
+    @handles(ReleaseAborted)
+    def _release_aborted(self, message: ReleaseAborted) -> None:
+        held, self._closing = self._closing or [], None
+        for command, future in held:
+            try:
+                future.set(super().on_receive(command))
+            except Exception:
+                future.set_exception()
+
+    @handles(SessionStateChanged)
+    def _session_changed(self, message: SessionStateChanged) -> None:
+        self._admission.session = message.state
+
+    @handles(GetChatState)
+    def _get_state(self, message: GetChatState) -> ChatState:
+        return self._publisher.published
+
+    @handles(Attach)
+    def _attach(self, message: Attach) -> ChatSnapshot:
+        snapshot = self._stamp(ChatSnapshot(state=self._publisher.published))
+        self._publisher.attach(message.subscription, snapshot)
+        self._report_subscribers()
+        return snapshot
+
+    @handles(Detach)
+    def _detach(self, message: Detach) -> None:
+        self._publisher.detach(message.subscription)
+        self._report_subscribers()
+
+    def _report_subscribers(self) -> None:
+        count = len(self._publisher.subscribers)
+        if count != self._reported.subscribers:
+            self._reported.subscribers = count
+            self.send(self.session, SubscribersChanged(chat_id=self.chat_id, count=count))
+
+    # -- client commands ---------------------------------------------------------------------
+    def _check_new_ids(self, *ids: str | None) -> None:
+        """Ids a client chose must be new to this chat (checked only when chosen)."""
+        for chosen in ids:
+            if chosen is None:
+                continue
+            state = self._state
+            taken = (
+                not chosen
+                or chosen == state.active_turn_id
+                or any(m.id == chosen for m in state.pending)
+                or any(t.id == chosen for t in state.turns)
             )
+            if taken:
+                raise AgentHostError(
+                    code=ErrorCode.INVALID_ARGUMENT, message=f"id {chosen!r} is empty or in use"
+                )
+
+    @handles(SendMessage)
+    def _send(self, message: SendMessage) -> Any:
+        self._admission.refuse_if_driven()
+        self._check_new_ids(message.turn_id, message.pending_id)
+        user = UserMessage(text=message.text, attachments=message.attachments)
+        origin = Origin(message.client_id)
+        if not self._busy():
+            # A message set as queued while idle runs at once; its turn says it came
+            # from that id (AHP: a client that queued it sees it leave the queue).
+            ticket = self._admit(
+                Ticket(), user, origin, from_pending=message.pending_id, turn_id=message.turn_id
+            )
+            return self._reply(ticket)
+        pending = self._add_pending(PendingKind.QUEUED, user, origin, message.pending_id)
+        ticket = Ticket(pending_id=pending.id)
+        self._waiting.tickets[pending.id] = ticket
+        return self._reply(ticket)
+
+    @handles(SteerMessage)
+    def _steer(self, message: SteerMessage) -> Any:
+        self._admission.refuse_if_driven()
+        self._check_new_ids(message.pending_id)
+        origin = Origin(message.client_id)
+        text = UserMessage(text=message.text)
+        if not self._busy():  # while idle, steering is simply a send
+            pending_id = message.pending_id or new_id()
+            ticket = Ticket(pending_id=pending_id)
+            pending = PendingMessage(id=pending_id, kind=PendingKind.STEERING, message=text)
+            self._admit(ticket, text, origin, steer=True, from_pending=pending_id)
+            return self._reply(SteerReply(pending=pending, ticket=ticket))
+        verdict = self._admission.admit(message.text, origin, self._state, steer=True)
+        if not isinstance(verdict, Accept):  # settled at once, like a send while idle
+            ticket = Ticket()
+            self._settle(verdict, ticket, text, origin)
+            pending = PendingMessage(id=new_id(), kind=PendingKind.STEERING, message=text)
+            return self._reply(SteerReply(pending=pending, ticket=ticket))
+        pending = self._add_pending(PendingKind.STEERING, text, origin, message.pending_id)
+        self._hand_over(pending)
+        return self._reply(SteerReply(pending=pending))
+
+    @handles(RemovePendingMessage)
+    def _remove(self, message: RemovePendingMessage) -> Any:
+        pending = self._pending(message.pending_id)
+        if pending is None:
+            removal = PendingMessageRemoved(kind=PendingKind.QUEUED, pending_id=message.pending_id)
+            error = _not_pending(message.pending_id)
+            self._admission.refused(
+                self._stamp(removal), self._state, Origin(message.client_id), error
+            )
+            return self._reply(error)
+        if pending.kind is PendingKind.QUEUED:
+            self._remove_pending(pending, RemovalReason.CLIENT, Origin(message.client_id))
+            ticket = self._waiting.tickets.pop(pending.id, None)
+            if ticket is not None:
+                ticket.resolve(TurnOutcome(state=OutcomeState.REMOVED))
+            return self._reply(True)
+        future = RuntimeFuture()
+        first = pending.id not in self._waiting.removals
+        self._waiting.removals.setdefault(pending.id, []).append(future)
+        if first:
+            self.send(self._drain, RemoveSteering(pending_id=pending.id))
+        return future
+
+    @handles(EditPendingMessage)
+    def _edit(self, message: EditPendingMessage) -> Any:
+        pending = self._pending(message.pending_id) or PendingMessage(
+            id=message.pending_id, kind=PendingKind.QUEUED, message=UserMessage(text="")
         )
-        queued = attrs.evolve(pending, kind=PendingKind.QUEUED)
-        self._apply(self._stamp(PendingMessageAdded(pending=queued)))
-        self._apply(self._stamp(QueuedMessagesReordered(order=(queued.id,))))
+        edited = attrs.evolve(pending, message=attrs.evolve(pending.message, text=message.text))
+        refusal = None
+        if self._pending(message.pending_id) is None:
+            refusal = _not_pending(message.pending_id)
+        elif pending.kind is PendingKind.STEERING:
+            refusal = AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
+        if refusal is not None:
+            added = self._stamp(PendingMessageAdded(pending=edited))
+            self._admission.refused(added, self._state, Origin(), refusal)
+            return self._reply(refusal)
+        self._apply(self._stamp(PendingMessageAdded(pending=edited)), origin=Origin())
         self._save_queue_positions()
+        return self._reply(edited)
 
+    @handles(ReorderQueue)
+    def _reorder(self, message: ReorderQueue) -> Any:
+        self._apply(
+            self._stamp(QueuedMessagesReordered(order=message.pending_ids)), origin=Origin()
+        )
+        self._save_queue_positions()
+        return self._reply(self._state.queued_messages)
 
-def _outcome(ticket: Ticket, state: ChatState) -> TurnOutcome:
-    """A ticket's outcome, from the published state its turn's end produced."""
-    turn = next((t for t in reversed(state.turns) if t.id == ticket.turn_id), None)
-    if turn is None:
-        return TurnOutcome(state=OutcomeState.ERROR, turn_id=ticket.turn_id)
-    return TurnOutcome(
-        state=OutcomeState(turn.state.value),
-        text=turn.assistant_text,
-        error=turn.error,
-        turn_id=turn.id,
-    )
+    @handles(AnswerRequest)
+    def _answer(self, message: AnswerRequest) -> RuntimeFuture:
+        future = RuntimeFuture()
+        self._waiting.answers.setdefault(message.request_id, deque()).append(future)
+        self.send(self._tracker, message)
+        return future
+
+    @handles(AnswerSettled)
+    def _answer_settled(self, message: AnswerSettled) -> None:
+        waiting = self._waiting.answers.get(message.request_id)
+        if not waiting:
+            return
+        future = waiting.popleft()
+        if not waiting:
+            del self._waiting.answers[message.request_id]
+        answer: Any = None if message.error is None else message.error
+        self._publisher.add(
+            Publication(after_write=0, state=self._state, reply=future, value=answer)
+        )
+        self._publish_ready()
+
+    @handles(GetDiagnostics)
+    def _diagnostics(self, message: GetDiagnostics) -> Any:
+        assert self._tracker is not None
+        return self._tracker.ask(Diagnose(), block=False)
+
+    @handles(ClientToolsChanged, ClientRemoved)
+    def _clients(self, message: ClientToolsChanged | ClientRemoved) -> None:
+        self.send(self._tracker, message)
+
+    @handles(TruncateChat)
+    def _truncate(self, message: TruncateChat) -> Any:
+        truncation = self._stamp(Truncated(turn_id=message.turn_id))
+        refusal = None
+        if self._state.active_turn is not None:
+            refusal = AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message="A turn is running: cancel it before truncating the chat.",
+            )
+        elif message.turn_id is not None and all(
+            t.id != message.turn_id for t in self._state.turns
+        ):
+            refusal = AgentHostError(
+                code=ErrorCode.NOT_FOUND,
+                message=f"chat {self.chat_id} has no turn {message.turn_id}",
+            )
+        if refusal is not None:
+            self._admission.refused(truncation, self._state, Origin(), refusal)
+            return self._reply(refusal)
+        self._apply(truncation, origin=Origin())
+        self._write(
+            TruncateStoredChat(chat_id=self.chat_id, keep=tuple(t.id for t in self._state.turns))
+        )
+        return self._reply(self._state)
+
+    @handles(CancelTurn)
+    def _cancel(self, message: CancelTurn) -> Any:
+        """True once the turn's end is published (read your writes); False when none runs."""
+        active = self._state.active_turn
+        if active is None:
+            idle = AgentHostError(code=ErrorCode.NOT_FOUND, message="No turn is running.")
+            self._admission.refused(
+                self._stamp(TurnCancelled(turn_id="")), self._state, Origin(), idle
+            )
+            return self._reply(False)
+        future = RuntimeFuture()
+        self._waiting.cancels.setdefault(active.id, []).append(future)
+        self.send(self._tracker, CancelActiveTurn(turn_id=active.id))
+        return future
+
+    @handles(SetDraft)
+    def _set_draft(self, message: SetDraft) -> Any:
+        draft = DraftChanged(draft=message.text or None)
+        self._apply(self._stamp(draft), origin=Origin(message.client_id))
+        return self._reply(None)
+
+    @handles(SetReadOnly)
+    def _set_read_only(self, message: SetReadOnly) -> Any:
+        if message.read_only != self._admission.read_only:
+            self._admission.read_only = message.read_only
+            self._write(SaveChatMeta(chat_id=self.chat_id, read_only=message.read_only))
+            self._apply(self._stamp(ReadOnlyChanged(read_only=message.read_only)), origin=Origin())
+        return self._reply(None)

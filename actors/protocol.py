@@ -10,10 +10,11 @@ from typing import Any
 import attrs
 from pykka import ActorRef
 
+from agenthost.actors.queue_policy import NextKind
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import ChatEvent, SessionEvent
 from agenthost.messages.provider import Capabilities, ProviderEvent
-from agenthost.messages.state import Attachment, SessionState, Turn
+from agenthost.messages.state import Attachment, ChatState, SessionState, Turn
 from agenthost.store.records import SessionRecord, StoreOp
 
 Ref = ActorRef[Any]
@@ -273,10 +274,14 @@ class ProviderUnavailable:
 
 @attrs.frozen
 class OpenConnection:
+    """Open a chat's provider session: its events go to `owner` (the tracker),
+    the answers to steering calls to `steering` (the queue drain)."""
+
     session_id: str
     chat_id: str
     provider: str
     owner: Ref
+    steering: Ref
     resume: bool
 
 
@@ -304,11 +309,16 @@ class RestartConnection:
 
 
 @attrs.frozen
-class CallDone:
-    """A provider coroutine finished on the loop; result or exception."""
+class OpenSession:
+    """The call that opens (starts or resumes) a connection's provider session."""
 
-    kind: str
-    turn_id: str
+
+@attrs.frozen
+class CallDone:
+    """A provider call finished on the loop: `call` is what started it (a
+    ProviderSend, ProviderSteer, ... or OpenSession); its result or exception."""
+
+    call: Any
     result: Any = None
     exception: BaseException | None = None
 
@@ -394,44 +404,19 @@ class StartProviderTurn:
     text: str
 
 
-# -- queue drain --------------------------------------------------------------------
+# -- queue drain and steering (actors/queue_drain.py, actors/steering.py) ------------
 @attrs.frozen
-class ProposeDrain:
-    """The chat's view when it may be idle: may the head of the queue start?
-
-    `head_held`: the head was queued when a turn ended without success (a
-    cancel, an error), so it waits for the next successful turn.
-    """
-
-    queued_ids: tuple[str, ...]
-    head_held: bool
-
-
-@attrs.frozen
-class StartQueued:
-    pending_id: str
-
-
-@attrs.frozen
-class StartHeldSteering:
-    """Held steering (a provider without mid-turn input) runs as the next turn."""
+class TrackSteering:
+    """chat -> queue drain: a client steered; the tracker is handing it over."""
 
     pending_id: str
+    text: str
 
 
 @attrs.frozen
-class UseTracker:
-    tracker: Ref
-
-
-@attrs.frozen
-class ProviderCapabilities:
-    capabilities: Capabilities
-
-
-@attrs.frozen
-class Steer:
-    """chat -> queue drain: a client's steering message, to hand to the provider.
+class HandOverSteering:
+    """chat -> tracker: hand this steering message to the provider (after the turn
+    it is for was sent), or hold it where the provider takes no input mid-turn.
     `for_turn`: the turn that ran when the client sent it (None: none did)."""
 
     pending_id: str
@@ -439,36 +424,87 @@ class Steer:
     for_turn: str | None = None
 
 
+class Handled(enum.Enum):
+    """tracker -> queue drain: what became of a steering message it was given."""
+
+    HANDED = "handed"  # sent to the provider
+    HELD = "held"  # the provider takes no input mid-turn: it runs as the next turn
+    CANCELLED = "cancelled"  # meant for a turn a cancel ended
+    REQUEUED = "requeued"  # the connection was lost before it could be handed over
+    DROPPED = "dropped"  # a client removed it before it was handed over (`Unpark`)
+
+
+@attrs.frozen
+class SteeringHandled:
+    pending_id: str
+    how: Handled
+
+
+@attrs.frozen
+class UseTracker:
+    """chat -> queue drain: its tracker (started after it)."""
+
+    tracker: Ref
+
+
+@attrs.frozen
+class Unpark:
+    """queue drain -> tracker: a client removes this steering message; drop it if it
+    was not handed over yet (reported DROPPED; otherwise its earlier report stands)."""
+
+    pending_id: str
+
+
+@attrs.frozen
+class ProviderConnected:
+    """tracker -> queue drain: where withdraws go, and whether the provider can withdraw."""
+
+    ref: Ref
+    generation: int
+    can_withdraw: bool
+
+
+@attrs.frozen
+class ProviderGone:
+    """tracker -> queue drain: the provider that had the steering is gone."""
+
+
+@attrs.frozen
+class RunCancelled:
+    """tracker -> queue drain: a cancel ended the provider's run; its steering goes too."""
+
+
+@attrs.frozen
+class MatchEcho:
+    """tracker -> queue drain: which steering message did this echo consume? The
+    tracker holds the provider's later events until it knows."""
+
+    token: int
+    echo: ProviderEvent
+    reply_to: Ref
+
+
+@attrs.frozen
+class SteeringConsumed:
+    """tracker -> queue drain: it applied the echo that consumed this message."""
+
+    pending_id: str
+
+
+@attrs.frozen
+class EchoMatched:
+    """queue drain -> tracker: the answer (pending_id None: none; the echo is foreign)."""
+
+    token: int
+    pending_id: str | None = None
+    text: str = ""
+
+
 @attrs.frozen
 class RemoveSteering:
     """chat -> queue drain: a client removes a steering message."""
 
     pending_id: str
-
-
-@attrs.frozen
-class SteeringCancelled:
-    """tracker -> queue drain -> chat: a cancel ended the turn these were for.
-    The host's own removal: never a withdraw."""
-
-    pending_ids: tuple[str, ...]
-
-
-@attrs.frozen
-class SendSteering:
-    """queue drain -> tracker: hand this steering message to the provider."""
-
-    pending_id: str
-    text: str
-    for_turn: str | None = None
-
-
-@attrs.frozen
-class WithdrawSteering:
-    """queue drain -> tracker: take it back if still possible."""
-
-    pending_id: str
-    may_withdraw: bool
 
 
 class RemovalOutcome(enum.StrEnum):
@@ -481,22 +517,23 @@ class RemovalOutcome(enum.StrEnum):
 
 @attrs.frozen
 class SteeringRemovalSettled:
-    """tracker -> queue drain -> chat: how a client's removal of steering ended."""
+    """queue drain -> chat: how a client's removal of steering ended."""
 
     pending_id: str
     outcome: RemovalOutcome
 
 
 @attrs.frozen
-class SteeringConsumed:
-    """tracker -> queue drain: the model consumed it; forget it."""
+class SteeringCancelled:
+    """queue drain -> chat: a cancel ended the turn these were for. The host's own
+    removal: never a withdraw."""
 
-    pending_id: str
+    pending_ids: tuple[str, ...]
 
 
 @attrs.frozen
 class RequeueSteering:
-    """tracker -> queue drain -> chat: the provider could not take it; queue it instead."""
+    """queue drain -> chat: the provider could not take it; it heads the queue."""
 
     pending_id: str
 
@@ -519,17 +556,39 @@ class StartSteeringTurn:
     text: str
 
 
+@attrs.frozen
+class DrainNow:
+    """chat -> queue drain: the chat may be idle with messages pending; its state now."""
+
+    state: ChatState
+
+
+@attrs.frozen
+class TurnEndedWithPending:
+    """(the queue_drain contribution) -> queue drain: a turn ended while messages
+    were pending. A success releases a held queue (and drains when `drain`); any
+    other end holds it."""
+
+    state: ChatState
+    succeeded: bool | None  # None: a local command or a refusal (no change)
+    drain: bool
+
+
+@attrs.frozen
+class StartNext:
+    """queue drain -> chat: start this pending message now (the chat re-checks)."""
+
+    kind: NextKind
+    pending_id: str
+    text: str = ""
+
+
 # -- contributions ----------------------------------------------------------------
 @attrs.frozen
 class ApplySessionAction:
     """A contribution's (host-origin) session action."""
 
     action: SessionEvent
-
-
-@attrs.frozen
-class DrainQueue:
-    """A contribution asks a chat to drain its queue (the chat re-checks)."""
 
 
 @attrs.frozen

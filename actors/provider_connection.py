@@ -25,6 +25,7 @@ from agenthost.actors.protocol import (
     ConnectionOpenFailed,
     ConnectionReady,
     FromProvider,
+    OpenSession,
     ProviderDiagnose,
     ProviderDiagnosed,
     Ref,
@@ -65,10 +66,12 @@ class ProviderConnectionActor(HostedActor):
         chat_id: str,
         provider: str,
         owner: Ref,
+        steering: Ref,
         generation: int,
         resume: bool,
     ) -> None:
         super().__init__(services)
+        self.steering = steering
         self.session_id = session_id
         self.chat_id = chat_id
         self.provider = provider
@@ -95,7 +98,7 @@ class ProviderConnectionActor(HostedActor):
             )
         else:
             opening = self._adapter.start()
-        self._submit("open", "", opening)
+        self._submit(OpenSession(), opening)
 
     # -- the loop thread's side -------------------------------------------------------
     def _deliver(self, events: tuple[ProviderEvent, ...]) -> None:
@@ -109,14 +112,14 @@ class ProviderConnectionActor(HostedActor):
             if isinstance(event, ConnectionFailed):
                 self.send(self.actor_ref, event)
 
-    def _submit(self, kind: str, turn_id: str, coro: Coroutine[Any, Any, Any]) -> None:
+    def _submit(self, call: object, coro: Coroutine[Any, Any, Any]) -> None:
         def done(f: Any) -> None:
             if not f.cancelled() and isinstance(f.exception(), ProviderCrashed):
                 self._lost = True  # before the actor hears of it: later results mean nothing
-            if kind == "send" and self._rides(f):
+            if isinstance(call, ProviderSend) and self._rides(f):
                 # A send that went through rides the burst behind what it emitted:
                 # one message to the owner instead of a hop through this actor.
-                self._burst.emit(_resolved(turn_id, f.result()))
+                self._burst.emit(_resolved(call.turn_id, f.result()))
                 self._burst.flush()
                 return
             self._burst.flush()  # what the call emitted reaches the owner before its result
@@ -126,9 +129,7 @@ class ProviderConnectionActor(HostedActor):
             else:
                 exc = f.exception()
                 result = None if exc is not None else f.result()
-            self.send(
-                self.actor_ref, CallDone(kind=kind, turn_id=turn_id, result=result, exception=exc)
-            )
+            self.send(self.actor_ref, CallDone(call=call, result=result, exception=exc))
 
         self._loop.submit(coro, on_done=done)  # on the loop thread, as the call ends
 
@@ -146,19 +147,19 @@ class ProviderConnectionActor(HostedActor):
     # -- commands from the tracker ---------------------------------------------------------
     @handles(ProviderSend)
     def _send(self, message: ProviderSend) -> None:
-        self._submit("send", message.turn_id, self._adapter.send(message))
+        self._submit(message, self._adapter.send(message))
 
     @handles(ProviderCancel)
     def _cancel(self, message: ProviderCancel) -> None:
-        self._submit("cancel", message.turn_id, self._adapter.cancel(message))
+        self._submit(message, self._adapter.cancel(message))
 
     @handles(ProviderSteer)
     def _steer(self, message: ProviderSteer) -> None:
-        self._submit("steer", message.pending_id, self._adapter.steer(message))
+        self._submit(message, self._adapter.steer(message))
 
     @handles(ProviderAnswer)
     def _answer(self, message: ProviderAnswer) -> None:
-        self._submit("answer", message.request_id, self._adapter.answer(message))
+        self._submit(message, self._adapter.answer(message))
 
     @handles(ProviderDiagnose)
     def _diagnose(self, message: ProviderDiagnose) -> None:
@@ -167,11 +168,11 @@ class ProviderConnectionActor(HostedActor):
         async def snapshot() -> dict[str, Any]:
             return adapter.turn_diagnostic_snapshot(message.turn_key)
 
-        self._submit("diagnose", message.turn_key, snapshot())
+        self._submit(message, snapshot())
 
     @handles(ProviderWithdraw)
     def _withdraw(self, message: ProviderWithdraw) -> None:
-        self._submit("withdraw", message.pending_id, self._adapter.withdraw(message))
+        self._submit(message, self._adapter.withdraw(message))
 
     # -- results -----------------------------------------------------------------------------
     @handles(CallDone)
@@ -182,29 +183,33 @@ class ProviderConnectionActor(HostedActor):
         if isinstance(exc, ProviderCrashed):
             self._fail(exc.error)
             return
-        if message.kind == "open":
-            self._opened(exc)
-        elif message.kind == "send":
-            self._settled(message.turn_id, message.result, exc)
-        elif message.kind == "steer":
-            self._to_owner(_steer_answer(message.turn_id, message.result, exc))
-        elif message.kind == "diagnose":
-            result = message.result if isinstance(message.result, dict) else {}
-            self.send(
-                self.owner,
-                ProviderDiagnosed(
-                    generation=self.generation,
-                    turn_key=message.turn_id,
-                    details=tuple(sorted((str(k), str(v)) for k, v in result.items())),
-                ),
-            )
-        elif message.kind == "withdraw":
-            if exc is not None:
-                self._log.warning("withdraw_failed", pending_id=message.turn_id, exc_info=exc)
-            removed = exc is None and bool(message.result)
-            self._to_owner(WithdrawAnswered(pending_id=message.turn_id, removed=removed))
-        elif exc is not None and not isinstance(exc, asyncio.CancelledError):
-            self._log.warning("provider_call_failed", call=message.kind, exc_info=exc)
+        result = message.result
+        match message.call:
+            case OpenSession():
+                self._opened(exc)
+            case ProviderSend(turn_id=turn_id):
+                self._settled(turn_id, result, exc)
+            case ProviderSteer(pending_id=pending_id):
+                self._to(self.steering, _steer_answer(pending_id, result, exc))
+            case ProviderDiagnose(turn_key=turn_key):
+                details = result if isinstance(result, dict) else {}
+                self.send(
+                    self.owner,
+                    ProviderDiagnosed(
+                        generation=self.generation,
+                        turn_key=turn_key,
+                        details=tuple(sorted((str(k), str(v)) for k, v in details.items())),
+                    ),
+                )
+            case ProviderWithdraw(pending_id=pending_id):
+                if exc is not None:
+                    self._log.warning("withdraw_failed", pending_id=pending_id, exc_info=exc)
+                removed = exc is None and bool(result)
+                self._to(self.steering, WithdrawAnswered(pending_id=pending_id, removed=removed))
+            case _ if exc is not None and not isinstance(exc, asyncio.CancelledError):
+                self._log.warning(
+                    "provider_call_failed", call=type(message.call).__name__, exc_info=exc
+                )
 
     def _opened(self, exc: BaseException | None) -> None:
         if isinstance(exc, ProviderResumeError) and exc.no_history:
@@ -249,10 +254,10 @@ class ProviderConnectionActor(HostedActor):
                 settlement=Settlement.REJECTED,
                 error=_as_error(exc, "the provider call failed"),
             )
-        self._to_owner(settled)
+        self._to(self.owner, settled)
 
-    def _to_owner(self, event: ProviderEvent) -> None:
-        self.send(self.owner, FromProvider(generation=self.generation, events=(event,)))
+    def _to(self, ref: Ref, event: ProviderEvent) -> None:
+        self.send(ref, FromProvider(generation=self.generation, events=(event,)))
 
     @handles(ConnectionFailed)
     def _connection_failed(self, message: ConnectionFailed) -> None:

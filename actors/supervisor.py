@@ -55,6 +55,7 @@ class _Child:
     chat_id: str
     provider: str
     owner: Ref
+    steering: Ref
     ref: Ref
     generation: int
     restarts: list[float] = attrs.field(factory=list)  # a deque is 600 B per idle chat
@@ -76,6 +77,7 @@ class SupervisorActor(HostedActor):
             chat_id=child.chat_id,
             provider=child.provider,
             owner=child.owner,
+            steering=child.steering,
             generation=child.generation,
             resume=resume,
         )
@@ -89,6 +91,7 @@ class SupervisorActor(HostedActor):
             chat_id=message.chat_id,
             provider=message.provider,
             owner=message.owner,
+            steering=message.steering,
             ref=None,  # type: ignore[arg-type]
             generation=0 if previous is None else previous.generation + 1,
         )

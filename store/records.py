@@ -12,10 +12,12 @@ from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
     Attachment,
     ChatOrigin,
+    MessageOrigin,
     PendingMessage,
     SessionState,
     Turn,
     TurnState,
+    Usage,
     Worktree,
 )
 
@@ -48,6 +50,7 @@ class SaveTurnStarted:
     user_text: str
     started_at: int
     attachments: tuple[Attachment, ...] = ()
+    origin: MessageOrigin = attrs.field(factory=MessageOrigin)
 
 
 @attrs.frozen(kw_only=True)
@@ -66,6 +69,7 @@ class SaveTurnEnded:
     ended_at: int
     error: AgentHostError | None = None
     finish_reason: str | None = None
+    usage: Usage | None = None
 
 
 @attrs.frozen(kw_only=True)

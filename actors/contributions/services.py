@@ -18,10 +18,11 @@ import structlog
 
 from agenthost.actors.context import Directory, Services
 from agenthost.actors.contributions.base import ChatKey
-from agenthost.actors.protocol import ApplySessionAction, DrainQueue, Ref, Write
+from agenthost.actors.protocol import ApplySessionAction, Ref, TurnEndedWithPending, Write
+from agenthost.actors.queue_drain import drain_key
 from agenthost.actors.runtime import Actor
 from agenthost.messages.events import SessionEvent
-from agenthost.messages.state import SessionState
+from agenthost.messages.state import ChatState, SessionState
 from agenthost.store.records import (
     DeleteMemento,
     MementoKey,
@@ -127,14 +128,21 @@ class Sessions:
 
 
 class Chats:
-    """Tell a live chat to drain its queue; persist a chat's title."""
+    """Tell a live chat's queue drain how a turn ended; persist a chat's title."""
 
     def __init__(self, directory: Directory, store: Ref) -> None:
         self._directory = directory
         self._store = store
 
-    def drain(self, chat: ChatKey) -> bool:
-        return Actor.send(self._directory.get(f"{chat.session_id}/{chat.chat_id}"), DrainQueue())
+    def turn_ended(
+        self, chat: ChatKey, state: ChatState, *, succeeded: bool | None, drain: bool
+    ) -> bool:
+        """(Only while messages are pending.) Returns False when the chat is not live."""
+        assert chat.chat_id is not None
+        queue_drain = self._directory.get(drain_key(chat.session_id, chat.chat_id))
+        return Actor.send(
+            queue_drain, TurnEndedWithPending(state=state, succeeded=succeeded, drain=drain)
+        )
 
     def save_title(self, chat: ChatKey, title: str) -> None:
         assert chat.chat_id is not None

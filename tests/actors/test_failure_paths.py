@@ -98,7 +98,12 @@ def test_a_stale_close_from_an_old_owner_leaves_the_new_owners_connection_open(
         for owner in (old, new):
             supervisor.tell(
                 OpenConnection(
-                    session_id="s", chat_id="c", provider="scripted", owner=owner, resume=False
+                    session_id="s",
+                    chat_id="c",
+                    provider="scripted",
+                    owner=owner,
+                    steering=owner,
+                    resume=False,
                 )
             )
         runner.run(until=lambda: bool(new.proxy().ready.get()))

@@ -1,4 +1,4 @@
-"""The history a stateless provider gets (turn_tracker._history): strictly
+"""The history a stateless provider gets (actors/history.py): strictly
 alternating user and assistant messages, whatever way the turns ended; a
 stateful provider gets only the current turn."""
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import attrs
 
 from agenthost.actors import Host
-from agenthost.actors.turn_tracker import NO_REPLY, _history
+from agenthost.actors import history as histories
+from agenthost.actors.history import NO_REPLY
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.provider import HistoryMessage
 from agenthost.messages.state import (
@@ -50,11 +51,11 @@ def assert_strictly_alternating(messages: tuple[HistoryMessage, ...]) -> None:
 
 
 def test_no_turns_no_history() -> None:
-    assert _history(()) == ()
+    assert histories.history(()) == ()
 
 
 def test_each_turn_is_its_user_message_then_its_reply() -> None:
-    history = _history((turn("q1", "a1 ", "and more"), turn("q2", "a2")))
+    history = histories.history((turn("q1", "a1 ", "and more"), turn("q2", "a2")))
     assert pairs(history) == [
         ("user", "q1"),
         ("assistant", "a1 and more"),
@@ -64,21 +65,21 @@ def test_each_turn_is_its_user_message_then_its_reply() -> None:
 
 
 def test_a_history_ending_in_an_errored_turn_keeps_its_partial_reply() -> None:
-    history = _history((turn("q1", "a1"), turn("q2", "half", state=TurnState.ERROR)))
+    history = histories.history((turn("q1", "a1"), turn("q2", "half", state=TurnState.ERROR)))
     assert_strictly_alternating(history)
     assert pairs(history)[-2:] == [("user", "q2"), ("assistant", "half")]
 
 
 def test_an_errored_turn_without_a_word_gets_a_placeholder_never_two_users_in_a_row() -> None:
-    history = _history((turn("q1", state=TurnState.ERROR), turn("q2", "a2")))
+    history = histories.history((turn("q1", state=TurnState.ERROR), turn("q2", "a2")))
     assert_strictly_alternating(history)
     assert pairs(history)[:2] == [("user", "q1"), ("assistant", NO_REPLY[TurnState.ERROR])]
 
 
 def test_a_history_ending_in_a_cancelled_turn_keeps_its_user_message_and_a_reply() -> None:
-    with_text = _history((turn("q1", "a1"), turn("q2", "star", state=TurnState.CANCELLED)))
+    with_text = histories.history((turn("q1", "a1"), turn("q2", "star", state=TurnState.CANCELLED)))
     assert pairs(with_text)[-2:] == [("user", "q2"), ("assistant", "star")]
-    without = _history((turn("q1", "a1"), turn("q2", state=TurnState.CANCELLED)))
+    without = histories.history((turn("q1", "a1"), turn("q2", state=TurnState.CANCELLED)))
     assert_strictly_alternating(without)
     assert pairs(without)[-1] == ("assistant", NO_REPLY[TurnState.CANCELLED])
 
@@ -90,7 +91,7 @@ def test_a_run_of_failed_and_cancelled_turns_still_alternates() -> None:
         turn("q3", state=TurnState.ERROR),
         turn("q4"),  # complete, yet the provider said nothing
     )
-    history = _history(turns)
+    history = histories.history(turns)
     assert_strictly_alternating(history)
     assert [m.text for m in history if m.role == "user"] == ["q1", "q2", "q3", "q4"]
 
@@ -114,7 +115,7 @@ def test_restored_turns_as_the_store_loads_them_alternate_too() -> None:
             error=AgentHostError(code=ErrorCode.EXECUTION_ABANDONED, message=ABANDONED_ON_RESTART),
         ),
     )
-    history = _history(restored)
+    history = histories.history(restored)
     assert_strictly_alternating(history)
     assert pairs(history)[2:] == [
         ("user", "q2"),
@@ -137,7 +138,10 @@ def test_steering_folded_into_a_turn_joins_its_user_message() -> None:
         steering=(steering,),
         state=TurnState.COMPLETE,
     )
-    assert pairs(_history((folded,))) == [("user", "do that\n\nalso this"), ("assistant", "done")]
+    assert pairs(histories.history((folded,))) == [
+        ("user", "do that\n\nalso this"),
+        ("assistant", "done"),
+    ]
 
 
 class Recording(ScriptedProvider):

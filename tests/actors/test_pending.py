@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import Chat, Host
+from agenthost.actors import Chat, Host, RestartPolicy, use_runtime
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import (
     PendingMessageRemoved,
@@ -18,8 +18,9 @@ from agenthost.messages.events import (
 from agenthost.messages.state import PendingKind
 from agenthost.providers.scripted import Gate, Reject, Say, ScriptedProvider
 from agenthost.store import SqliteStore
-from agenthost.testing import FakeClock
+from agenthost.testing import DeterministicRunner, FakeClock
 from tests.fakes.events import drain_events
+from tests.fakes.manual_provider import ManualProvider
 
 STEERING_BUSY = "Cannot change a steering message while it is being processed"
 
@@ -301,6 +302,40 @@ def test_a_resumable_error_or_a_failure_holds_the_queue_until_a_success(chat_on)
     assert [m.text for m in chat.state().pending] == ["queued"]
     assert chat.send("direct").result(timeout=10).state is OutcomeState.COMPLETE
     assert queued.result(timeout=10).state is OutcomeState.COMPLETE
+
+
+def test_steering_a_crashed_provider_had_waits_with_the_queue_for_a_success(
+    db_path: Path,
+) -> None:
+    """DESIGN.md: steering the provider had when it died is requeued at the head of
+    the queue and, like everything queued after a turn that did not succeed,
+    waits for the next successful turn (it never runs right after the failure)."""
+    provider = ManualProvider("copilot")
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path),
+            providers={"manual": provider},
+            clock=FakeClock(),
+            restart_policy=RestartPolicy(backoff_min=0.0, backoff_max=0.0),
+        )
+        chat = host.create_session(provider="manual").chat()
+        first = chat.send("first")
+        steering = chat.steer("steer")
+        runner.run()
+        assert provider.run is not None and provider.run.unread  # the provider has it
+        provider.crash()
+        runner.run()
+        assert first.result(timeout=10).state is OutcomeState.ERROR
+        state = chat.state()
+        assert state.active_turn is None
+        assert [m.id for m in state.queued_messages] == [steering.id]
+        direct = chat.send("direct")
+        runner.run()
+        assert provider.idle()
+        runner.run()
+        assert direct.result(timeout=10).state is OutcomeState.COMPLETE
+        assert chat.state().active_turn is not None
+        assert chat.state().active_turn.message.text == "steer"  # only now
 
 
 def test_a_cancel_removes_steering_as_cancelled_and_never_withdraws(

@@ -1,13 +1,13 @@
 """queue_drain (200): the bridge to the chat's QueueDrainActor.
 
-After a turn ends in success, or a local command was handled, the chat is
-asked to drain its pending messages: not while a turn runs, and not when the
-last turn ended in a resumable error (the user may resume it first). The
-QueueDrainActor decides what runs: steering the host holds for a provider
-without mid-turn input runs first, as the next turn; nothing queued runs
-while the provider still holds steering. Each queued message's sender is
-remembered (a chat memento), so a drained message is admitted as its
-sender's.
+A turn that ends while messages are pending is reported to the queue drain:
+a success releases a held queue, any other end of a turn holds it (a local
+command or a refused request changes nothing). After a success, or a local
+command, the queue drain also drains: not while a turn runs, and not when
+the last turn ended in a resumable error (the user may resume it first).
+The QueueDrainActor decides what runs (actors/queue_policy.py). Each queued
+message's sender is remembered (a chat memento), so a drained message is
+admitted as its sender's.
 """
 
 from agenthost.actors.contributions.base import (
@@ -47,13 +47,19 @@ class QueueDrain(Contribution):
 
     def on_turn_end(self, end: TurnEnd) -> None:
         state = end.state
-        if end.reason not in DRAINS_AFTER or not state.pending:
-            return
-        if state.active_turn is not None:
-            return
-        if state.turns and _resumable_error(state.turns[-1]):
-            return
-        self._chats.drain(end.chat)
+        if not state.pending:
+            return  # (the hot path: nothing to tell)
+        succeeded: bool | None = None  # a local command or a refusal: unchanged
+        if end.reason is TurnEndReason.SUCCESS:
+            succeeded = True
+        elif end.reason not in (TurnEndReason.LOCAL_COMMAND, TurnEndReason.REJECTED):
+            succeeded = False
+        drain = (
+            end.reason in DRAINS_AFTER
+            and state.active_turn is None
+            and not (state.turns and _resumable_error(state.turns[-1]))
+        )
+        self._chats.turn_ended(end.chat, state, succeeded=succeeded, drain=drain)
 
     def on_did_apply_client_action(self, applied: ClientAction) -> None:
         match applied.action:

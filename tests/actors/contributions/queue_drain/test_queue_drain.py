@@ -72,14 +72,19 @@ def test_a_local_command_drains_the_queue_and_a_rejected_queued_message_leaves_i
 
 class FakeChats:
     def __init__(self) -> None:
-        self.drained: list[ChatKey] = []
+        self.told: list[tuple[ChatKey, bool | None, bool]] = []
 
-    def drain(self, chat: ChatKey) -> bool:
-        self.drained.append(chat)
+    def turn_ended(
+        self, chat: ChatKey, state: ChatState, *, succeeded: bool | None, drain: bool
+    ) -> bool:
+        self.told.append((chat, succeeded, drain))
         return True
 
 
-def test_queue_drain_skips_after_a_resumable_error_or_an_active_turn() -> None:
+def test_queue_drain_tells_how_turns_ended_and_drains_only_after_a_success() -> None:
+    """A success releases the queue and drains (not after a resumable error, not
+    while a turn runs); any other end of a turn holds it; a local command drains
+    without releasing; with nothing pending there is nothing to tell."""
     chats = FakeChats()
     drain = QueueDrain(mementos=None, chats=chats)  # type: ignore[arg-type]
     key = ChatKey(session_id="s", chat_id="c")
@@ -93,19 +98,22 @@ def test_queue_drain_skips_after_a_resumable_error_or_an_active_turn() -> None:
         error=AgentHostError(code=ErrorCode.PROVIDER_ERROR, message="later", resumable=True),
     )
 
-    def ended(reason: TurnEndReason, state: ChatState) -> None:
+    def ended(reason: TurnEndReason, state: ChatState) -> tuple[bool | None, bool] | None:
+        before = len(chats.told)
         drain.on_turn_end(TurnEnd(chat=key, reason=reason, state=state, session=SessionState()))
+        return chats.told[-1][1:] if len(chats.told) > before else None
 
-    ended(TurnEndReason.SUCCESS, ChatState(resource="r"))  # nothing queued
-    ended(TurnEndReason.ERROR, waiting)
-    ended(TurnEndReason.CANCELLED, waiting)
-    ended(TurnEndReason.ABANDONED, waiting)
-    ended(TurnEndReason.SUCCESS, attrs.evolve(waiting, turns=(resumable,)))
+    assert ended(TurnEndReason.SUCCESS, ChatState(resource="r")) is None  # nothing pending
+    assert ended(TurnEndReason.ERROR, waiting) == (False, False)
+    assert ended(TurnEndReason.CANCELLED, waiting) == (False, False)
+    assert ended(TurnEndReason.ABANDONED, waiting) == (False, False)
+    assert ended(TurnEndReason.REJECTED, waiting) == (None, False)
+    assert ended(TurnEndReason.SUCCESS, attrs.evolve(waiting, turns=(resumable,))) == (True, False)
     active = ActiveTurn(id="a", message=UserMessage(text="a"))
-    ended(TurnEndReason.SUCCESS, attrs.evolve(waiting, active_turn=active))
-    assert chats.drained == []
-    ended(TurnEndReason.SUCCESS, waiting)
-    ended(TurnEndReason.LOCAL_COMMAND, waiting)
+    assert ended(TurnEndReason.SUCCESS, attrs.evolve(waiting, active_turn=active)) == (True, False)
+    assert ended(TurnEndReason.SUCCESS, waiting) == (True, True)
+    assert ended(TurnEndReason.LOCAL_COMMAND, waiting) == (None, True)
     # Steering waiting: the queue-drain actor decides (held steering runs next).
-    ended(TurnEndReason.SUCCESS, ChatState(resource="r", steering_messages=(steering,)))
-    assert chats.drained == [key, key, key]
+    steering_waits = ChatState(resource="r", steering_messages=(steering,))
+    assert ended(TurnEndReason.SUCCESS, steering_waits) == (True, True)
+    assert {told[0] for told in chats.told} == {key}
