@@ -1,240 +1,406 @@
-"""The asyncio side of the surface: await actor replies without blocking the loop.
+"""The asyncio surface: AsyncHost, AsyncSession, AsyncChat.
 
-pykka futures are awaitable, but awaiting one blocks the event loop. Here a
-reply future's done callback hands the result to the loop (through one
-LoopCalls per loop: a burst of replies wakes it once), so any number of chats
-can wait on one loop thread.
-
-`AsyncHost`, `AsyncSession` and `AsyncChat` mirror the sync surface: every
-method of Host, Session and Chat is awaitable (a call that waits runs on an
-executor thread, never on the loop), results that are hosts, sessions or
-chats come back wrapped, subscriptions are async iterables and turn handles
-are awaitable:
+The same calls as the sync surface (actors/surface.py), with the same
+parameters and return types, as coroutines that never block a thread:
+replies arrive on the loop through its `call_soon_threadsafe` (one wake-up
+per burst), never through an executor (actors/calls.py does both sides).
+A `TurnHandle` is awaitable to its TurnOutcome; a subscription is an async
+iterator:
 
     host = await AsyncHost.start(store=SqliteStore(path))
     chat = await (await host.create_session()).chat()
+    turn = await chat.send("hello")
+    outcome = await turn
     async for event in await chat.subscribe(): ...
-    outcome = await (await chat.send("hello"))
+
+Stopping a host (`await host.stop()`) joins threads; it runs on a thread of
+its own so the loop goes on meanwhile.
 """
 
 import asyncio
-import concurrent.futures
-import contextlib
-import functools
-import time
-from collections.abc import Callable
-from typing import Any, cast
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pykka
 
-from agenthost.actors.chat import Attach
-from agenthost.actors.futures import RuntimeFuture
-from agenthost.actors.handles import Subscription, Ticket
-from agenthost.actors.protocol import AdoptSession, FindSession, GetChat, LoadSession
-from agenthost.actors.surface import DEFAULT_TIMEOUT, Chat, Host, Session, _check_text
-from agenthost.messages.commands import CreateSession, GetSessionSummary, SendMessage, TurnOutcome
+from agenthost.actors import calls
+from agenthost.actors.calls import ChatHandle, SessionHandle, chat_call, run_async, wait
+from agenthost.actors.clock import Clock
+from agenthost.actors.context import Lifecycle, Services
+from agenthost.actors.contributions import Contribution
+from agenthost.actors.handles import Subscription
+from agenthost.actors.protocol import FindSession, ListSessionRows
+from agenthost.actors.supervisor import RestartPolicy
+from agenthost.actors.surface import (
+    DEFAULT_TIMEOUT,
+    Chat,
+    Host,
+    Running,
+    Session,
+    TurnHandle,
+    policy_of,
+    start_host,
+    stop_host,
+)
+from agenthost.messages.commands import (
+    AnswerRequest,
+    CancelTurn,
+    DisposeChat,
+    EditPendingMessage,
+    GetChatState,
+    GetDiagnostics,
+    GetSessionState,
+    GetSessionStatus,
+    GetSessionSummary,
+    RemoveClient,
+    RemovePendingMessage,
+    ReorderQueue,
+    SetClientTools,
+    SetDraft,
+    SetReadOnly,
+    SetSessionFlags,
+    TruncateChat,
+    TurnDiagnostics,
+)
 from agenthost.messages.errors import AgentHostError, ErrorCode
-from agenthost.messages.state import SessionSummary
-from agenthost.providers.base import LoopCalls
+from agenthost.messages.state import (
+    ChatState,
+    ChatStatus,
+    ClientTool,
+    PendingMessage,
+    SessionSummary,
+    Worktree,
+)
+from agenthost.providers.base import Provider, RetryPolicy
+
+__all__ = ["AsyncChat", "AsyncHost", "AsyncSession", "wait"]
 
 
-def _ask(ref: "pykka.ActorRef[Any]", message: Any) -> RuntimeFuture:
-    """Every agenthost actor's ask future is a RuntimeFuture (Actor._create_future)."""
-    return cast(RuntimeFuture, ref.ask(message, block=False))
+class AsyncHost:
+    """`Host`, for asyncio."""
 
+    def __init__(self, running: Running) -> None:
+        self._running = running
+        self._core = running.core
 
-async def wait(future: RuntimeFuture, timeout: float | None = DEFAULT_TIMEOUT) -> Any:
-    """Await a runtime future from asyncio (None: no time limit); a deferred reply
-    (a future) is awaited too.
-
-    Raises:
-        TimeoutError: not set within `timeout`.
-        AgentHostError: HOST_STOPPED if the actor died.
-    """
-    loop = asyncio.get_running_loop()
-    calls = LoopCalls.of(loop)
-    done: asyncio.Future[Any] = loop.create_future()
-
-    def transfer(f: RuntimeFuture) -> None:
-        def apply() -> None:
-            if done.done():
-                return
-            try:
-                done.set_result(f.get(timeout=0))
-            except pykka.ActorDeadError:
-                done.set_exception(
-                    AgentHostError(code=ErrorCode.HOST_STOPPED, message="the host has stopped")
-                )
-            except BaseException as exc:
-                done.set_exception(exc)
-
-        with contextlib.suppress(RuntimeError):  # the awaiting loop is closed
-            calls.call(apply)
-
-    future.add_done_callback(transfer)
-    async with asyncio.timeout(timeout):  # one timer, no task or future of its own
-        result = await done
-    if isinstance(result, RuntimeFuture):
-        return await wait(result, timeout)
-    return result
-
-
-async def create_session(
-    host: Host, provider: str = "scripted", *, timeout: float = DEFAULT_TIMEOUT
-) -> Session:
-    info = await wait(_ask(host._host_ref, CreateSession(provider=provider)), timeout)
-    return Session(host, info)
-
-
-async def open_session(host: Host, session_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> Session:
-    """`Host.open_session`: the session, restored from the store if it is not resident.
-
-    Raises:
-        AgentHostError: NOT_FOUND for an unknown id.
-    """
-    deadline = time.monotonic() + timeout
-    record = await wait(_ask(host.services.store, LoadSession(session_id=session_id)), timeout)
-    if record is None:
-        raise AgentHostError(code=ErrorCode.NOT_FOUND, message=f"no session {session_id}")
-    adopt = _ask(host._host_ref, AdoptSession(record=record))
-    return Session(host, await wait(adopt, max(deadline - time.monotonic(), 0.0)))
-
-
-async def find_session(
-    host: Host,
-    session_id: str | None = None,
-    *,
-    chat_id: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> SessionSummary | None:
-    """`Host.find_session`: a stored session by its id or one of its chats, or None."""
-    query = FindSession(session_id=session_id, chat_id=chat_id)
-    found: SessionSummary | None = await wait(_ask(host.services.store, query), timeout)
-    return found
-
-
-async def send(
-    chat: Chat,
-    text: str,
-    *,
-    client_id: str | None = None,
-    turn_id: str | None = None,
-    pending_id: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> Ticket:
-    """`Chat.send` (without attachments); returns its ticket (await `outcome(ticket)`
-    for the end)."""
-    _check_text(text)
-    command = SendMessage(text=text, client_id=client_id, turn_id=turn_id, pending_id=pending_id)
-    ticket: Ticket = await _chat_call(chat, command, timeout)
-    return ticket
-
-
-async def outcome(ticket: Ticket, *, timeout: float = DEFAULT_TIMEOUT) -> TurnOutcome:
-    return await wait(ticket.outcome, timeout)
-
-
-async def chat(
-    session: Session, chat_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
-) -> Chat:
-    return Chat(session, await _session_call(session, GetChat(chat_id=chat_id), timeout))
-
-
-async def subscribe(
-    chat: Chat, *, maxsize: int | None = None, timeout: float = DEFAULT_TIMEOUT
-) -> Subscription:
-    """`Chat.subscribe`; a call that fails or is cancelled leaves nothing attached."""
-    subscription = chat._subscription(maxsize)
-    try:
-        await _chat_call(chat, Attach(subscription=subscription), timeout)
-    except BaseException:
-        subscription.close()
-        raise
-    return subscription
-
-
-async def summary(session: Session, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
-    """`Session.summary`."""
-    result: SessionSummary = await _session_call(session, GetSessionSummary(), timeout)
-    return result
-
-
-async def _session_call(session: Session, message: Any, timeout: float) -> Any:
-    """Ask the session; one released from memory meanwhile is restored first
-    (as `Session._call` does)."""
-    try:
-        return await wait(_ask(session._info.ref, message), timeout)
-    except AgentHostError as error:
-        if not session._host._released(error):
-            raise
-    session._info = (await open_session(session._host, session.id, timeout=timeout))._info
-    return await wait(_ask(session._info.ref, message), timeout)
-
-
-async def _chat_call(chat: Chat, message: Any, timeout: float) -> Any:
-    """Ask the chat; if its session was released from memory, restore it first
-    (as `Chat._call` does)."""
-    try:
-        return await wait(_ask(chat._ref, message), timeout)
-    except AgentHostError as error:
-        if not chat.session._host._released(error):
-            raise
-    chat._ref = (await _session_call(chat.session, GetChat(chat_id=chat.id), timeout)).ref
-    return await wait(_ask(chat._ref, message), timeout)
-
-
-class _Mirror:
-    """Awaitable mirror of a sync surface object: attributes pass through,
-    methods become coroutines run on an executor."""
-
-    def __init__(self, sync: Any, executor: concurrent.futures.Executor | None = None) -> None:
-        self.sync = sync
-        self._executor = executor
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self.sync, name)
-        if not callable(attribute):
-            return _mirrored(attribute, self._executor)
-        return functools.partial(_run, attribute, self._executor)
-
-    def __repr__(self) -> str:
-        return f"async {self.sync!r}"
-
-
-class AsyncHost(_Mirror):
     @classmethod
     async def start(
-        cls, *args: Any, executor: concurrent.futures.Executor | None = None, **kwargs: Any
+        cls,
+        store: Any = None,
+        providers: Mapping[str, Provider] | None = None,
+        clock: Clock | None = None,
+        *,
+        restart_policy: RestartPolicy | None = None,
+        resume_retry: RetryPolicy | None = None,
+        idle_release_s: float = 30.0,
+        draft_gc_s: float = 30.0,
+        max_resident: int | None = None,
+        restart_intensity: tuple[int, float] | None = None,
+        restart_backoff: tuple[float, float] | None = None,
+        subscriber_queue_size: int = 10_000,
+        contributions: Sequence[type[Contribution]] = (),
+        rare_full_collections: bool = True,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> "AsyncHost":
-        """`Host.start(...)`, off the loop."""
-        host = await _run(Host.start, executor, *args, **kwargs)
-        assert isinstance(host, AsyncHost)
-        return host
+        """`Host.start`: the store opens on its own thread while the loop goes on."""
+        lifecycle = Lifecycle(
+            idle_release_s=idle_release_s, draft_gc_s=draft_gc_s, max_resident=max_resident
+        )
+        starting = start_host(
+            store,
+            providers,
+            clock,
+            policy_of(restart_policy, restart_intensity, restart_backoff),
+            resume_retry,
+            lifecycle,
+            subscriber_queue_size,
+            contributions,
+            rare_full_collections,
+        )
+        return cls(await run_async(starting, timeout))
+
+    async def create_session(
+        self,
+        provider: str = "scripted",
+        *,
+        worktree_of: str | os.PathLike[str] | None = None,
+        session_id: str | None = None,
+        model: str | None = None,
+        instructions: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> "AsyncSession":
+        """`Host.create_session`."""
+        repo = None if worktree_of is None else os.path.expanduser(os.fspath(worktree_of))
+        config = calls.config_values(model, instructions)
+        handle = await run_async(
+            calls.create_session(self._core, provider, repo, session_id, config), timeout
+        )
+        return AsyncSession(self, handle)
+
+    async def export_session(
+        self, session_id: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> dict[str, Any]:
+        return await run_async(calls.export_session(self._core, session_id), timeout)
+
+    async def import_session(
+        self, data: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> "AsyncSession":
+        return AsyncSession(self, await run_async(calls.import_session(self._core, data), timeout))
+
+    async def open_session(
+        self, session_id: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> "AsyncSession":
+        """`Host.open_session`: restored from the store if it is not resident."""
+        return AsyncSession(self, await run_async(calls.adopt(self._core, session_id), timeout))
+
+    async def counters(self, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, int]:
+        return await run_async(calls.counters(self._core), timeout)
+
+    async def list_sessions(self, *, timeout: float = DEFAULT_TIMEOUT) -> list[SessionSummary]:
+        rows = await run_async(calls.ask(self._core.store_ref, ListSessionRows()), timeout)
+        return list(rows)
+
+    async def find_session(
+        self,
+        session_id: str | None = None,
+        *,
+        chat_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> SessionSummary | None:
+        """`Host.find_session`: nothing is loaded into memory."""
+        query = FindSession(session_id=session_id, chat_id=chat_id)
+        found: SessionSummary | None = await run_async(
+            calls.ask(self._core.store_ref, query), timeout
+        )
+        return found
+
+    async def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """`Host.stop`, on a thread of its own (it joins threads)."""
+        await asyncio.to_thread(stop_host, self._running, timeout)
+
+    async def __aenter__(self) -> "AsyncHost":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def services(self) -> Services:
+        return self._core.services
+
+    @property
+    def sync(self) -> Host:
+        """This host's synchronous surface."""
+        return Host(self._running)
 
 
-class AsyncSession(_Mirror):
-    pass
+class AsyncSession:
+    """`Session`, for asyncio."""
+
+    def __init__(self, host: AsyncHost, handle: SessionHandle) -> None:
+        self._host = host
+        self._handle = handle
+        self.id = handle.session_id
+
+    async def _call(self, message: Any, timeout: float) -> Any:
+        return await run_async(calls.session_call(self._handle, message), timeout)
+
+    async def set_client_tools(
+        self, client_id: str, tools: Sequence[ClientTool], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        await self._call(SetClientTools(client_id=client_id, tools=tuple(tools)), timeout)
+
+    async def remove_client(self, client_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        await self._call(RemoveClient(client_id=client_id), timeout)
+
+    async def status(self, *, timeout: float = DEFAULT_TIMEOUT) -> ChatStatus:
+        status: ChatStatus = await self._call(GetSessionStatus(), timeout)
+        return status
+
+    async def fork(self, turn_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> "AsyncSession":
+        return AsyncSession(self._host, await run_async(calls.fork(self._handle, turn_id), timeout))
+
+    async def dispose(self, *, force: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
+        await run_async(calls.dispose(self._handle, force), timeout)
+
+    async def worktree(self, *, timeout: float = DEFAULT_TIMEOUT) -> Worktree | None:
+        return await run_async(calls.worktree(self._handle), timeout)
+
+    async def chat(
+        self, chat_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> "AsyncChat":
+        return AsyncChat(self, await run_async(calls.chat(self._handle, chat_id), timeout))
+
+    async def chats(self, *, timeout: float = DEFAULT_TIMEOUT) -> list["AsyncChat"]:
+        handles = await run_async(calls.chats(self._handle), timeout)
+        return [AsyncChat(self, handle) for handle in handles]
+
+    async def create_chat(self, *, timeout: float = DEFAULT_TIMEOUT) -> "AsyncChat":
+        return AsyncChat(self, await run_async(calls.create_chat(self._handle), timeout))
+
+    async def dispose_chat(self, chat_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        await self._call(DisposeChat(chat_id=chat_id), timeout)
+
+    async def summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+        summary: SessionSummary = await self._call(GetSessionSummary(), timeout)
+        return summary
+
+    async def rename(self, title: str, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+        summary: SessionSummary = await self._call(SetSessionFlags(title=title), timeout)
+        return summary
+
+    async def archive(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+        summary: SessionSummary = await self._call(SetSessionFlags(archived=True), timeout)
+        return summary
+
+    async def unarchive(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+        summary: SessionSummary = await self._call(SetSessionFlags(archived=False), timeout)
+        return summary
+
+    async def mark_read(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
+        summary: SessionSummary = await self._call(SetSessionFlags(read=True), timeout)
+        return summary
+
+    async def set_config(
+        self, values: Mapping[str, str], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> SessionSummary:
+        change = SetSessionFlags(config=tuple(sorted(values.items())))
+        summary: SessionSummary = await self._call(change, timeout)
+        return summary
+
+    async def config(self, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
+        return dict((await self._call(GetSessionState(), timeout)).config)
+
+    @property
+    def sync(self) -> Session:
+        """This session's synchronous surface."""
+        return Session(self._host.sync, self._handle)
+
+    def __repr__(self) -> str:
+        return f"AsyncSession({self.id})"
 
 
-class AsyncChat(_Mirror):
-    pass
+class AsyncChat:
+    """`Chat`, for asyncio."""
 
+    def __init__(self, session: AsyncSession, handle: ChatHandle) -> None:
+        self.session = session
+        self._handle = handle
+        self.id = handle.chat_id
 
-_MIRRORS: dict[type, type[_Mirror]] = {Host: AsyncHost, Session: AsyncSession, Chat: AsyncChat}
+    async def _call(self, message: Any, timeout: float) -> Any:
+        return await run_async(chat_call(self._handle, message), timeout)
 
+    async def subscribe(
+        self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None
+    ) -> Subscription:
+        """Events of this chat (an async iterator): first a ChatSnapshot, then live
+        events. A call that fails or is cancelled leaves nothing attached."""
+        return await run_async(calls.subscribe(self._handle, maxsize), timeout)
 
-def _mirrored(value: Any, executor: concurrent.futures.Executor | None) -> Any:
-    mirror = _MIRRORS.get(type(value))
-    if mirror is not None:
-        return mirror(value, executor)
-    if isinstance(value, list):
-        return [_mirrored(item, executor) for item in value]
-    return value
+    async def send(
+        self,
+        text: str,
+        *,
+        client_id: str | None = None,
+        turn_id: str | None = None,
+        pending_id: str | None = None,
+        attachments: Sequence[str | os.PathLike[str]] = (),
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> TurnHandle:
+        """`Chat.send`; await the handle for the turn's outcome."""
+        send = calls.send(self._handle, text, client_id, turn_id, pending_id, attachments)
+        return TurnHandle(await run_async(send, timeout))
 
+    async def set_draft(self, text: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        await self._call(SetDraft(text=text), timeout)
 
-async def _run(
-    fn: Callable[..., Any], executor: concurrent.futures.Executor | None, *args: Any, **kwargs: Any
-) -> Any:
-    loop = asyncio.get_running_loop()
-    result = await loop.run_in_executor(executor, functools.partial(fn, *args, **kwargs))
-    return _mirrored(result, executor)
+    async def set_read_only(self, read_only: bool, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        await self._call(SetReadOnly(read_only=read_only), timeout)
+
+    async def steer(
+        self,
+        text: str,
+        *,
+        client_id: str | None = None,
+        pending_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> PendingMessage:
+        return await run_async(calls.steer(self._handle, text, client_id, pending_id), timeout)
+
+    async def remove_pending(
+        self, pending_id: str, *, client_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> bool:
+        removal = RemovePendingMessage(pending_id=pending_id, client_id=client_id)
+        return bool(await self._call(removal, timeout))
+
+    async def edit_pending(
+        self, pending_id: str, text: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> PendingMessage:
+        calls.check_text(text)
+        edited: PendingMessage = await self._call(
+            EditPendingMessage(pending_id=pending_id, text=text), timeout
+        )
+        return edited
+
+    async def reorder_queue(
+        self, pending_ids: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> tuple[PendingMessage, ...]:
+        queue: tuple[PendingMessage, ...] = await self._call(
+            ReorderQueue(pending_ids=tuple(pending_ids)), timeout
+        )
+        return queue
+
+    async def answer(
+        self,
+        request_id: str,
+        approved: bool | None = None,
+        answer: str | None = None,
+        result: str | None = None,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        await self._call(
+            AnswerRequest(
+                request_id=request_id,
+                approved=approved,
+                answer=answer,
+                result=result,
+                client_id=client_id,
+            ),
+            timeout,
+        )
+
+    async def diagnostics(self, *, timeout: float = DEFAULT_TIMEOUT) -> TurnDiagnostics | None:
+        diagnostics: TurnDiagnostics | None = await self._call(GetDiagnostics(), timeout)
+        return diagnostics
+
+    async def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+        return bool(await self._call(CancelTurn(), timeout))
+
+    async def truncate(
+        self, turn_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ChatState:
+        state: ChatState = await self._call(TruncateChat(turn_id=turn_id), timeout)
+        return state
+
+    def cancel_nowait(self) -> None:
+        """Ask to cancel the active turn without waiting for the answer."""
+        try:
+            self._handle.ref.tell(CancelTurn())
+        except pykka.ActorDeadError as exc:
+            raise AgentHostError(code=ErrorCode.HOST_STOPPED, message=calls.HOST_STOPPED) from exc
+
+    async def state(self, *, timeout: float = DEFAULT_TIMEOUT) -> ChatState:
+        state: ChatState = await self._call(GetChatState(), timeout)
+        return state
+
+    @property
+    def sync(self) -> Chat:
+        """This chat's synchronous surface."""
+        return Chat(self.session.sync, self._handle)
+
+    def __repr__(self) -> str:
+        return f"AsyncChat({self.id})"

@@ -1,49 +1,59 @@
-"""The garbage collector's full collections, made rare while a host runs.
+"""The garbage collector, tuned while a host runs.
 
-CPython's full (generation 2) collection walks every tracked object while
-holding the GIL, so every actor, provider loop and client waits for it. With
-thousands of resident sessions (millions of objects) one pass takes hundreds
-of milliseconds, and at the default thresholds (700, 10, 10) one runs every
-time the heap grew by a quarter: in `python -m benchmarks peers` at 10,000
-chats, 29 full collections took 18 s of a 36 s run (gc.callbacks).
+A turn allocates a few hundred short-lived container objects (messages,
+events, states); nearly all are freed by reference counting, but each one
+counts towards the next young collection. At CPython's default thresholds
+(700, 10, 10) that is a young collection every few turns, each walking
+whatever survived, and a full collection (every tracked object, all threads
+waiting on the GIL) every time the heap grew by a quarter. Measured with
+`gc.callbacks` in `agenthost load --chats 1000 --turns 6`: the collector
+took about a quarter of the CPU of the turns; at the host's thresholds below
+a fifth of that.
 
-A host raises only the third threshold (full collections after 1,000 young
-collections of the middle generation instead of 10): young cycles are still
-freed as soon as before, only the old generation is walked less often. It is
-a process setting, so it is changed only when it is still lower than ours,
-and put back when the last host that changed it stops.
+While a host runs:
+- young collections run after `YOUNG_EVERY` (20,000) net allocations instead
+  of 700: cyclic garbage waits longer to be freed, at most that many objects
+  (a few MB; RSS after a 1,000-chat load was the same within 2 MB);
+- full collections run after 1,000 middle-generation collections instead
+  of 10: the old generation (every resident session) is walked rarely.
+A threshold is changed only when it is still lower than ours (it is a
+process setting), and put back when the last host that changed it stops,
+unless the embedding program changed it meanwhile.
 """
 
 import gc
 import threading
 
+YOUNG_EVERY = 20_000  # net allocations of tracked objects per young collection
 FULL_EVERY = 1000  # middle-generation collections per full collection
 
 _lock = threading.Lock()
 _holders = 0
 _saved: tuple[int, int, int] | None = None
+_ours: tuple[int, int, int] | None = None
 
 
 def hold() -> None:
-    """A host starts: make full collections rare (unless already rarer)."""
-    global _holders, _saved
+    """A host starts: tune the thresholds (unless already higher)."""
+    global _holders, _saved, _ours
     with _lock:
         if _holders == 0:
             young, middle, full = gc.get_threshold()
-            if full < FULL_EVERY:
+            tuned = (max(young, YOUNG_EVERY), middle, max(full, FULL_EVERY))
+            if tuned != (young, middle, full):
                 _saved = (young, middle, full)
-                gc.set_threshold(young, middle, FULL_EVERY)
+                _ours = tuned
+                gc.set_threshold(*tuned)
         _holders += 1
 
 
 def release() -> None:
     """A host stops: the last one puts back what it changed (if nobody changed it since)."""
-    global _holders, _saved
+    global _holders, _saved, _ours
     with _lock:
         _holders = max(_holders - 1, 0)
         if _holders or _saved is None:
             return
-        young, middle, _ = _saved
-        if gc.get_threshold() == (young, middle, FULL_EVERY):
+        if gc.get_threshold() == _ours:
             gc.set_threshold(*_saved)
-        _saved = None
+        _saved = _ours = None

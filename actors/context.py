@@ -60,6 +60,34 @@ class Directory:
             return self._refs.get(key)
 
 
+class SessionEntries:
+    """Each live session's entry (title, read, archived, ...) as its session last
+    reduced it: a read-only view for contributions on other actors' threads,
+    current without a message's delay. Only the session writes its own entry
+    (a single dict assignment, atomic), and removes it when it stops."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Any] = {}
+
+    def publish(self, session_id: str, entry: Any) -> None:
+        self._entries[session_id] = entry
+
+    def drop(self, session_id: str) -> None:
+        self._entries.pop(session_id, None)
+
+    def get(self, session_id: str) -> Any:
+        return self._entries.get(session_id)
+
+
+@attrs.frozen(kw_only=True)
+class Lifecycle:
+    """When idle sessions leave memory (their rows stay) and unused drafts go."""
+
+    idle_release_s: float = 30.0
+    draft_gc_s: float = 30.0
+    max_resident: int | None = None
+
+
 @attrs.define(kw_only=True)
 class Services:
     """Injected into every actor of one host. Immutable after the host starts."""
@@ -75,5 +103,7 @@ class Services:
     host: ActorRef[Any] | None = None
     subscriber_queue_size: int = 10_000
     directory: Directory = attrs.field(factory=Directory)
+    entries: SessionEntries = attrs.field(factory=SessionEntries)
+    lifecycle: Lifecycle = attrs.field(factory=Lifecycle)
     contributions: Any = None  # the Dispatcher (actors.contributions), set at start
     mementos: Any = None  # the MementoCache, set at start

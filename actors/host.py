@@ -6,21 +6,18 @@ once their provider sessions resumed). A session whose provider failed to
 resume is stopped and forgotten in memory; its stored rows stay untouched.
 """
 
-import itertools
 import uuid
 from typing import Any
 
 import attrs
 import structlog
 
-from agenthost.actors.clock import TimerHandle
 from agenthost.actors.context import Services
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
     AdoptSession,
     GetCounters,
-    IdleTimerFired,
     ImportRecord,
     Ref,
     ReleaseIfIdle,
@@ -39,15 +36,6 @@ from agenthost.messages.state import ChatState, PendingKind, chat_resource
 from agenthost.store.records import DeleteSession, ImportSession, SaveSession, SessionRecord
 
 log = structlog.get_logger(__name__)
-
-
-@attrs.frozen(kw_only=True)
-class Lifecycle:
-    """When idle sessions leave memory (their rows stay) and unused drafts go."""
-
-    idle_release_s: float = 30.0
-    draft_gc_s: float = 30.0
-    max_resident: int | None = None
 
 
 @attrs.frozen
@@ -86,11 +74,8 @@ def _from_record(record: SessionRecord) -> dict[str, Any]:
 
 
 class HostActor(HostedActor):
-    def __init__(self, services: Services, lifecycle: Lifecycle | None = None) -> None:
+    def __init__(self, services: Services) -> None:
         super().__init__(services)
-        self.lifecycle = lifecycle or Lifecycle()
-        self._timers: dict[str, tuple[int, TimerHandle]] = {}
-        self._tokens = itertools.count(1)
         self.counters: dict[str, int] = {"released": 0, "draft_gc_disposed": 0, "disposed": 0}
         self._sessions: dict[str, Ref] = {}  # resident, least recently used first
         self._idle: set[str] = set()  # resident and neither watched nor running a turn
@@ -230,9 +215,6 @@ class HostActor(HostedActor):
         self._idle.discard(message.session_id)
         self._last_activity.pop(message.session_id, None)
         self.counters["disposed"] += 1
-        timer = self._timers.pop(message.session_id, None)
-        if timer is not None:
-            timer[1].cancel()
         if ref is not None:
             ref.stop(block=False)
         self.services.mementos.forget(message.session_id)
@@ -284,35 +266,26 @@ class HostActor(HostedActor):
                 ref.stop(block=False)
         self._answer(message.session_id, message.error)
 
-    # -- idle release and draft GC ---------------------------------------------------------
+    # -- residency ----------------------------------------------------------------------------
     @handles(SessionActivity)
     def _activity(self, message: SessionActivity) -> None:
-        """Arm a timer while nobody watches a session and no turn runs in it; a
-        subscriber arriving (or any activity) cancels it."""
-        previous = self._timers.pop(message.session_id, None)
-        if previous is not None:
-            previous[1].cancel()
+        """(Only with a bound on resident sessions.) A session became idle (nobody
+        watches it, no turn runs) or busy: the least recently used idle ones
+        leave memory past the bound. Each session releases itself after its own
+        idle period."""
         self._last_activity[message.session_id] = message
         if message.session_id not in self._sessions or message.session_id in self._restoring:
-            return  # a session still resuming is armed once it is ready
+            return  # a session still resuming counts once it is ready
         self._sessions[message.session_id] = self._sessions.pop(message.session_id)  # used now
         if message.watched or message.active:
             self._idle.discard(message.session_id)
             return
         self._idle.add(message.session_id)
         self._enforce_max_resident()
-        delay = self.lifecycle.draft_gc_s if message.unused_draft else self.lifecycle.idle_release_s
-        token = next(self._tokens)
-        fired = IdleTimerFired(session_id=message.session_id, token=token)
-
-        def fire() -> None:
-            self.send(self.actor_ref, fired)
-
-        self._timers[message.session_id] = (token, self.services.clock.call_later(delay, fire))
 
     def _enforce_max_resident(self) -> None:
         """Past the bound, the least recently used idle sessions leave memory."""
-        bound = self.lifecycle.max_resident
+        bound = self.services.lifecycle.max_resident
         if bound is None:
             return
         excess = len(self._sessions) - bound
@@ -324,23 +297,11 @@ class HostActor(HostedActor):
                 self.send(self._sessions[session_id], ReleaseIfIdle(collect=False))
                 excess -= 1
 
-    @handles(IdleTimerFired)
-    def _timer_fired(self, message: IdleTimerFired) -> None:
-        current = self._timers.get(message.session_id)
-        if current is None or current[0] != message.token:
-            return  # cancelled after it fired
-        del self._timers[message.session_id]
-        ref = self._sessions.get(message.session_id)
-        self.send(ref, ReleaseIfIdle(collect=True))
-
     @handles(SessionReleased)
     def _released(self, message: SessionReleased) -> None:
         self._sessions.pop(message.session_id, None)
         self._last_activity.pop(message.session_id, None)
         self._idle.discard(message.session_id)
-        timer = self._timers.pop(message.session_id, None)
-        if timer is not None:
-            timer[1].cancel()
         self.services.mementos.forget(message.session_id)
         key = "draft_gc_disposed" if message.disposed else "released"
         self.counters[key] += 1

@@ -110,7 +110,8 @@ class SubscribersChanged:
 
 @attrs.frozen
 class SessionActivity:
-    """session -> host: the facts idle release and draft GC depend on."""
+    """session -> host (only while it bounds resident sessions): whether the session
+    is idle (unwatched, no turn running), for releasing the least recently used."""
 
     session_id: str
     watched: bool
@@ -120,8 +121,9 @@ class SessionActivity:
 
 @attrs.frozen
 class IdleTimerFired:
+    """A session's idle timer fired (the session re-checks)."""
+
     session_id: str
-    token: int
 
 
 @attrs.frozen

@@ -3,6 +3,15 @@
 It starts a ChatActor per chat (children stop in reverse order with it) and
 tells the host once every chat's provider session is open (SessionReady),
 or that one failed to open, with the provider's error.
+
+Idle release and draft GC (DESIGN.md rule 4). A session nobody watches and
+where no turn runs is idle; after `idle_release_s` of it (`draft_gc_s` while
+it is an unused draft) it asks its chats, which re-check, and leaves memory
+(or, a draft, is deleted) if all agree. Its timer is lazy: armed once when it
+first goes idle, and when it fires early (the session went busy and idle again
+meanwhile) armed again for what is left, so a turn costs no timer and no
+message to the host. The host hears of idle and busy only while it bounds
+the resident sessions (it then releases the least recently used idle ones).
 """
 
 import uuid
@@ -11,6 +20,7 @@ import attrs
 import structlog
 
 from agenthost.actors.chat import ChatActor
+from agenthost.actors.clock import TimerHandle
 from agenthost.actors.context import Services
 from agenthost.actors.contributions import ChatKey, Dispatch, Dispatcher
 from agenthost.actors.hosted import HostedActor
@@ -21,6 +31,7 @@ from agenthost.actors.protocol import (
     ClientRemoved,
     ClientToolsChanged,
     GetChat,
+    IdleTimerFired,
     ListChats,
     PrepareRelease,
     Ref,
@@ -120,6 +131,8 @@ class SessionActor(HostedActor):
         # Latches off for good (DESIGN.md rule 4).
         self._unused_draft = not restored and not used
         self._reported: SessionActivity | None = None
+        self._idle_since: float | None = None  # on the clock: idle since then
+        self._timer: TimerHandle | None = None
         self.worktree = worktree
         self._votes: set[str] | None = None  # chats yet to agree to leaving memory
         self._collect = False
@@ -127,6 +140,7 @@ class SessionActor(HostedActor):
 
     def on_start(self) -> None:
         self.services.directory.register(self.session_id, self.actor_ref)
+        self.services.entries.publish(self.session_id, self._entry)
         for chat_id, state in self._initial:
             self._start_chat(chat_id, state)
         self._initial = ()
@@ -141,6 +155,16 @@ class SessionActor(HostedActor):
         return any(count > 0 for count in self._subscribers.values())
 
     def _report(self) -> None:
+        """The facts idle release depends on may have changed."""
+        busy = self._watched() or self._active()
+        if busy:
+            self._idle_since = None  # the timer, if armed, finds it busy and waits
+        elif self._idle_since is None:
+            self._idle_since = self.services.clock.now()
+            if self._timer is None:
+                self._arm(self._idle_period())
+        if self.services.lifecycle.max_resident is None:
+            return
         activity = SessionActivity(
             session_id=self.session_id,
             watched=self._watched(),
@@ -148,10 +172,31 @@ class SessionActor(HostedActor):
             unused_draft=self._unused_draft,
         )
         if _idle_facts(activity) != _idle_facts(self._reported):
-            # The host acts only on these (a turn starting or ending in a watched
-            # session changes nothing there): two messages a turn fewer.
             self._reported = activity
             self.send(self.services.host, activity)
+
+    def _idle_period(self) -> float:
+        lifecycle = self.services.lifecycle
+        return lifecycle.draft_gc_s if self._unused_draft else lifecycle.idle_release_s
+
+    def _arm(self, delay: float) -> None:
+        fired = IdleTimerFired(session_id=self.session_id)
+        self._timer = self.services.clock.call_later(
+            delay, lambda: self.send(self.actor_ref, fired)
+        )
+
+    @handles(IdleTimerFired)
+    def _timer_fired(self, message: IdleTimerFired) -> None:
+        """Release once idle for the whole period (re-checked now, not as it was
+        when the timer was armed); if it went busy since, wait for the next idle."""
+        self._timer = None
+        if self._idle_since is None:
+            return  # busy: armed again when it is next idle
+        left = self._idle_since + self._idle_period() - self.services.clock.now()
+        if left > 0:
+            self._arm(left)
+            return
+        self._release(collect=True)
 
     @handles(SubscribersChanged)
     def _subscribers_changed(self, message: SubscribersChanged) -> None:
@@ -160,13 +205,17 @@ class SessionActor(HostedActor):
 
     @handles(ReleaseIfIdle)
     def _release_if_idle(self, message: ReleaseIfIdle) -> None:
-        """The timer fired: re-check every condition now, not as they were when it
-        was armed, then ask every chat (which may have accepted a command the
-        session has not heard of yet); only if all agree does the session go."""
+        """The host bounds resident sessions and this is among the least recently used."""
+        self._release(collect=message.collect)
+
+    def _release(self, collect: bool) -> None:
+        """Re-check every condition now, then ask every chat (which may have
+        accepted a command the session has not heard of yet); only if all agree
+        does the session go (deleted, `collect`, if it is still an unused draft)."""
         if self._watched() or self._active() or self._votes is not None:
             return
         self._votes = set(self._chats)
-        self._collect = message.collect and self._unused_draft
+        self._collect = collect and self._unused_draft
         for ref in self._chats.values():
             self.send(ref, PrepareRelease(collect=self._collect))
         if not self._votes:
@@ -179,7 +228,8 @@ class SessionActor(HostedActor):
         if not message.ok:
             self._votes = None
             self._tell_chats(ReleaseAborted())
-            self._reported = None  # the host re-arms from the facts as they are now
+            self._reported = None  # the host hears the facts as they are now
+            self._idle_since = None  # idle from now on, if still idle
             self._report()
             return
         self._votes.discard(message.chat_id)
@@ -238,6 +288,9 @@ class SessionActor(HostedActor):
 
     def on_stop(self) -> None:
         self.services.directory.unregister(self.session_id, self.actor_ref)
+        self.services.entries.drop(self.session_id)
+        if self._timer is not None:
+            self._timer.cancel()
         for ref in reversed(list(self._chats.values())):
             if ref.is_alive():
                 ref.stop(block=False)
@@ -309,6 +362,7 @@ class SessionActor(HostedActor):
             )
         )
         if self._entry != before:
+            self.services.entries.publish(self.session_id, self._entry)
             self._tell_chats(SessionStateChanged(state=self._entry))
 
     @handles(ApplySessionAction)

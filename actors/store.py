@@ -37,6 +37,12 @@ def _failed(ack: Any, reason: str) -> Any:
     return attrs.evolve(ack, error=error) if attrs.has(type(ack)) else ack
 
 
+@attrs.frozen
+class OpenStore:
+    """Open (lock, check, migrate) the store on the store's own thread; answered
+    once open, or with the store's error."""
+
+
 class StoreActor(Actor):
     """Owns one store. Runs on its own thread whatever the runtime (it does I/O)."""
 
@@ -47,6 +53,12 @@ class StoreActor(Actor):
         self._store = store
         self._acks: list[tuple[Any, Any]] = []
         self._uncommitted = 0
+        self._opened = False
+
+    @handles(OpenStore)
+    def _open(self, message: OpenStore) -> None:
+        self._store.open()
+        self._opened = True
 
     @handles(Write)
     def _write(self, message: Write) -> None:
@@ -110,8 +122,10 @@ class StoreActor(Actor):
             self.send(ref, ack)
 
     def on_stop(self) -> None:
-        self._commit()
-        self._store.close()
+        if self._opened:
+            self._commit()
+            self._store.close()
 
     def on_failure(self, *exc_info: Any) -> None:
-        self._store.close()
+        if self._opened:
+            self._store.close()

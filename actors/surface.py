@@ -1,14 +1,14 @@
 """The public, synchronous surface: Host, Session, Chat, TurnHandle.
 
-Runs on the caller's thread, never on an actor's: every call that waits asks
-an actor with `timeout=` (default 10 s), raises the built-in TimeoutError on
-expiry and `AgentHostError` for expected failures.
+Runs on the caller's thread, never on an actor's: every call that waits takes
+`timeout=` (default 10 s), raises the built-in TimeoutError on expiry and
+`AgentHostError` for expected failures. What each call does is written once
+in actors/calls.py, for this surface and the asyncio one (actors/aio.py).
 """
 
 import contextlib
 import os
 import time
-import uuid
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,10 +17,10 @@ import attrs
 import pykka
 import structlog
 
-from agenthost.actors import collector
-from agenthost.actors.chat import Attach, Detach, SteerReply
+from agenthost.actors import calls, collector
+from agenthost.actors.calls import ChatHandle, HostCore, SessionHandle, chat_call, run_sync
 from agenthost.actors.clock import Clock, SystemClock
-from agenthost.actors.context import ActorGroup, Services
+from agenthost.actors.context import ActorGroup, Lifecycle, Services
 from agenthost.actors.contributions import (
     Contribution,
     MementoCache,
@@ -30,53 +30,35 @@ from agenthost.actors.contributions import (
 )
 from agenthost.actors.contributions.builtin import BUILTINS
 from agenthost.actors.handles import Subscription, Ticket
-from agenthost.actors.host import HostActor, Lifecycle, SessionInfo
-from agenthost.actors.protocol import (
-    AdoptSession,
-    FindSession,
-    Flush,
-    GetChat,
-    GetCounters,
-    ImportRecord,
-    ListChats,
-    ListSessionRows,
-    LoadSession,
-)
+from agenthost.actors.host import HostActor
+from agenthost.actors.protocol import FindSession, Flush, ListSessionRows
 from agenthost.actors.runtime import ASK_TIMEOUT_S
-from agenthost.actors.session import ChatInfo
-from agenthost.actors.store import StoreActor
+from agenthost.actors.store import OpenStore, StoreActor
 from agenthost.actors.supervisor import RestartPolicy, SupervisorActor
-from agenthost.actors.worktree import CreateWorktree, RemoveWorktree, WorktreeActor
+from agenthost.actors.worktree import WorktreeActor
 from agenthost.messages.commands import (
     AnswerRequest,
     CancelTurn,
-    CreateChat,
-    CreateSession,
     DisposeChat,
-    DisposeSession,
     EditPendingMessage,
     GetChatState,
     GetDiagnostics,
     GetSessionState,
     GetSessionStatus,
     GetSessionSummary,
-    OutcomeState,
     RemoveClient,
     RemovePendingMessage,
     ReorderQueue,
-    SendMessage,
     SetClientTools,
     SetDraft,
     SetReadOnly,
     SetSessionFlags,
-    SteerMessage,
     TruncateChat,
     TurnDiagnostics,
     TurnOutcome,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
-    Attachment,
     ChatState,
     ChatStatus,
     ClientTool,
@@ -84,34 +66,14 @@ from agenthost.messages.state import (
     SessionSummary,
     Worktree,
 )
-from agenthost.messages.wire import from_wire, to_wire
 from agenthost.providers.base import Provider, ProviderLoop, RetryPolicy
-from agenthost.store.records import SessionRecord, fork_record
 from agenthost.store.sqlite import SqliteStore
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_TIMEOUT = ASK_TIMEOUT_S
-
-
-def _wait(future: pykka.Future[Any], timeout: float, waiting_for: str) -> Any:
-    """Wait on an actor's reply from the caller's thread; a deferred reply (a future)
-    is awaited too, within the same `timeout`."""
-    deadline = time.monotonic() + timeout
-    try:
-        reply = future.get(timeout=timeout)
-        while isinstance(reply, pykka.Future):
-            reply = reply.get(timeout=max(deadline - time.monotonic(), 0.0))
-    except pykka.Timeout as exc:
-        raise TimeoutError(f"{waiting_for} within {timeout} s") from exc
-    except pykka.ActorDeadError as exc:
-        raise AgentHostError(code=ErrorCode.HOST_STOPPED, message="the host has stopped") from exc
-    return reply
-
-
-def _ask(ref: pykka.ActorRef[Any], message: Any, timeout: float) -> Any:
-    """Ask an actor from the caller's thread."""
-    return _wait(ref.ask(message, block=False), timeout, f"no reply to {type(message).__name__}")
+EXPORT_FORMAT = calls.EXPORT_FORMAT
+read_attachment = calls.read_attachment
 
 
 def default_store_path() -> Path:
@@ -119,23 +81,138 @@ def default_store_path() -> Path:
     return Path(base) / "agenthost" / "agenthost.db"
 
 
+@attrs.define(eq=False)
+class Running:
+    """A started host's parts: what `stop` takes down."""
+
+    core: HostCore
+    store: Any
+    loops: dict[str, ProviderLoop]
+    own_clock: SystemClock | None
+    holds_collector: bool
+
+
+def start_host(
+    store: Any,
+    providers: Mapping[str, Provider] | None,
+    clock: Clock | None,
+    restart_policy: RestartPolicy | None,
+    resume_retry: RetryPolicy | None,
+    lifecycle: Lifecycle,
+    subscriber_queue_size: int,
+    contributions: Sequence[type[Contribution]],
+    rare_full_collections: bool,
+) -> Generator[calls.Ask, Any, Running]:
+    """Start a host's actors; the store opens on its own thread (the one ask).
+
+    Raises:
+        AgentHostError: STORE_ERROR when the store cannot be opened or is in use
+            (nothing stays started then).
+        ContributionError: see `Host.start`.
+    """
+    if providers is None:
+        from agenthost.providers.scripted import ScriptedProvider
+
+        providers = {"scripted": ScriptedProvider()}
+    classes = (*BUILTINS, *contributions)
+    check_ids(classes)
+    store = store or SqliteStore(default_store_path())
+    store_ref = StoreActor.start(store)
+    try:
+        yield calls.Ask(store_ref, OpenStore())
+    except BaseException:
+        store_ref.stop(block=False)
+        raise
+    loops = {name: provider.make_loop(name) for name, provider in providers.items()}
+    own_clock = None
+    if clock is None:
+        clock = own_clock = SystemClock()
+    services = Services(
+        clock=clock,
+        store=store_ref,
+        group=ActorGroup(),
+        providers=dict(providers),
+        loops=loops,
+        subscriber_queue_size=subscriber_queue_size,
+        resume_retry=resume_retry or RetryPolicy(),
+        lifecycle=lifecycle,
+    )
+    services.mementos = MementoCache(services.store)
+    try:
+        services.contributions = build_dispatcher(classes, injectable(services))
+    except BaseException:
+        store_ref.stop(block=False)
+        for loop in loops.values():
+            loop.stop()
+        raise
+    services.worktrees = WorktreeActor.start()
+    services.supervisor = SupervisorActor.start(services, restart_policy or RestartPolicy())
+    services.host = HostActor.start(services)
+    if rare_full_collections:
+        collector.hold()
+    log.info("host_started", store=str(getattr(store, "path", store)), providers=sorted(providers))
+    return Running(HostCore(services), store, loops, own_clock, rare_full_collections)
+
+
+def policy_of(
+    restart_policy: RestartPolicy | None,
+    restart_intensity: tuple[int, float] | None,
+    restart_backoff: tuple[float, float] | None,
+) -> RestartPolicy | None:
+    """A restart policy with the short forms applied."""
+    if restart_intensity is None and restart_backoff is None:
+        return restart_policy
+    policy = restart_policy or RestartPolicy()
+    if restart_intensity is not None:
+        policy = attrs.evolve(policy, intensity=restart_intensity[0], period=restart_intensity[1])
+    if restart_backoff is not None:
+        policy = attrs.evolve(
+            policy, backoff_min=restart_backoff[0], backoff_max=restart_backoff[1]
+        )
+    return policy
+
+
+def stop_host(running: Running, timeout: float) -> None:
+    """Stop every actor of the host (newest first), flush the store, stop provider
+    loops. (Blocks: the asyncio side runs it once, off the loop's critical path.)"""
+    core = running.core
+    if core.stopped:
+        return
+    core.stopped = True
+    services = core.services
+    deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        return max(deadline - time.monotonic(), 0.1)
+
+    for ref in reversed(services.group.snapshot()):
+        with contextlib.suppress(pykka.ActorDeadError):
+            ref.stop(block=False)
+    for ref in reversed(services.group.snapshot()):
+        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+            ref.stop(block=True, timeout=left())
+    with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+        services.store.ask(Flush(), timeout=left())
+    with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+        services.store.stop(block=True, timeout=left())
+    if services.worktrees is not None:
+        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+            services.worktrees.stop(block=True, timeout=left())
+    for loop in running.loops.values():
+        loop.stop()
+    if running.own_clock is not None:
+        running.own_clock.stop()
+    if running.holds_collector:
+        collector.release()
+    log.info("host_stopped")
+
+
 class Host:
     """An agent host: sessions, chats and turns over providers and a store."""
 
-    def __init__(
-        self,
-        services: Services,
-        store: SqliteStore,
-        loops: dict[str, ProviderLoop],
-        own_clock: SystemClock | None = None,
-        holds_collector: bool = False,
-    ) -> None:
-        self._services = services
-        self._store = store
-        self._loops = loops
-        self._own_clock = own_clock  # a clock this host made, stopped with it
-        self._holds_collector = holds_collector  # collector.hold() at start: release at stop
-        self._stopped = False
+    def __init__(self, running: Running) -> None:
+        self._running = running
+        self._core = running.core
 
     @classmethod
     def start(
@@ -154,6 +231,7 @@ class Host:
         subscriber_queue_size: int = 10_000,
         contributions: Sequence[type[Contribution]] = (),
         rare_full_collections: bool = True,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> "Host":
         """Start a host.
 
@@ -163,63 +241,30 @@ class Host:
             clock: the host clock (default: the system clock; tests pass a FakeClock).
             contributions: your Contribution classes, run beside the built-ins; each is
                 constructed once, its constructor's parameters injected by name.
-            rare_full_collections: while the host runs, the garbage collector's full
-                collections run 100x less often (actors/collector.py: they stop every
-                thread for a walk of the whole heap); False leaves the thresholds alone.
+            rare_full_collections: while the host runs, the garbage collector runs
+                less often: young collections after 20,000 allocations, full ones
+                100x less often (actors/collector.py); False leaves it alone.
 
         Raises:
             AgentHostError: STORE_ERROR when the store cannot be opened or is in use.
             ContributionError: two contributions share an id, or one asks for a
                 service that does not exist (nothing is started then).
         """
-        if providers is None:
-            from agenthost.providers.scripted import ScriptedProvider
-
-            providers = {"scripted": ScriptedProvider()}
-        classes = (*BUILTINS, *contributions)
-        check_ids(classes)
-        store = store or SqliteStore(default_store_path())
-        store.open()
-        loops = {name: provider.make_loop(name) for name, provider in providers.items()}
-        own_clock = None
-        if clock is None:
-            clock = own_clock = SystemClock()
-        services = Services(
-            clock=clock,
-            store=StoreActor.start(store),
-            group=ActorGroup(),
-            providers=dict(providers),
-            loops=loops,
-            subscriber_queue_size=subscriber_queue_size,
-            resume_retry=resume_retry or RetryPolicy(),
+        lifecycle = Lifecycle(
+            idle_release_s=idle_release_s, draft_gc_s=draft_gc_s, max_resident=max_resident
         )
-        services.mementos = MementoCache(services.store)
-        try:
-            services.contributions = build_dispatcher(classes, injectable(services))
-        except BaseException:
-            services.store.stop()
-            raise
-        services.worktrees = WorktreeActor.start()
-        policy = restart_policy or RestartPolicy()
-        if restart_intensity is not None:
-            policy = attrs.evolve(
-                policy, intensity=restart_intensity[0], period=restart_intensity[1]
-            )
-        if restart_backoff is not None:
-            policy = attrs.evolve(
-                policy, backoff_min=restart_backoff[0], backoff_max=restart_backoff[1]
-            )
-        services.supervisor = SupervisorActor.start(services, policy)
-        services.host = HostActor.start(
-            services,
-            Lifecycle(
-                idle_release_s=idle_release_s, draft_gc_s=draft_gc_s, max_resident=max_resident
-            ),
+        starting = start_host(
+            store,
+            providers,
+            clock,
+            policy_of(restart_policy, restart_intensity, restart_backoff),
+            resume_retry,
+            lifecycle,
+            subscriber_queue_size,
+            contributions,
+            rare_full_collections,
         )
-        if rare_full_collections:
-            collector.hold()
-        log.info("host_started", store=str(store.path), providers=sorted(providers))
-        return cls(services, store, loops, own_clock, rare_full_collections)
+        return cls(run_sync(starting, timeout))
 
     # -- sessions -------------------------------------------------------------------------
     def create_session(
@@ -233,35 +278,23 @@ class Host:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> "Session":
         """A new session (with the id given, or a new one). With `worktree_of` (a
-        git repository) it gets an isolated git worktree of its own, on a branch
-        `agenthost/<session id>`. `model` overrides the provider's model for its
-        turns and `instructions` go with each of them as system instructions
-        (both are session config values: `model`, `instructions`)."""
-        session_id = session_id or uuid.uuid4().hex
-        worktree = None
-        if worktree_of is not None:
-            worktree = _ask(
-                self._worktrees,
-                CreateWorktree(repo=str(worktree_of), session_id=session_id),
-                timeout,
-            )
-        info: SessionInfo = _ask(
-            self._host_ref,
-            CreateSession(provider=provider, session_id=session_id, worktree=worktree),
-            timeout,
+        git repository; `~` is expanded) it gets an isolated git worktree of its
+        own, on a branch `agenthost/<session id>`. `model` overrides the
+        provider's model for its turns and `instructions` go with each of them as
+        system instructions (both are session config values: `model`,
+        `instructions`)."""
+        repo = None if worktree_of is None else os.path.expanduser(os.fspath(worktree_of))
+        config = calls.config_values(model, instructions)
+        handle = run_sync(
+            calls.create_session(self._core, provider, repo, session_id, config), timeout
         )
-        session = Session(self, info)
-        config = {"model": model or "", "instructions": instructions or ""}
-        if any(config.values()):
-            session.set_config({k: v for k, v in config.items() if v}, timeout=timeout)
-        return session
+        return Session(self, handle)
 
     def export_session(
         self, session_id: str, *, timeout: float = DEFAULT_TIMEOUT
     ) -> dict[str, Any]:
         """The session with its chats, turns and pending messages, as JSON-safe data."""
-        record = self._load(session_id, timeout)
-        return {"agenthost": EXPORT_FORMAT, "session": to_wire(record)}
+        return run_sync(calls.export_session(self._core, session_id), timeout)
 
     def import_session(
         self, data: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT
@@ -272,29 +305,7 @@ class Host:
             AgentHostError: INVALID_ARGUMENT for data that is not an export, or a
                 session this store already has.
         """
-        if not isinstance(data, Mapping) or data.get("agenthost") != EXPORT_FORMAT:
-            raise AgentHostError(
-                code=ErrorCode.INVALID_ARGUMENT,
-                message=f"not an agenthost session export (format {EXPORT_FORMAT})",
-            )
-        record = from_wire(data.get("session"), SessionRecord)
-        if _ask(self._services.store, LoadSession(session_id=record.session_id), timeout):
-            raise AgentHostError(
-                code=ErrorCode.INVALID_ARGUMENT,
-                message=f"this store already has session {record.session_id}",
-            )
-        return Session(self, _ask(self._host_ref, ImportRecord(record=record), timeout))
-
-    def _load(self, session_id: str, timeout: float) -> SessionRecord:
-        record = _ask(self._services.store, LoadSession(session_id=session_id), timeout)
-        if record is None:
-            raise AgentHostError(code=ErrorCode.NOT_FOUND, message=f"no session {session_id}")
-        return record
-
-    @property
-    def _worktrees(self) -> pykka.ActorRef[Any]:
-        assert self._services.worktrees is not None
-        return self._services.worktrees
+        return Session(self, run_sync(calls.import_session(self._core, data), timeout))
 
     def open_session(self, session_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> "Session":
         """The session, restored from the store and resumed if it is not resident.
@@ -303,24 +314,15 @@ class Host:
             AgentHostError: NOT_FOUND for an unknown id; the provider's error when
                 its session cannot be resumed (the stored session stays untouched).
         """
-        deadline = time.monotonic() + timeout
-        record = self._load(session_id, timeout)
-        info = _ask(
-            self._host_ref, AdoptSession(record=record), max(deadline - time.monotonic(), 0.0)
-        )
-        return Session(self, info)
+        return Session(self, run_sync(calls.adopt(self._core, session_id), timeout))
 
     def counters(self, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, int]:
         """Resident sessions, releases, GC disposals, disposals, provider restarts
         and resume fallbacks since the host started."""
-        assert self._services.supervisor is not None
-        return {
-            **_ask(self._host_ref, GetCounters(), timeout),
-            **_ask(self._services.supervisor, GetCounters(), timeout),
-        }
+        return run_sync(calls.counters(self._core), timeout)
 
     def list_sessions(self, *, timeout: float = DEFAULT_TIMEOUT) -> list[SessionSummary]:
-        return list(_ask(self._services.store, ListSessionRows(), timeout))
+        return list(run_sync(calls.ask(self._core.store_ref, ListSessionRows()), timeout))
 
     def find_session(
         self,
@@ -332,44 +334,13 @@ class Host:
         """A stored session as listed, by its id or by one of its chats (None:
         there is none); nothing is loaded into memory."""
         query = FindSession(session_id=session_id, chat_id=chat_id)
-        found: SessionSummary | None = _ask(self._services.store, query, timeout)
+        found: SessionSummary | None = run_sync(calls.ask(self._core.store_ref, query), timeout)
         return found
-
-    @property
-    def _host_ref(self) -> pykka.ActorRef[Any]:
-        if self._stopped or self._services.host is None:
-            raise AgentHostError(code=ErrorCode.HOST_STOPPED, message="the host has stopped")
-        return self._services.host
 
     # -- stopping -------------------------------------------------------------------------------
     def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Stop every actor of this host (newest first), flush the store, stop provider loops."""
-        if self._stopped:
-            return
-        self._stopped = True
-        deadline = time.monotonic() + timeout
-        for ref in reversed(self._services.group.snapshot()):
-            with contextlib.suppress(pykka.ActorDeadError):
-                ref.stop(block=False)
-        for ref in reversed(self._services.group.snapshot()):
-            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
-                ref.stop(block=True, timeout=max(deadline - time.monotonic(), 0.1))
-        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout, TimeoutError):
-            _ask(self._services.store, Flush(), max(deadline - time.monotonic(), 0.1))
-        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
-            self._services.store.stop(block=True, timeout=max(deadline - time.monotonic(), 0.1))
-        if self._services.worktrees is not None:
-            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
-                self._services.worktrees.stop(
-                    block=True, timeout=max(deadline - time.monotonic(), 0.1)
-                )
-        for loop in self._loops.values():
-            loop.stop()
-        if self._own_clock is not None:
-            self._own_clock.stop()
-        if self._holds_collector:
-            collector.release()
-        log.info("host_stopped")
+        stop_host(self._running, timeout)
 
     def __enter__(self) -> "Host":
         return self
@@ -379,21 +350,31 @@ class Host:
 
     @property
     def services(self) -> Services:
-        return self._services
+        return self._core.services
 
-    def _released(self, error: AgentHostError) -> bool:
-        """Whether a handle's ask failed because its session was released from
-        memory (restore it and ask again), not because the host stopped."""
-        return error.code is ErrorCode.HOST_STOPPED and not self._stopped
+    @property
+    def core(self) -> HostCore:
+        """What the sync and asyncio surfaces of this host share."""
+        return self._core
+
+    @property
+    def aio(self) -> "Any":
+        """This host's asyncio surface (agenthost.actors.aio.AsyncHost)."""
+        from agenthost.actors.aio import AsyncHost
+
+        return AsyncHost(self._running)
 
 
 class Session:
     """A handle on one session. Cheap; holds no state of its own."""
 
-    def __init__(self, host: Host, info: SessionInfo) -> None:
+    def __init__(self, host: Host, handle: SessionHandle) -> None:
         self._host = host
-        self._info = info
-        self.id = info.session_id
+        self._handle = handle
+        self.id = handle.session_id
+
+    def _call(self, message: Any, timeout: float) -> Any:
+        return run_sync(calls.session_call(self._handle, message), timeout)
 
     def set_client_tools(
         self, client_id: str, tools: Sequence[ClientTool], *, timeout: float = DEFAULT_TIMEOUT
@@ -413,9 +394,7 @@ class Session:
     def fork(self, turn_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> "Session":
         """A new session with this one's turns up to and including `turn_id`,
         titled "Forked: <title>". It is never an unused draft."""
-        host = self._host
-        record = fork_record(host._load(self.id, timeout), turn_id, uuid.uuid4().hex, _new_id)
-        return Session(host, _ask(host._host_ref, ImportRecord(record=record), timeout))
+        return Session(self._host, run_sync(calls.fork(self._handle, turn_id), timeout))
 
     def dispose(self, *, force: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Delete the session: rows, provider session, worktree.
@@ -424,33 +403,24 @@ class Session:
             AgentHostError: WORKTREE_DIRTY naming the uncommitted changes or
                 unpushed commits of its worktree, unless `force`.
         """
-        host = self._host
-        record = host._load(self.id, timeout)
-        if record.worktree is not None:
-            _ask(
-                host._worktrees,
-                RemoveWorktree(worktree=record.worktree, session_id=self.id, force=force),
-                timeout,
-            )
-        _ask(host._host_ref, DisposeSession(session_id=self.id), timeout)
+        run_sync(calls.dispose(self._handle, force), timeout)
 
     @property
     def worktree(self) -> Worktree | None:
         """The session's git worktree, if it was created with one."""
-        return self._host._load(self.id, DEFAULT_TIMEOUT).worktree
+        return run_sync(calls.worktree(self._handle), DEFAULT_TIMEOUT)
 
     def chat(self, chat_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> "Chat":
         """The default chat, or the chat with this id."""
-        info: ChatInfo = self._call(GetChat(chat_id=chat_id), timeout)
-        return Chat(self, info)
+        return Chat(self, run_sync(calls.chat(self._handle, chat_id), timeout))
 
     def chats(self, *, timeout: float = DEFAULT_TIMEOUT) -> list["Chat"]:
         """Every chat of the session, the default one first."""
-        return [Chat(self, info) for info in self._call(ListChats(), timeout)]
+        return [Chat(self, handle) for handle in run_sync(calls.chats(self._handle), timeout)]
 
     def create_chat(self, *, timeout: float = DEFAULT_TIMEOUT) -> "Chat":
         """A new chat in this session, on the session's provider."""
-        return Chat(self, self._call(CreateChat(), timeout))
+        return Chat(self, run_sync(calls.create_chat(self._handle), timeout))
 
     def dispose_chat(self, chat_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Delete a chat (not the default one) with its turns and mementos."""
@@ -462,39 +432,33 @@ class Session:
 
     def rename(self, title: str, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
         """Name the session; the user's title is never replaced by a derived one."""
-        return self._flags(SetSessionFlags(title=title), timeout)
+        return self._call(SetSessionFlags(title=title), timeout)
 
     def archive(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
         """Archive the session: it becomes read-only until unarchived."""
-        return self._flags(SetSessionFlags(archived=True), timeout)
+        return self._call(SetSessionFlags(archived=True), timeout)
 
     def unarchive(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
-        return self._flags(SetSessionFlags(archived=False), timeout)
+        return self._call(SetSessionFlags(archived=False), timeout)
 
     def mark_read(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
-        return self._flags(SetSessionFlags(read=True), timeout)
+        return self._call(SetSessionFlags(read=True), timeout)
 
     def set_config(
         self, values: Mapping[str, str], *, timeout: float = DEFAULT_TIMEOUT
     ) -> SessionSummary:
         """Set session config values (an empty value removes the key)."""
-        return self._flags(SetSessionFlags(config=tuple(sorted(values.items()))), timeout)
+        return self._call(SetSessionFlags(config=tuple(sorted(values.items()))), timeout)
 
     def config(self, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
         return dict(self._call(GetSessionState(), timeout).config)
 
-    def _flags(self, change: SetSessionFlags, timeout: float) -> SessionSummary:
-        return self._call(change, timeout)
+    @property
+    def aio(self) -> Any:
+        """This session's asyncio surface (agenthost.actors.aio.AsyncSession)."""
+        from agenthost.actors.aio import AsyncSession
 
-    def _call(self, message: Any, timeout: float) -> Any:
-        """Ask the session; one released from memory meanwhile is restored first."""
-        try:
-            return _ask(self._info.ref, message, timeout)
-        except AgentHostError as error:
-            if not self._host._released(error):
-                raise
-        self._info = self._host.open_session(self.id, timeout=timeout)._info
-        return _ask(self._info.ref, message, timeout)
+        return AsyncSession(self._host.aio, self._handle)
 
     def __repr__(self) -> str:
         return f"Session({self.id})"
@@ -503,44 +467,24 @@ class Session:
 class Chat:
     """A handle on one chat."""
 
-    def __init__(self, session: Session, info: ChatInfo) -> None:
+    def __init__(self, session: Session, handle: ChatHandle) -> None:
         self.session = session
-        self.id = info.chat_id
-        self._ref = info.ref
+        self._handle = handle
+        self.id = handle.chat_id
+
+    @property
+    def _ref(self) -> pykka.ActorRef[Any]:
+        """The chat actor now (tests tell it messages directly)."""
+        return self._handle.ref
 
     def _call(self, message: Any, timeout: float) -> Any:
-        """Ask the chat; if its session was released from memory, restore it first."""
-        try:
-            return _ask(self._ref, message, timeout)
-        except AgentHostError as error:
-            if not self.session._host._released(error):
-                raise
-        self._ref = self.session._call(GetChat(chat_id=self.id), timeout).ref
-        return _ask(self._ref, message, timeout)
+        return run_sync(chat_call(self._handle, message), timeout)
 
     def subscribe(
         self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None
     ) -> Subscription:
         """Events of this chat: first a ChatSnapshot, then live events."""
-        subscription = self._subscription(maxsize)
-        try:
-            self._call(Attach(subscription=subscription), timeout)
-        except BaseException:
-            subscription.close()  # a call that failed leaves nothing attached
-            raise
-        return subscription
-
-    def _subscription(self, maxsize: int | None) -> Subscription:
-        """A new subscription to this chat, not attached yet; closing it detaches it."""
-        size = maxsize or self.session._host.services.subscriber_queue_size
-        subscription = Subscription(size, session_id=self.session.id, chat_id=self.id)
-
-        def detach(sub: Subscription) -> None:
-            with contextlib.suppress(pykka.ActorDeadError):
-                self._ref.tell(Detach(subscription=sub))
-
-        subscription._detach = detach
-        return subscription
+        return run_sync(calls.subscribe(self._handle, maxsize), timeout)
 
     def send(
         self,
@@ -563,16 +507,8 @@ class Chat:
         Raises:
             AgentHostError: INVALID_ARGUMENT naming an attachment that cannot be read.
         """
-        _check_text(text)
-        command = SendMessage(
-            text=text,
-            client_id=client_id,
-            turn_id=turn_id,
-            pending_id=pending_id,
-            attachments=tuple(read_attachment(path) for path in attachments),
-        )
-        ticket: Ticket = self._call(command, timeout)
-        return TurnHandle(ticket)
+        send = calls.send(self._handle, text, client_id, turn_id, pending_id, attachments)
+        return TurnHandle(run_sync(send, timeout))
 
     def set_draft(self, text: str | None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Keep an unsent draft with the chat (None or "" clears it)."""
@@ -598,15 +534,7 @@ class Chat:
             AgentHostError: admission refused it (an archived session, a
                 read-only chat: READ_ONLY).
         """
-        _check_text(text)
-        command = SteerMessage(text=text, client_id=client_id, pending_id=pending_id)
-        reply: SteerReply = self._call(command, timeout)
-        settled = reply.ticket is not None and reply.ticket.outcome.done()
-        if settled and reply.ticket is not None:
-            outcome: TurnOutcome = reply.ticket.outcome.get(timeout=0)
-            if outcome.state is OutcomeState.REJECTED and outcome.error is not None:
-                raise outcome.error
-        return reply.pending
+        return run_sync(calls.steer(self._handle, text, client_id, pending_id), timeout)
 
     def remove_pending(
         self, pending_id: str, *, client_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
@@ -618,15 +546,18 @@ class Chat:
         had it: it then stays pending until the model's echo consumes it.
 
         Raises:
-            AgentHostError: NOT_FOUND when it is no longer pending;
-                INVALID_ARGUMENT when the provider cannot withdraw steering it holds.
+            AgentHostError: NOT_FOUND when it is no longer pending (it ran, or was
+                removed); INVALID_ARGUMENT when the provider cannot withdraw
+                steering it holds.
         """
         removal = RemovePendingMessage(pending_id=pending_id, client_id=client_id)
         return bool(self._call(removal, timeout))
 
     def remove_pending_nowait(self, pending_id: str) -> "Removal":
         """Ask to remove a pending message; `.result(timeout)` waits for the settlement."""
-        return Removal(self._ref.ask(RemovePendingMessage(pending_id=pending_id), block=False))
+        return Removal(
+            self._handle.ref.ask(RemovePendingMessage(pending_id=pending_id), block=False)
+        )
 
     def edit_pending(
         self, pending_id: str, text: str, *, timeout: float = DEFAULT_TIMEOUT
@@ -636,7 +567,7 @@ class Chat:
         Raises:
             AgentHostError: NOT_FOUND, or INVALID_ARGUMENT for a steering message.
         """
-        _check_text(text)
+        calls.check_text(text)
         return self._call(EditPendingMessage(pending_id=pending_id, text=text), timeout)
 
     def reorder_queue(
@@ -678,7 +609,8 @@ class Chat:
         return self._call(GetDiagnostics(), timeout)
 
     def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
-        """Cancel the active turn; False when none runs."""
+        """Cancel the active turn; False when none runs. Returns once the turn's end
+        is published (the chat's state shows it)."""
         return bool(self._call(CancelTurn(), timeout))
 
     def truncate(
@@ -694,14 +626,21 @@ class Chat:
     def cancel_nowait(self) -> None:
         """Ask to cancel the active turn without waiting for the answer."""
         try:
-            self._ref.tell(CancelTurn())
+            self._handle.ref.tell(CancelTurn())
         except pykka.ActorDeadError as exc:
-            raise AgentHostError(
-                code=ErrorCode.HOST_STOPPED, message="the host has stopped"
-            ) from exc
+            raise AgentHostError(code=ErrorCode.HOST_STOPPED, message=calls.HOST_STOPPED) from exc
 
     def state(self, *, timeout: float = DEFAULT_TIMEOUT) -> ChatState:
+        """The chat's state as published: every call that changed it and returned
+        shows here; a turn's end shows once it is stored."""
         return self._call(GetChatState(), timeout)
+
+    @property
+    def aio(self) -> Any:
+        """This chat's asyncio surface (agenthost.actors.aio.AsyncChat)."""
+        from agenthost.actors.aio import AsyncChat
+
+        return AsyncChat(self.session.aio, self._handle)
 
     def __repr__(self) -> str:
         return f"Chat({self.id})"
@@ -714,47 +653,12 @@ class Removal:
         self._future = future
 
     def result(self, timeout: float = DEFAULT_TIMEOUT) -> bool:
-        return bool(_wait(self._future, timeout, "removal not settled"))
-
-
-EXPORT_FORMAT = 1
-
-
-def _new_id() -> str:
-    return uuid.uuid4().hex
-
-
-MAX_ATTACHMENT_BYTES = 1 << 20
-
-
-def read_attachment(path: str | os.PathLike[str]) -> Attachment:
-    """A text file as an attachment (on the caller's thread: the surface's I/O).
-
-    Raises:
-        AgentHostError: INVALID_ARGUMENT naming the file: missing, too large, not UTF-8.
-    """
-    file = Path(path)
-    try:
-        size = file.stat().st_size
-        if size > MAX_ATTACHMENT_BYTES:
-            raise AgentHostError(
-                code=ErrorCode.INVALID_ARGUMENT,
-                message=f"attachment {file}: {size} bytes; at most {MAX_ATTACHMENT_BYTES}",
-            )
-        return Attachment(name=file.name, text=file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise AgentHostError(
-            code=ErrorCode.INVALID_ARGUMENT, message=f"attachment {file}: {error}"
-        ) from None
-
-
-def _check_text(text: object) -> None:
-    if not isinstance(text, str):
-        raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message="text must be a string")
+        return bool(calls.wait_sync(self._future, timeout, "removal not settled"))
 
 
 class TurnHandle:
-    """A send's handle: `.id` (None while queued), `.pending_id`, `.result(timeout)`."""
+    """A send's handle: `.id` (None while queued), `.pending_id`, `.result(timeout)`;
+    awaitable (to its TurnOutcome) from asyncio."""
 
     def __init__(self, ticket: Ticket) -> None:
         self._ticket = ticket
@@ -773,17 +677,19 @@ class TurnHandle:
         Raises:
             TimeoutError: not ended within `timeout`.
         """
-        outcome: TurnOutcome = _wait(self._ticket.outcome, timeout, "turn not ended")
+        outcome: TurnOutcome = calls.wait_sync(self._ticket.outcome, timeout, "turn not ended")
         return outcome
 
     def done(self) -> bool:
         return self._ticket.outcome.done()
 
+    async def outcome(self, timeout: float | None = None) -> TurnOutcome:
+        """Await the outcome (None: no time limit)."""
+        result: TurnOutcome = await calls.wait(self._ticket.outcome, timeout)
+        return result
+
     def __await__(self) -> Generator[Any, None, TurnOutcome]:
-        from agenthost.actors import aio  # the asyncio side builds on this module
-
-        outcome: TurnOutcome = yield from aio.wait(self._ticket.outcome, None).__await__()
-        return outcome
+        return self.outcome().__await__()
 
 
-__all__ = ["Chat", "Host", "Session", "TurnHandle"]
+__all__ = ["Chat", "Host", "Removal", "Session", "TurnHandle"]

@@ -62,7 +62,8 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
-from agenthost.actors import Chat, Host, aio
+from agenthost.actors import Host
+from agenthost.actors.aio import AsyncChat
 from agenthost.actors.protocol import Flush, Write
 from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.store import MAX_BATCH, StoreActor
@@ -222,9 +223,9 @@ async def asyncio_chats(chats: int) -> Tally:
 
 
 # -- (a) agenthost, through its public surface ----------------------------------------------
-def _chat_sender(chat: Chat) -> Send:
+def _chat_sender(chat: AsyncChat) -> Send:
     async def send(text: str) -> None:
-        await aio.send(chat, text, timeout=WAIT_S)
+        await chat.send(text, timeout=WAIT_S)
 
     return send
 
@@ -239,14 +240,13 @@ async def agenthost_chats(chats: int) -> Tally:
         )
         try:
             sessions = await asyncio.gather(
-                *(aio.create_session(host, timeout=WAIT_S) for _ in range(chats))
+                *(host.aio.create_session(timeout=WAIT_S) for _ in range(chats))
             )
-            handles = await asyncio.gather(
-                *(aio.chat(session, timeout=WAIT_S) for session in sessions)
-            )
+            handles = await asyncio.gather(*(session.chat(timeout=WAIT_S) for session in sessions))
             clients: list[tuple[Send, NextEvent]] = []
             for chat in handles:
-                events: AsyncIterator[object] = chat.subscribe(timeout=WAIT_S).__aiter__()
+                subscription = await chat.subscribe(timeout=WAIT_S)
+                events: AsyncIterator[object] = subscription.__aiter__()
                 clients.append((_chat_sender(chat), events.__anext__))
             tally.setup_s = time.perf_counter() - started
             await run_clients(clients, tally)

@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 import psutil
 
-from agenthost.actors import Host, aio
+from agenthost.actors import Host
 from agenthost.providers import ScriptedProvider
 from agenthost.store import SqliteStore
 
@@ -40,10 +40,10 @@ async def _open(host: Host, sessions: int) -> None:
 
     async def one(index: int) -> None:
         async with slots:
-            session = await aio.create_session(host, timeout=600)
-            chat = await aio.chat(session, timeout=600)
-            ticket = await aio.send(chat, f"hello {index}", timeout=600)
-            await aio.outcome(ticket, timeout=600)
+            session = await host.aio.create_session(timeout=600)
+            chat = await session.chat(timeout=600)
+            handle = await chat.send(f"hello {index}", timeout=600)
+            await handle.outcome(timeout=600)
 
     await asyncio.gather(*(one(i) for i in range(sessions)))
 

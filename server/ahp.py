@@ -4,7 +4,7 @@ One `AhpServer` serves one Host. Each WebSocket is a `Connection`: it
 authenticates in the upgrade request (a bearer token mapped to an
 identity), answers `ping` at any time, negotiates the protocol version in
 `initialize`, and then serves the AHP requests and `dispatchAction`. Blocking
-surface calls run on the server's executor; nothing blocks the event loop.
+surface calls are the asyncio surface's (agenthost.actors.aio); nothing blocks the event loop.
 
 Rules kept here:
 - a session is visible only to the identity that created it: anyone else is
@@ -20,9 +20,7 @@ Rules kept here:
 
 import asyncio
 import bisect
-import concurrent.futures
 import contextlib
-import functools
 import itertools
 import json
 import time
@@ -34,9 +32,9 @@ import attrs
 import structlog
 from aiohttp import WSMsgType, web
 
-from agenthost.actors import aio
+from agenthost.actors.aio import AsyncChat, AsyncHost, AsyncSession
 from agenthost.actors.clock import TimerHandle
-from agenthost.actors.surface import Chat, Host, Session, TurnHandle
+from agenthost.actors.surface import Host
 from agenthost.messages.commands import OutcomeState
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
@@ -64,7 +62,6 @@ log = structlog.get_logger(__name__)
 
 SUPPORTED_VERSIONS = ("1.1.0", "1.0.0", "0.9.0")
 OWNER_KEY = "ahp.owner"
-T = TypeVar("T")
 
 # JSON-RPC and AHP error codes
 PARSE_ERROR = -32700
@@ -130,6 +127,9 @@ def _depth(value: Any, limit: int) -> bool:
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
     return True
+
+
+T = TypeVar("T")
 
 
 def _field(params: Mapping[str, Any], name: str, kind: type[T], required: bool = True) -> T:
@@ -232,16 +232,13 @@ class AhpServer:
         origins: tuple[str, ...] = (),
         static_dir: str | None = None,
     ) -> None:
-        self.host = host
+        self.host: AsyncHost = host if isinstance(host, AsyncHost) else host.aio
         self.tokens = dict(tokens)
         self.limits = limits or Limits()
         self.origins = origins
         self.static_dir = static_dir
         self.sequencer = Sequencer(self.limits.replay)
         self.metrics = Metrics()
-        self.executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=8, thread_name_prefix="ahp-call"
-        )
         self.connections: set[Connection] = set()
         # channel -> the connections subscribed to it (the root's: per identity)
         self._listeners: dict[str, set[Connection]] = {}
@@ -257,7 +254,7 @@ class AhpServer:
         self._grace: dict[str, asyncio.TimerHandle] = {}  # client id -> pending removal
         self._client_sessions: dict[str, set[str]] = {}  # client id -> sessions it acted in
         self._summaries: dict[str, dict[str, Any]] = {}  # session id -> last summary sent
-        self._handles: dict[str, Session] = {}  # session id -> its handle
+        self._handles: dict[str, AsyncSession] = {}  # session id -> its handle
         self._checking: dict[str, _SummaryCheck] = {}  # session id -> its check in flight
         self._background: set[asyncio.Task[None]] = set()
         self.accepting = True
@@ -285,7 +282,7 @@ class AhpServer:
         return web.json_response({"ok": True, "accepting": self.accepting})
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        counters = await self.call(self.host.counters)
+        counters = await self.host.counters()
         text = self.metrics.render(counters, chat_channels=len(self._channels))
         return web.Response(text=text, content_type="text/plain")
 
@@ -361,15 +358,9 @@ class AhpServer:
             idle.cancel()
         for channel in list(self._channels.values()):
             await channel.close()
-        self.executor.shutdown(wait=False, cancel_futures=True)
 
     # -- helpers the connections share ---------------------------------------------------
-    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking surface call on the executor."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
-
-    async def session(self, session_id: str, identity: str) -> Session:
+    async def session(self, session_id: str, identity: str) -> AsyncSession:
         """The session, if `identity` owns it; otherwise "not found". The owner
         comes from the store, so nobody else's lookup loads the session. Handles
         are kept (one released from memory is restored on its next call), so
@@ -389,7 +380,7 @@ class AhpServer:
         host may give it one later."""
         while True:
             disposals = self._disposals
-            found = await aio.find_session(self.host, session_id, chat_id=chat_id)
+            found = await self.host.find_session(session_id, chat_id=chat_id)
             if found is None or not self._disposed_since(disposals, found.id):
                 break
         owner = None if found is None else dict(found.config).get(OWNER_KEY)
@@ -404,11 +395,11 @@ class AhpServer:
             return True  # more than the record holds: assume so
         return recent > 0 and session_id in itertools.islice(reversed(self._disposed), recent)
 
-    async def _open(self, session_id: str) -> Session:
+    async def _open(self, session_id: str) -> AsyncSession:
         handle = self._handles.get(session_id)
         if handle is None:
             try:
-                handle = await aio.open_session(self.host, session_id)
+                handle = await self.host.open_session(session_id)
             except AgentHostError as error:
                 raise RpcError(NOT_FOUND, f"session {session_id} not found") from error
             self._handles[session_id] = handle
@@ -440,7 +431,7 @@ class AhpServer:
         if channel is not None:
             await channel.close()
 
-    async def chat(self, chat_id: str, identity: str) -> tuple[Session, Chat]:
+    async def chat(self, chat_id: str, identity: str) -> tuple[AsyncSession, AsyncChat]:
         """The chat and its session, if `identity` owns it; otherwise "not found".
         A chat the server has not seen yet is looked up in the store: only its
         own session is loaded."""
@@ -455,9 +446,9 @@ class AhpServer:
         except RpcError as error:
             raise RpcError(NOT_FOUND, f"chat {chat_id} not found") from error
         self._chat_sessions[chat_id] = session_id
-        return session, await aio.chat(session, chat_id)
+        return session, await session.chat(chat_id)
 
-    async def channel(self, chat: Chat) -> ChatChannel:
+    async def channel(self, chat: AsyncChat) -> ChatChannel:
         uri = chat_uri(chat.id)
         while (channel := self._channels.get(uri)) is not None:
             if await channel.opened():
@@ -474,7 +465,7 @@ class AhpServer:
         )
         self._channels[uri] = channel
         try:
-            subscription = await aio.subscribe(chat, maxsize=1_000_000)
+            subscription = await chat.subscribe(maxsize=1_000_000)
         except BaseException:
             channel.abandon()
             raise
@@ -548,7 +539,7 @@ class AhpServer:
             try:
                 while True:
                     session = await self._open(session_id)
-                    summary = _listed(await aio.summary(session))
+                    summary = _listed(await session.summary())
                     if self._checking.get(session_id) is not current:
                         return  # disposed meanwhile: the id may be another owner's now
                     if self._summaries.get(session_id) != summary:
@@ -592,7 +583,7 @@ class AhpServer:
     async def _remove_client(self, session_id: str, client_id: str) -> None:
         try:
             session = await self._open(session_id)
-            await self.call(session.remove_client, client_id)
+            await session.remove_client(client_id)
         except (AgentHostError, RpcError):
             log.info("client_removal_skipped", session_id=session_id)
 
@@ -869,9 +860,9 @@ class Connection:
             return channel.snapshot(legacy_steering=self.legacy_steering)
         raise RpcError(NOT_FOUND, f"unknown channel {uri}")
 
-    async def _session_state(self, session: Session) -> dict[str, Any]:
-        summary = await self.server.call(session.summary)
-        chats = await self.server.call(session.chats)
+    async def _session_state(self, session: AsyncSession) -> dict[str, Any]:
+        summary = await session.summary()
+        chats = await session.chats()
         for chat in chats:
             self.server._chat_sessions[chat.id] = session.id
         config = {k: v for k, v in summary.config if not k.startswith("ahp.")}
@@ -898,15 +889,13 @@ class Connection:
         # The creator follows the session's lifecycle: creating -> ready, or creationFailed.
         self.join(uri)
         try:
-            session = await self.server.call(
-                self.server.host.create_session, provider, session_id=session_id
-            )
+            session = await self.server.host.create_session(provider, session_id=session_id)
         except AgentHostError as error:
             failed = {"type": "session/creationFailed", "error": to_wire(error)}
             self.server.session_action(self.identity, session_id, failed, None)
             self.leave(uri)
             raise
-        await self.server.call(session.set_config, {OWNER_KEY: self.identity})
+        await session.set_config({OWNER_KEY: self.identity})
         self.server._owners[session_id] = self.identity
         self.server._handles[session_id] = session
         self.server.session_action(self.identity, session_id, {"type": "session/ready"}, None)
@@ -919,7 +908,7 @@ class Connection:
     async def _dispose_session(self, params: dict[str, Any]) -> dict[str, Any]:
         uri = _field(params, "channel", str)
         session = await self.server.session(uri.removeprefix(SESSION_PREFIX), self.identity)
-        await self.server.call(session.dispose)
+        await session.dispose()
         await self.server.forget_session(session.id)
         self.server.broadcast_root(
             self.identity, "root/sessionRemoved", {"channel": ROOT, "resource": uri}
@@ -929,14 +918,14 @@ class Connection:
     async def _create_chat(self, params: dict[str, Any]) -> dict[str, Any]:
         uri = _field(params, "channel", str)
         session = await self.server.session(uri.removeprefix(SESSION_PREFIX), self.identity)
-        chat = await self.server.call(session.create_chat)
+        chat = await session.create_chat()
         self.server._chat_sessions[chat.id] = session.id
         return {"resource": chat_uri(chat.id)}
 
     async def _dispose_chat(self, params: dict[str, Any]) -> dict[str, Any]:
         uri = _field(params, "channel", str)
         session, chat = await self.server.chat(uri.removeprefix(CHAT_PREFIX), self.identity)
-        await self.server.call(session.dispose_chat, chat.id)
+        await session.dispose_chat(chat.id)
         await self.server.close_channel(uri)
         return {}
 
@@ -945,7 +934,7 @@ class Connection:
         limit = _limit(params, self.limits.page)
         mine = [
             s
-            for s in await self.server.call(self.server.host.list_sessions)
+            for s in await self.server.host.list_sessions()
             if dict(s.config).get(OWNER_KEY) == self.identity
         ]
         page = mine[cursor : cursor + limit]
@@ -958,7 +947,7 @@ class Connection:
     async def _fetch_turns(self, params: dict[str, Any]) -> dict[str, Any]:
         uri = _field(params, "channel", str)
         _, chat = await self.server.chat(uri.removeprefix(CHAT_PREFIX), self.identity)
-        turns = (await self.server.call(chat.state)).turns
+        turns = (await chat.state()).turns
         cursor = _cursor(params)
         limit = _limit(params, self.limits.page)
         result: dict[str, Any] = {"turns": [to_wire(t) for t in turns[cursor : cursor + limit]]}
@@ -1019,8 +1008,7 @@ class Connection:
         envelope = {"channel": uri, "action": action, "origin": origin, "rejectionReason": reason}
         self.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
 
-    async def _chat_action(self, chat: Chat, action: dict[str, Any], origin: Any) -> None:
-        call = self.server.call
+    async def _chat_action(self, chat: AsyncChat, action: dict[str, Any], origin: Any) -> None:
         channel = self.server.followed_or_closing(await self.server.channel(chat))
         kind = action.get("type")
         if kind == "chat/turnStarted":
@@ -1028,8 +1016,7 @@ class Connection:
             turn_id = _field(action, "turnId", str)
             started = time.monotonic()
             with channel.expecting(("turn", turn_id), origin):
-                ticket = await aio.send(chat, text, client_id=self.client_id, turn_id=turn_id)
-            handle = TurnHandle(ticket)
+                handle = await chat.send(text, client_id=self.client_id, turn_id=turn_id)
             if handle.done():  # settled without a turn: refused, or a local command
                 channel.forget(("turn", turn_id), origin)
                 outcome = handle.result(timeout=0)
@@ -1039,73 +1026,74 @@ class Connection:
             self.server.watch_turn(handle, started)
         elif kind == "chat/turnCancelled":
             turn_id = _field(action, "turnId", str)
-            state = await call(chat.state)
+            state = await chat.state()
             if state.active_turn_id != turn_id:
                 raise RpcError(INVALID_PARAMS, f"turn {turn_id} is not running")
             with channel.expecting(("cancelled", turn_id), origin):
-                await call(chat.cancel)
+                await chat.cancel()
         elif kind == "chat/pendingMessageSet":
             pending_id = _field(action, "id", str)
             text = _text(action)
             with channel.expecting(("pending", pending_id), origin):
                 if action.get("kind") == PendingKind.STEERING.value:
-                    await call(chat.steer, text, client_id=self.client_id, pending_id=pending_id)
-                elif pending_id in {m.id for m in (await call(chat.state)).queued_messages}:
-                    await call(chat.edit_pending, pending_id, text)
+                    await chat.steer(text, client_id=self.client_id, pending_id=pending_id)
+                elif pending_id in {m.id for m in (await chat.state()).queued_messages}:
+                    await chat.edit_pending(pending_id, text)
                 else:
-                    await call(chat.send, text, client_id=self.client_id, pending_id=pending_id)
+                    await chat.send(text, client_id=self.client_id, pending_id=pending_id)
         elif kind == "chat/pendingMessageRemoved":
             pending_id = _field(action, "id", str, required=False) or _field(
                 action, "pendingId", str
             )
             with channel.expecting(("removed", pending_id), origin):
-                removed = await call(chat.remove_pending, pending_id, client_id=self.client_id)
+                removed = await chat.remove_pending(pending_id, client_id=self.client_id)
                 if not removed:
                     raise RpcError(INVALID_PARAMS, "the model already had this steering message")
         elif kind == "chat/queuedMessagesReordered":
             order = _field(action, "order", list)
             with channel.expecting(("reordered",), origin):
-                await call(chat.reorder_queue, [str(i) for i in order])
+                await chat.reorder_queue([str(i) for i in order])
         elif kind == "chat/truncated":
             with channel.expecting(("truncated",), origin):
-                await call(chat.truncate, action.get("turnId"))
+                await chat.truncate(action.get("turnId"))
         elif kind == "chat/toolCallConfirmed":
             approved = _field(action, "approved", bool)
-            await call(chat.answer, _field(action, "toolCallId", str), approved=approved)
+            await chat.answer(_field(action, "toolCallId", str), approved=approved)
         elif kind == "chat/toolCallComplete":
             result = action.get("result")
             text = result if isinstance(result, str) else json.dumps(result)
             call_id = _field(action, "toolCallId", str)
-            await call(chat.answer, call_id, result=text, client_id=self.client_id)
+            await chat.answer(call_id, result=text, client_id=self.client_id)
         elif kind == "chat/inputCompleted":
             answer = action.get("answer")
-            await call(chat.answer, _field(action, "requestId", str), answer=str(answer or ""))
+            await chat.answer(_field(action, "requestId", str), answer=str(answer or ""))
         elif kind == "chat/draftChanged":
             draft = action.get("draft")
-            await call(chat.set_draft, draft if isinstance(draft, str) else None)
+            await chat.set_draft(draft if isinstance(draft, str) else None)
         else:
             raise RpcError(INVALID_PARAMS, f"{kind!r} cannot be dispatched by a client")
 
-    async def _session_action(self, session: Session, action: dict[str, Any], origin: Any) -> None:
-        call = self.server.call
+    async def _session_action(
+        self, session: AsyncSession, action: dict[str, Any], origin: Any
+    ) -> None:
         kind = action.get("type")
         if kind == "session/titleChanged":
-            await call(session.rename, _field(action, "title", str))
+            await session.rename(_field(action, "title", str))
         elif kind == "session/isReadChanged":
             if _field(action, "isRead", bool):
-                await call(session.mark_read)
+                await session.mark_read()
             else:
                 raise RpcError(INVALID_PARAMS, "only the host marks a session unread")
         elif kind == "session/isArchivedChanged":
             archived = _field(action, "isArchived", bool)
-            await call(session.archive if archived else session.unarchive)
+            await (session.archive() if archived else session.unarchive())
         elif kind == "session/configChanged":
             config = _field(action, "config", dict)
             if any(not isinstance(v, str) or k.startswith("ahp.") for k, v in config.items()):
                 raise RpcError(
                     INVALID_PARAMS, "config values are strings; 'ahp.' keys are reserved"
                 )
-            await call(session.set_config, config)
+            await session.set_config(config)
         else:
             raise RpcError(INVALID_PARAMS, f"{kind!r} cannot be dispatched by a client")
         self.server.session_action(self.identity, session.id, action, origin)

@@ -47,8 +47,8 @@ from typing import Any, Protocol
 import aiohttp
 import attrs
 
-from agenthost.actors import aio
-from agenthost.actors.surface import Chat, Host
+from agenthost.actors.aio import AsyncChat
+from agenthost.actors.surface import Host
 from agenthost.providers.scripted import ScriptedProvider, echo_reply
 from agenthost.store import SqliteStore
 
@@ -271,15 +271,15 @@ def build_report(
 
 # -- in-process ------------------------------------------------------------------------------
 class LocalChat:
-    """A chat of the in-process host, driven through agenthost.actors.aio."""
+    """A chat of the in-process host, driven through its asyncio surface."""
 
-    def __init__(self, chat: Chat, timeout: float) -> None:
+    def __init__(self, chat: AsyncChat, timeout: float) -> None:
         self.chat = chat
         self.timeout = timeout
 
     async def turn(self, prompt: str) -> str:
-        ticket = await aio.send(self.chat, prompt, timeout=self.timeout)
-        outcome = await aio.outcome(ticket, timeout=self.timeout)
+        handle = await self.chat.send(prompt, timeout=self.timeout)
+        outcome = await handle.outcome(timeout=self.timeout)
         return str(outcome.state.value)
 
 
@@ -298,11 +298,11 @@ async def _drive_local(
     latencies: list[float],
     progress: Callable[[], None],
 ) -> _LocalRun:
-    loop = asyncio.get_running_loop()
     gc.collect()
     before = current_rss()
-    sessions = await asyncio.gather(*(aio.create_session(host) for _ in range(config.chats)))
-    chats: list[Chat] = await asyncio.gather(*(aio.chat(s) for s in sessions))
+    ahost = host.aio
+    sessions = await asyncio.gather(*(ahost.create_session() for _ in range(config.chats)))
+    chats: list[AsyncChat] = await asyncio.gather(*(s.chat() for s in sessions))
     targets = [LocalChat(chat, config.turn_timeout_s) for chat in chats]
     started = time.perf_counter()
     pairs = zip(targets, records, strict=True)
@@ -311,7 +311,7 @@ async def _drive_local(
     # Every session is resident (idle release is RESIDENT_S away) and idle now.
     gc.collect()
     after = current_rss()
-    counters = await loop.run_in_executor(None, host.counters)
+    counters = await ahost.counters()
     resident = counters.get("resident", 0)
     per_session = None
     if before is not None and after is not None and resident:

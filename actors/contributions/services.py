@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from agenthost.actors.context import Directory, Services
+from agenthost.actors.context import Directory, Services, SessionEntries
 from agenthost.actors.contributions.base import ChatKey
 from agenthost.actors.protocol import ApplySessionAction, Ref, TurnEndedWithPending, Write
 from agenthost.actors.queue_drain import drain_key
@@ -113,11 +113,18 @@ class Mementos:
 
 
 class Sessions:
-    """Tell a live session to apply a session action; persist a session entry."""
+    """Tell a live session to apply a session action; read a live session's entry
+    as it is now; persist a session entry."""
 
-    def __init__(self, directory: Directory, store: Ref) -> None:
+    def __init__(self, directory: Directory, store: Ref, entries: SessionEntries) -> None:
         self._directory = directory
         self._store = store
+        self._entries = entries
+
+    def entry(self, session_id: str) -> SessionState | None:
+        """The live session's entry as its session last reduced it (None: not in memory)."""
+        entry: SessionState | None = self._entries.get(session_id)
+        return entry
 
     def apply(self, session_id: str, action: SessionEvent) -> bool:
         """Returns False when the session is not in memory (nothing to change)."""
@@ -152,7 +159,7 @@ class Chats:
 def injectable(services: Services) -> dict[str, Callable[[str], Any]]:
     """What a contribution's constructor may ask for, by parameter name; each
     factory takes the contribution's id."""
-    sessions = Sessions(services.directory, services.store)
+    sessions = Sessions(services.directory, services.store, services.entries)
     chats = Chats(services.directory, services.store)
     return {
         "mementos": services.mementos.view,

@@ -1,4 +1,4 @@
-"""A host makes full collections rare while it runs, and puts back what it changed."""
+"""A host tunes the garbage collector while it runs, and puts back what it changed."""
 
 import gc
 from collections.abc import Iterator
@@ -23,14 +23,15 @@ def start(path: Path, **options: bool) -> Host:
     return Host.start(store=SqliteStore(path), clock=FakeClock(), **options)
 
 
-def test_a_running_host_makes_full_collections_rare_and_the_last_stop_puts_them_back(
+def test_a_running_host_makes_collections_rarer_and_the_last_stop_puts_them_back(
     tmp_path: Path,
 ) -> None:
     first = start(tmp_path / "a.db")
-    assert gc.get_threshold() == (700, 10, collector.FULL_EVERY)
+    tuned = (collector.YOUNG_EVERY, 10, collector.FULL_EVERY)
+    assert gc.get_threshold() == tuned
     second = start(tmp_path / "b.db")
     first.stop()
-    assert gc.get_threshold() == (700, 10, collector.FULL_EVERY)  # the second still runs
+    assert gc.get_threshold() == tuned  # the second still runs
     second.stop()
     assert gc.get_threshold() == (700, 10, 10)
 
@@ -38,10 +39,10 @@ def test_a_running_host_makes_full_collections_rare_and_the_last_stop_puts_them_
 def test_a_host_leaves_the_thresholds_alone_when_asked_or_already_rarer(tmp_path: Path) -> None:
     with start(tmp_path / "a.db", rare_full_collections=False):
         assert gc.get_threshold() == (700, 10, 10)
-    gc.set_threshold(5000, 20, 5000)
+    gc.set_threshold(50_000, 20, 5000)
     with start(tmp_path / "b.db"):
-        assert gc.get_threshold() == (5000, 20, 5000)
-    assert gc.get_threshold() == (5000, 20, 5000)
+        assert gc.get_threshold() == (50_000, 20, 5000)
+    assert gc.get_threshold() == (50_000, 20, 5000)
 
 
 def test_a_threshold_changed_while_the_host_ran_is_not_overwritten_at_stop(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import Host, RestartPolicy, aio, use_runtime
+from agenthost.actors import Host, RestartPolicy, use_runtime
 from agenthost.actors.protocol import (
     CancelActiveTurn,
     CloseConnection,
@@ -52,9 +52,9 @@ def test_a_done_callback_on_a_closed_event_loop_does_not_kill_the_chat(db_path: 
         chat = host.create_session().chat()
 
         async def impatient() -> None:
-            ticket = await aio.send(chat, "slow")
+            handle = await chat.aio.send("slow")
             with pytest.raises((TimeoutError, asyncio.TimeoutError)):
-                await aio.outcome(ticket, timeout=0.01)
+                await handle.outcome(timeout=0.01)
 
         asyncio.run(impatient())  # the loop is closed; its callback stays on the ticket
         queued = chat.send("next")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agenthost.actors import Host, aio, use_runtime
+from agenthost.actors import Host, use_runtime
 from agenthost.actors.protocol import IdleTimerFired, SessionActivity
 from agenthost.actors.surface import Chat, Session
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
@@ -104,13 +104,13 @@ def test_the_asyncio_calls_restore_a_released_session_too(
     session, chat = released_after_a_turn(host, runner, clock)
 
     async def client() -> list[str]:
+        achat, asession = chat.aio, session.aio
         with pytest.raises(AgentHostError) as caught:
-            await aio.send(chat, b"not text")  # type: ignore[arg-type]
+            await achat.send(b"not text")  # type: ignore[arg-type]
         assert caught.value.code is ErrorCode.INVALID_ARGUMENT
-        ticket = await aio.send(chat, "again")
-        outcome = await aio.outcome(ticket)
-        other = await aio.chat(session)
-        summary = await aio.summary(session)
+        outcome = await (await achat.send("again"))
+        other = await asession.chat()
+        summary = await asession.summary()
         assert other.id == chat.id and summary.id == session.id
         return [outcome.state.value, outcome.text]
 
@@ -136,7 +136,7 @@ def test_a_subscribe_its_caller_gave_up_on_never_keeps_the_session_watched(
         # here); the deadline, already passed, then cancels it.
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0):
-                await aio.subscribe(chat)
+                await chat.aio.subscribe()
 
     asyncio.run(give_up())
     runner.run()  # the chat gets the Attach after its caller left
@@ -182,33 +182,44 @@ def test_a_subscriber_arriving_cancels_the_timer(
     host.stop()
 
 
-def test_turns_in_a_watched_session_tell_the_host_nothing_and_unwatched_ones_do(
+def test_turns_tell_the_host_nothing_and_arm_no_timer(
     db_path: Path, runner: DeterministicRunner, clock: FakeClock
 ) -> None:
+    """The session's idle timer is armed once and re-armed only when it fires early:
+    turns cost no message to the host and no timer, and the idle period still
+    runs from the end of the last turn."""
     host = start(db_path, clock)
     chat = host.create_session().chat()
-    sub = chat.subscribe()
-    chat.send("one").result(timeout=10)  # no unused draft any more: the host hears that
     runner.run()
-
-    def reports() -> int:
-        return sum(isinstance(d.message, SessionActivity) for d in runner.history)
-
-    before = reports()
-    for text in ("two", "three"):
+    timers = len(clock._timers._heap)
+    for text in ("one", "two", "three"):
         chat.send(text).result(timeout=10)
         runner.run()
-    assert reports() == before  # watched all along: nothing the host acts on changed
-    sub.close()
-    runner.run()
-    unwatched = reports()
-    assert unwatched == before + 1
-    chat.send("four").result(timeout=10)
-    runner.run()
-    assert reports() == unwatched + 2  # busy, then idle again: the timer is re-armed
-    clock.advance(GRACE)
+        clock.advance(GRACE / 2)  # each turn ends before the period is up
+        runner.run()
+    assert not any(isinstance(d.message, SessionActivity) for d in runner.history)
+    assert len(clock._timers._heap) <= timers + 1
+    assert counters(host)["released"] == 0
+    clock.advance(GRACE / 2)  # a whole period after the last turn's end
     runner.run()
     assert counters(host)["released"] == 1
+    host.stop()
+
+
+def test_with_a_bound_on_residents_the_host_hears_idle_and_busy(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": ScriptedProvider()},
+        clock=clock,
+        max_resident=10,
+    )
+    chat = host.create_session().chat()
+    chat.send("one").result(timeout=10)
+    runner.run()
+    reports = [d.message for d in runner.history if isinstance(d.message, SessionActivity)]
+    assert [(r.active, r.unused_draft) for r in reports][-2:] == [(True, False), (False, False)]
     host.stop()
 
 
@@ -219,20 +230,12 @@ def test_gc_rechecks_every_condition_when_its_timer_fires(
     session = host.create_session()
     chat = session.chat()
     runner.run()  # unwatched and unused: the GC timer is armed
-    # A turn starts; the timer fires, and the host asks the session to go, before
-    # the session has heard of the turn: only its own re-check can save it.
+    # A send reaches the chat's mailbox; the timer fires and the session asks to go
+    # before the chat has even handled the send: only the chat's re-check saves it.
     chat._ref.tell(SendMessage(text="just in time"))
-
-    def session_waits(pending, ok):  # type: ignore[no-untyped-def]
-        return next((i for i in ok if pending[i].actor != "SessionActor"), None)
-
-    runner.run(choose=session_waits)
     clock.advance(GRACE)
-    runner.run(
-        until=lambda: any(isinstance(d.message, IdleTimerFired) for d in runner.history),
-        choose=session_waits,
-    )
-    runner.run(choose=session_waits)
+    fired = next(i for i, d in enumerate(runner.pending()) if isinstance(d.message, IdleTimerFired))
+    runner.deliver(fired)
     runner.run()
     drain_events(chat.subscribe(), turns=1)  # the turn, running on the provider's thread
     state = chat.state()
@@ -317,10 +320,8 @@ def test_counters_show_restarts_and_resume_fallbacks(
 def test_a_send_accepted_while_the_session_decides_to_go_keeps_it(
     used: bool, db_path: Path, runner: DeterministicRunner, clock: FakeClock
 ) -> None:
-    """The timer fired and the session was asked to go, but the chat accepted a
+    """The timer fired and the session is about to go, but the chat accepted a
     send first: the chat vetoes, nothing is deleted, the turn runs."""
-    from agenthost.actors.protocol import ReleaseIfIdle
-
     host = start(db_path, clock)
     session = host.create_session()
     chat = session.chat()
@@ -328,10 +329,7 @@ def test_a_send_accepted_while_the_session_decides_to_go_keeps_it(
         chat.send("first").result(timeout=10)
     runner.run()
     clock.advance(GRACE)
-    while not any(isinstance(d.message, ReleaseIfIdle) for d in runner.pending()):
-        runner.deliver(
-            next(i for i in runner.deliverable() if runner.pending()[i].actor == "HostActor")
-        )
+    assert any(isinstance(d.message, IdleTimerFired) for d in runner.pending())
     accepted = chat._ref.ask(SendMessage(text="my important message"), block=False)
     runner.deliver(
         next(i for i in runner.deliverable() if runner.pending()[i].actor == "ChatActor")

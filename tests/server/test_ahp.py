@@ -9,7 +9,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from agenthost.actors import Host, aio
+from agenthost.actors import Host
+from agenthost.actors.aio import AsyncChat, AsyncHost, AsyncSession
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.server.ahp import OWNER_KEY, Limits
@@ -644,7 +645,7 @@ def test_a_change_while_a_summary_check_runs_is_checked_after_it(
     """The owner leaves the root and comes back while a check is in flight: the
     change made meanwhile still gets its own check, so the older summary is
     never the last one sent."""
-    real = aio.summary
+    real = AsyncSession.summary
     held = asyncio.Event()
     release = asyncio.Event()
     hold = [True]
@@ -662,7 +663,7 @@ def test_a_change_while_a_summary_check_runs_is_checked_after_it(
             await client.initialize(initialSubscriptions=["ahp-root://"])
             session_uri, _ = await new_session(client)
 
-            monkeypatch.setattr(aio, "summary", held_back)
+            monkeypatch.setattr(AsyncSession, "summary", held_back)
             await rename(client, session_uri, "A")
             await asyncio.wait_for(held.wait(), 10)  # the check for A has its answer
             await client.notify("unsubscribe", {"channel": "ahp-root://"})
@@ -682,7 +683,7 @@ def test_a_summary_check_in_flight_when_its_session_is_disposed_sends_nothing(
     """Alice's check waits for its answer while she disposes the session and bob
     creates one with the same id: the check must not tell alice of bob's
     session, nor keep bob's own checks from running."""
-    real = aio.summary
+    real = AsyncSession.summary
     held = asyncio.Event()
     release = asyncio.Event()
     hold = [True]
@@ -700,7 +701,7 @@ def test_a_summary_check_in_flight_when_its_session_is_disposed_sends_nothing(
             await bob.initialize(client_id="c2", initialSubscriptions=["ahp-root://"])
             uri = "ahp-session:/shared-id"
             await alice.call("createSession", {"channel": uri})
-            monkeypatch.setattr(aio, "summary", held_back)
+            monkeypatch.setattr(AsyncSession, "summary", held_back)
             await rename(alice, uri, "alice's")
             await asyncio.wait_for(held.wait(), 10)
             await alice.call("disposeSession", {"channel": uri})
@@ -737,10 +738,10 @@ def test_a_disposed_session_keeps_no_subscribers_for_whoever_reuses_its_id(host:
 def fail_once(
     monkeypatch: pytest.MonkeyPatch, call: str, error: Exception, late: bool = False
 ) -> None:
-    """`aio.<call>`, as the server makes it, raises `error` once, then works.
+    """`AsyncChat.<call>`, as the server makes it, raises `error` once, then works.
     With `late` the call still goes ahead, after the caller gave up (the host
     answered after the deadline)."""
-    real = getattr(aio, call)
+    real = getattr(AsyncChat, call)
     errors = [error]
     going_ahead: list[asyncio.Task[Any]] = []
 
@@ -751,7 +752,7 @@ def fail_once(
             raise errors.pop()
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(aio, call, failing)
+    monkeypatch.setattr(AsyncChat, call, failing)
 
 
 def start_turn_from_the_host(host: Host, chat: str, turn_id: str) -> None:
@@ -890,7 +891,7 @@ def test_an_ownership_lookup_that_outlives_a_dispose_leaves_the_id_free(
     host = start_host(ScriptedProvider())
     session_id = host.create_session().id
     host.open_session(session_id).set_config({OWNER_KEY: "alice"})
-    real = aio.find_session
+    real = AsyncHost.find_session
     reading = asyncio.Event()
     release = asyncio.Event()
     hold = [True]
@@ -903,7 +904,7 @@ def test_an_ownership_lookup_that_outlives_a_dispose_leaves_the_id_free(
             await release.wait()
         return found
 
-    monkeypatch.setattr(aio, "find_session", held_back)
+    monkeypatch.setattr(AsyncHost, "find_session", held_back)
     uri = f"ahp-session:/{session_id}"
 
     async def body(server: Server) -> None:
@@ -1022,7 +1023,7 @@ def test_a_lookup_reads_again_only_when_its_own_session_was_disposed(
     (any client could otherwise keep every lookup reading)."""
     bobs = host.create_session()
     bobs.set_config({OWNER_KEY: "bob"})  # the server has not seen it: it looks the owner up
-    real = aio.find_session
+    real = AsyncHost.find_session
     reads: list[str | None] = []
     reading = asyncio.Event()
     release = asyncio.Event()
@@ -1040,7 +1041,7 @@ def test_a_lookup_reads_again_only_when_its_own_session_was_disposed(
             await alice.initialize()
             await bob.initialize(client_id="c2")
             others, _ = await new_session(alice)
-            monkeypatch.setattr(aio, "find_session", counted)
+            monkeypatch.setattr(AsyncHost, "find_session", counted)
             looking = bob.call("subscribe", {"channel": f"ahp-session:/{bobs.id}"})
             subscribing = asyncio.ensure_future(looking)
             await asyncio.wait_for(reading.wait(), 10)

@@ -12,7 +12,7 @@ import sys
 
 import structlog
 
-from agenthost.actors import Host, aio
+from agenthost.actors import Host
 from agenthost.providers import ScriptedProvider
 from agenthost.store import SqliteStore
 
@@ -24,13 +24,13 @@ def say(line: str) -> None:
 
 async def chat_loop(host: Host, index: int) -> None:
     say("create")
-    session = await aio.create_session(host)
+    session = await host.aio.create_session()
     say(f"session {session.id}")
-    chat = await aio.chat(session)
+    chat = await session.chat()
     for turn in itertools.count():
         text = f"c{index}t{turn}"
-        ticket = await aio.send(chat, text, timeout=60)
-        outcome = await aio.outcome(ticket, timeout=60)
+        handle = await chat.send(text, timeout=60)
+        outcome = await handle.outcome(timeout=60)
         say(f"ack {session.id} {outcome.turn_id} {text} {outcome.state.value}")
 
 
