@@ -103,6 +103,9 @@ class ProviderConnectionActor(HostedActor):
     # -- the loop thread's side -------------------------------------------------------
     def _deliver(self, events: tuple[ProviderEvent, ...]) -> None:
         """A burst from the adapter (the loop thread's `Burst`): never blocks."""
+        if not self._burst.failed:  # the common case: every event is the owner's
+            self.send(self.owner, FromProvider(generation=self.generation, events=events))
+            return
         owned = tuple(e for e in events if not isinstance(e, ConnectionFailed))
         if len(owned) < len(events):
             self._lost = True
@@ -131,7 +134,7 @@ class ProviderConnectionActor(HostedActor):
                 result = None if exc is not None else f.result()
             self.send(self.actor_ref, CallDone(call=call, result=result, exception=exc))
 
-        self._loop.submit(coro, on_done=done)  # on the loop thread, as the call ends
+        self._loop.call(coro, done)  # on the loop thread, as the call ends
 
     def _rides(self, call: Any) -> bool:
         """Whether a finished send's result can ride the burst: it went through,
@@ -139,7 +142,7 @@ class ProviderConnectionActor(HostedActor):
         results mean nothing: they take the hop to `_done`, which drops them)."""
         return (
             self._burst.on_loop()
-            and not (self._failed or self._lost or self._burst.holds(ConnectionFailed))
+            and not (self._failed or self._lost or self._burst.failed)
             and not call.cancelled()
             and call.exception() is None
         )

@@ -28,6 +28,7 @@ import tenacity
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
     Capabilities,
+    ConnectionFailed,
     HostRequestOpened,
     ProviderAnswer,
     ProviderCancel,
@@ -311,6 +312,7 @@ class Burst:
         self._loop = loop
         self._deliver = deliver
         self._events: list[ProviderEvent] = []  # the loop thread's only
+        self.failed = False  # a ConnectionFailed was emitted (the loop thread's)
 
     def emit(self, event: ProviderEvent) -> None:
         """An `Emit`: never blocks."""
@@ -319,6 +321,8 @@ class Burst:
             with contextlib.suppress(RuntimeError):  # the loop closed: the host is stopping
                 loop.call_soon_threadsafe(self.emit, event)
             return
+        if isinstance(event, ConnectionFailed):
+            self.failed = True
         self._events.append(event)
         if len(self._events) == 1:
             loop.call_soon(self.flush)
@@ -326,10 +330,6 @@ class Burst:
     def on_loop(self) -> bool:
         """Whether this is the loop's thread, where an emitted event joins the burst."""
         return threading.get_ident() == self._loop.thread_id
-
-    def holds(self, kind: type) -> bool:
-        """Whether an event of `kind` waits to be delivered (on the loop thread)."""
-        return any(isinstance(event, kind) for event in self._events)
 
     def flush(self) -> None:
         """Deliver what was emitted so far (on the loop thread; elsewhere a no-op)."""
@@ -384,6 +384,28 @@ class ProviderLoop:
             coro.close()
             future.set_exception(exc)
         return future
+
+    def call(
+        self, coro: Coroutine[Any, Any, T], on_done: Callable[["asyncio.Future[T]"], object]
+    ) -> None:
+        """Run `coro` on the loop and call `on_done(task)` on the loop's thread as it
+        ends (a burst of calls wakes the loop once). The light form of `submit` for
+        callers that never wait on the result: no concurrent future, no lock. Once
+        the loop stopped, `on_done` gets a future failed with RuntimeError."""
+        try:
+            if self.loop.is_closed() or not self.loop.is_running():
+                raise RuntimeError("the provider loop has stopped")
+            self._calls.call(self._start_call, coro, on_done)
+        except RuntimeError as exc:
+            coro.close()
+            failed: concurrent.futures.Future[T] = concurrent.futures.Future()
+            failed.set_exception(exc)
+            on_done(failed)  # type: ignore[arg-type]
+
+    def _start_call(
+        self, coro: Coroutine[Any, Any, T], on_done: Callable[["asyncio.Future[T]"], object]
+    ) -> None:
+        self.loop.create_task(coro).add_done_callback(on_done)
 
     def _start(self, coro: Coroutine[Any, Any, T], future: concurrent.futures.Future[T]) -> None:
         """On the loop thread: run `coro` as a task whose end settles `future`."""

@@ -48,6 +48,7 @@ import aiohttp
 import attrs
 
 from agenthost.actors.aio import AsyncChat
+from agenthost.actors.deadlines import Deadlines
 from agenthost.actors.surface import Host
 from agenthost.providers.scripted import ScriptedProvider, echo_reply
 from agenthost.store import SqliteStore
@@ -144,7 +145,11 @@ class ChatRecord:
 
 class ChatTarget(Protocol):
     async def turn(self, prompt: str) -> str:
-        """Run one turn; its outcome: complete, cancelled, error, rejected or lost."""
+        """Run one turn; its outcome: complete, cancelled, error, rejected or lost.
+
+        Raises:
+            TimeoutError: not ended within the run's per-turn timeout.
+        """
         ...
 
 
@@ -195,8 +200,7 @@ async def run_chat(
         record.prompts.append(prompt)
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(config.turn_timeout_s):  # in this task: no task a turn
-                outcome = await target.turn(prompt)
+            outcome = await target.turn(prompt)  # each target keeps the per-turn timeout
         except TimeoutError:
             outcome = "timeout"
         record.outcomes.append(outcome)
@@ -510,10 +514,11 @@ class RemoteChat:
     Watches its channel's actions: which turns started, how often each ended,
     and what text streamed for each."""
 
-    def __init__(self, connection: AhpConnection, index: int, channel: str) -> None:
+    def __init__(self, connection: AhpConnection, index: int, channel: str, timeout: float) -> None:
         self.connection = connection
         self.index = index
         self.channel = channel
+        self.timeout = timeout  # a turn's
         self._ends: dict[str, asyncio.Future[str]] = {}
         self.started: set[str] = set()
         self.terminals: Counter[str] = Counter()
@@ -522,12 +527,14 @@ class RemoteChat:
         connection.chats[channel] = self
 
     @classmethod
-    async def open(cls, connection: AhpConnection, index: int, timeout: float) -> "RemoteChat":
+    async def open(
+        cls, connection: AhpConnection, index: int, timeout: float, turn_timeout: float
+    ) -> "RemoteChat":
         uri = f"ahp-session:/{uuid.uuid4()}"
         try:
             created = await connection.call("createSession", {"channel": uri}, timeout)
             channel = created["state"]["defaultChat"]
-            chat = cls(connection, index, channel)
+            chat = cls(connection, index, channel, turn_timeout)
             await connection.call("subscribe", {"channel": channel}, timeout)
         except (RemoteError, ConnectionLost, TimeoutError, KeyError, TypeError) as error:
             raise LoadError(f"chat {index} could not be set up: {error!r}") from error
@@ -537,6 +544,7 @@ class RemoteChat:
         turn_id = uuid.uuid4().hex
         ended = asyncio.get_running_loop().create_future()
         self._ends[turn_id] = ended
+        expiry = Deadlines.of(asyncio.get_running_loop()).add(ended, self.timeout)
         action = {"type": "chat/turnStarted", "turnId": turn_id, "message": {"text": prompt}}
         try:
             await self.connection.dispatch(self.channel, action)
@@ -544,6 +552,7 @@ class RemoteChat:
         except ConnectionLost:
             return "lost"
         finally:
+            expiry.discard(ended)
             self._ends.pop(turn_id, None)
 
     def on_action(self, params: dict[str, Any]) -> None:
@@ -641,7 +650,9 @@ async def load_remote(
                 connections.append(await AhpConnection.open(http, config, number))
             chats = await asyncio.gather(
                 *(
-                    RemoteChat.open(connections[i % count], i, config.turn_timeout_s)
+                    RemoteChat.open(
+                        connections[i % count], i, config.turn_timeout_s, config.turn_timeout_s
+                    )
                     for i in range(config.chats)
                 )
             )

@@ -76,6 +76,13 @@ class SyncLoop:
         step()
         return future
 
+    def call(
+        self,
+        coro: Coroutine[Any, Any, Any],
+        on_done: Callable[["concurrent.futures.Future[Any]"], object],
+    ) -> None:
+        self.submit(coro, on_done)
+
     def stop(self, timeout: float = 0) -> None:
         return None
 
@@ -83,20 +90,20 @@ class SyncLoop:
         return Unbatched(deliver)
 
 
-@attrs.frozen
+@attrs.define
 class Unbatched:
     """Every event delivered alone, at once: the finest interleavings."""
 
     deliver: Callable[[tuple[ProviderEvent, ...]], None]
+    failed: bool = False
 
     def emit(self, event: ProviderEvent) -> None:
+        if isinstance(event, ConnectionFailed):
+            self.failed = True
         self.deliver((event,))
 
     def on_loop(self) -> bool:
         return True
-
-    def holds(self, kind: type) -> bool:
-        return False  # nothing ever waits
 
     def flush(self) -> None:
         return None
