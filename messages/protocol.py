@@ -466,16 +466,9 @@ ReconnectResult = ReconnectReplay | ReconnectSnapshot | ChannelReconnectResult
 
 
 @attrs.frozen(kw_only=True)
-class SessionSummary:
-    """A session as AHP lists it (listSessions, root/sessionAdded). Not
-    agenthost.messages.state.SessionSummary, the embedding API's row."""
+class SessionListing:
+    """What a session summary and a change to one share: its optional fields."""
 
-    resource: str
-    provider: str
-    title: str
-    status: ChatStatus
-    created_at: Timestamp
-    modified_at: Timestamp
     activity: str | None = None
     origin: SessionOrigin | None = None
     project: ProjectInfo | None = None
@@ -490,23 +483,25 @@ class SessionSummary:
 
 
 @attrs.frozen(kw_only=True)
-class SessionSummaryChanges:
+class SessionSummary(SessionListing):
+    """A session as AHP lists it (listSessions, root/sessionAdded). Not
+    agenthost.messages.state.SessionSummary, the embedding API's row."""
+
+    resource: str
+    provider: str
+    title: str
+    status: ChatStatus
+    created_at: Timestamp
+    modified_at: Timestamp
+
+
+@attrs.frozen(kw_only=True)
+class SessionSummaryChanges(SessionListing):
     """The fields of a session summary that changed (the others are None)."""
 
     title: str | None = None
     status: ChatStatus | None = None
     modified_at: Timestamp | None = None
-    activity: str | None = None
-    origin: SessionOrigin | None = None
-    project: ProjectInfo | None = None
-    working_directories: tuple[WorkingDirectory, ...] | None = None
-    repositories: tuple[RepositorySource, ...] | None = None
-    changes: ChangesSummary | None = None
-    chats: tuple[ChatSummary, ...] | None = None
-    default_chat: str | None = None
-    artifacts: tuple[Artifact, ...] | None = None
-    annotations: Json | None = None
-    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)

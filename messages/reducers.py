@@ -55,7 +55,7 @@ from typing import Any, TypeVar
 import attrs
 from attrs import AttrsInstance
 
-from agenthost.messages.common import ContributorKind
+from agenthost.messages.common import ContributorKind, Unknown
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import (
     ActivityChanged,
@@ -264,7 +264,10 @@ def _append_to_part(
         return state
     parts = active.response_parts
     for index, part in enumerate(parts):
-        if part_id(part) == target:
+        found = getattr(part, "id", None)  # the streaming path: part_id() without its checks
+        if found is None and isinstance(part, Unknown):
+            found = part_id(part)
+        if found == target:
             if not isinstance(part, kind):
                 return state
             changed = _replace(part, content=part.content + text)

@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from agenthost.messages import AgentHostError, ChatState, ErrorCode
 from agenthost.messages.common import Unknown
+from agenthost.messages.customizations import Customization
 from agenthost.messages.fields import Json
 from agenthost.messages.state import ClientTool
 
@@ -46,5 +47,15 @@ st.register_type_strategy(
     st.builds(
         ClientTool,
         parameters=json_values.filter(lambda v: v is not None).map(lambda v: Json.of(v).text),
+    ),
+)
+# A customization's children are customizations: one level deep is enough.
+_leaf_customizations = st.builds(Customization, children=st.none())
+st.register_type_strategy(
+    Customization,
+    st.builds(
+        Customization,
+        children=st.none()
+        | st.lists(_leaf_customizations | unknown_variants, max_size=2).map(tuple),
     ),
 )

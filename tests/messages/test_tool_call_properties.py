@@ -212,5 +212,5 @@ class ToolCalls(RuleBasedStateMachine):
                 assert call.confirmed is not None
 
 
-ToolCalls.TestCase.settings = settings(max_examples=300, stateful_step_count=30, deadline=None)
+ToolCalls.TestCase.settings = settings(max_examples=200, stateful_step_count=30, deadline=None)
 test_tool_calls_follow_one_state_machine = ToolCalls.TestCase
