@@ -3,13 +3,16 @@
 An error is data: `AgentHostError` is a frozen value with a `code` from
 `ErrorCode` and a `message` a person can act on. It is also an exception, so
 the public surface raises the same value it stores on a failed turn.
+`ValidationError` is the AgentHostError of a value that does not decode: it
+names the offending field. `JsonRpcErrorCode` is the one declaration of the
+JSON-RPC and AHP error codes the server answers with.
 """
 
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 
 import attrs
 
-from agenthost.messages.fields import extension
+from agenthost.messages.fields import Json, extension, wire_name
 
 
 class OpenStrEnum(StrEnum):
@@ -55,12 +58,31 @@ class AgentHostError(Exception):
     code: ErrorCode
     message: str
     resumable: bool = extension(default=False)
+    stack: str | None = None
+    meta: Json | None = wire_name("_meta", default=None)
 
     def __str__(self) -> str:
         return f"{self.code.value}: {self.message}"
 
 
-_ERROR_FIELDS = frozenset(field.name for field in attrs.fields(AgentHostError))
+@attrs.frozen(kw_only=True, auto_exc=False)
+class ValidationError(AgentHostError):
+    """A value that does not decode. `field` is the wire path of the offending
+    field (`action.turnId`, `items[2]`; "" for the value itself); the message
+    starts with it. The server answers it with -32602 (INVALID_PARAMS)."""
+
+    field: str = ""
+
+    @classmethod
+    def of(cls, field: str, reason: str) -> "ValidationError":
+        return cls(
+            code=ErrorCode.INVALID_ARGUMENT,
+            message=f"{field}: {reason}" if field else reason,
+            field=field,
+        )
+
+
+_ERROR_FIELDS = frozenset(field.name for field in attrs.fields(ValidationError))
 
 
 def _set_annotation(self: AgentHostError, name: str, value: object) -> None:
@@ -73,3 +95,33 @@ def _set_annotation(self: AgentHostError, name: str, value: object) -> None:
 
 
 AgentHostError.__setattr__ = _set_annotation  # type: ignore[method-assign, assignment]
+ValidationError.__setattr__ = _set_annotation  # type: ignore[method-assign, assignment]
+
+
+class JsonRpcErrorCode(IntEnum):
+    """The JSON-RPC 2.0 codes and AHP's application codes (-32000 to -32099).
+    An error response's `code` is a plain int on the wire, so a peer's unknown
+    code survives; these are the ones agenthost sends and reads."""
+
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    SESSION_NOT_FOUND = -32001
+    PROVIDER_NOT_FOUND = -32002
+    SESSION_ALREADY_EXISTS = -32003
+    TURN_IN_PROGRESS = -32004
+    UNSUPPORTED_PROTOCOL_VERSION = -32005
+    AUTH_REQUIRED = -32007
+    NOT_FOUND = -32008
+    PERMISSION_DENIED = -32009
+    ALREADY_EXISTS = -32010
+    CONFLICT = -32011
+    # agenthost's own, in the application range AHP leaves free
+    SERVER_ERROR = -32000
+    RATE_LIMITED = -32029
+    # A request before initialize is not a valid request at that point. (The
+    # server answered -32002, LSP's ServerNotInitialized, which AHP gives to
+    # ProviderNotFound.)
+    NOT_INITIALIZED = -32600

@@ -3,7 +3,9 @@
 Each class is one AHP chat action under a Python name (`wire_type` is its
 AHP type: TurnStarted is chat/turnStarted, AssistantDelta is chat/delta, ...).
 Host-only events use AHP's `x-` extension names. Every event names its
-session and chat; turn events name their turn.
+session and chat; turn events name their turn. `meta` is AHP's `_meta` on
+the action. Session and root actions live in session_events.py and are
+re-exported here.
 """
 
 from enum import StrEnum
@@ -11,18 +13,72 @@ from typing import ClassVar
 
 import attrs
 
+from agenthost.messages.common import (
+    ConfirmationOption,
+    McpAuthRequirement,
+    StringOrMarkdown,
+    ToolCallContributor,
+    ToolInput,
+)
 from agenthost.messages.errors import AgentHostError
-from agenthost.messages.fields import Json, extension, iso_time, wire_name
+from agenthost.messages.fields import Json, as_object, extension, iso_time, wire_name
+from agenthost.messages.inputs import (
+    Answers,
+    ChatInputRequest,
+    InputAnswer,
+    InputResponseKind,
+    unique_answers,
+)
+from agenthost.messages.session_events import (  # noqa: F401  (re-exported)
+    ActiveClientRemoved,
+    ActiveClientSet,
+    ActiveSessionsChanged,
+    AgentsChanged,
+    ChatAdded,
+    ChatRemoved,
+    ChatsReordered,
+    ChatUpdated,
+    ConfigChanged,
+    CustomizationRemoved,
+    CustomizationsChanged,
+    CustomizationToggled,
+    CustomizationUpdated,
+    DefaultChatChanged,
+    InputNeededRemoved,
+    InputNeededSet,
+    IsArchivedChanged,
+    IsReadChanged,
+    McpServerBackgroundRequested,
+    McpServerStartRequested,
+    McpServerStateChanged,
+    McpServerStopRequested,
+    RootConfigChanged,
+    RootEvent,
+    ServerToolsChanged,
+    SessionActivityChanged,
+    SessionAgentChanged,
+    SessionChangesetsChanged,
+    SessionCreationFailed,
+    SessionEvent,
+    SessionInputNeededRemoved,
+    SessionInputNeededSet,
+    SessionMetaChanged,
+    SessionModelChanged,
+    SessionReady,
+    SessionSnapshot,
+    SessionTitleChanged,
+    WorkingDirectoryRemoved,
+    WorkingDirectoryReplaced,
+    WorkingDirectorySet,
+)
 from agenthost.messages.state import (
-    ActiveClient,
     ChatState,
-    ChatStatus,
-    ChatSummary,
+    ErrorPart,
     OpenRequest,
     PendingKind,
     PendingMessage,
     ResponsePart,
-    SessionState,
+    Turn,
     Usage,
     UserMessage,
 )
@@ -54,6 +110,7 @@ class TurnStarted(ChatEvent):
     message: UserMessage
     queued_message_id: str | None = None
     started_at: int | None = iso_time(default=None)
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -79,6 +136,7 @@ class ReasoningDelta(ChatEvent):
     turn_id: str
     part_id: str
     content: str
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -86,25 +144,58 @@ class UsageReported(ChatEvent):
     wire_type: ClassVar[str] = "chat/usage"
     turn_id: str
     usage: Usage
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
 class TurnCompleted(ChatEvent):
+    """`duration`: the turn's length in ms, by the producer's clock."""
+
     wire_type: ClassVar[str] = "chat/turnComplete"
     turn_id: str
+    duration: int | None = None
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
 class TurnCancelled(ChatEvent):
     wire_type: ClassVar[str] = "chat/turnCancelled"
     turn_id: str
+    duration: int | None = None
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
 class TurnFailed(ChatEvent):
+    """The turn stopped at an error. Newer peers also send the error as a
+    response part (`part`), whose `resumable` allows chat/turnResume."""
+
     wire_type: ClassVar[str] = "chat/error"
     turn_id: str
     error: AgentHostError
+    duration: int | None = None
+    part: ErrorPart | None = None
+    meta: Json | None = wire_name("_meta", default=None)
+
+
+@attrs.frozen(kw_only=True)
+class TurnResumed(ChatEvent):
+    """A client resumes the latest turn, which stopped at a resumable error: it
+    becomes the active turn again."""
+
+    wire_type: ClassVar[str] = "chat/turnResume"
+    turn_id: str
+    meta: Json | None = wire_name("_meta", default=None)
+
+
+@attrs.frozen(kw_only=True)
+class TurnsLoaded(ChatEvent):
+    """Older turns (oldest first) go before the loaded ones; `turns_next_cursor`
+    replaces the chat's cursor (None: every retained turn is loaded)."""
+
+    wire_type: ClassVar[str] = "chat/turnsLoaded"
+    turns: tuple[Turn, ...]
+    turns_next_cursor: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -115,7 +206,7 @@ class ToolCallStarted(ChatEvent):
     tool_name: str
     display_name: str = ""
     intention: str | None = None
-    contributor: Json | None = None
+    contributor: ToolCallContributor | None = None
     meta: Json | None = wire_name("_meta", default=None)
 
 
@@ -126,22 +217,32 @@ class ToolCallDelta(ChatEvent):
     wire_type: ClassVar[str] = "chat/toolCallDelta"
     turn_id: str
     tool_call_id: str
-    content: str
-    invocation_message: str | None = None
+    content: str | None = None
+    invocation_message: StringOrMarkdown | None = None
     meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
 class ToolCallReady(ChatEvent):
-    """The call is ready: with `confirmed` it runs, without it waits for confirmation."""
+    """The call is ready: with `confirmed` it runs, without it waits for
+    confirmation, offering `options` when it has them. A running call made
+    ready again needs confirming again."""
 
     wire_type: ClassVar[str] = "chat/toolCallReady"
     turn_id: str
     tool_call_id: str
-    invocation_message: str = ""
-    tool_input: str | None = None
+    invocation_message: StringOrMarkdown = ""
+    tool_input: ToolInput | None = None
     confirmed: str | None = None
     meta: Json | None = wire_name("_meta", default=None)
+    contributor: ToolCallContributor | None = None
+    intention: str | None = None
+    confirmation_title: StringOrMarkdown | None = None
+    risk_assessment: Json | None = None
+    edits: Json | None = None
+    editable: bool | None = None
+    options: tuple[ConfirmationOption, ...] | None = None
+    started_at: int | None = iso_time(default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -152,9 +253,11 @@ class ToolCallConfirmed(ChatEvent):
     approved: bool
     confirmed: str | None = None
     reason: str | None = None
-    reason_message: str | None = None
+    reason_message: StringOrMarkdown | None = None
     user_suggestion: UserMessage | None = None
     meta: Json | None = wire_name("_meta", default=None)
+    selected_option_id: str | None = None
+    edited_tool_input: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -165,12 +268,13 @@ class ToolCallCompleted(ChatEvent):
     turn_id: str
     tool_call_id: str
     success: bool = True
-    past_tense_message: str | None = None
+    past_tense_message: StringOrMarkdown | None = None
     requires_result_confirmation: bool = extension(default=False)
     content: Json | None = None
     structured_content: Json | None = None
     error: Json | None = None
     meta: Json | None = wire_name("_meta", default=None)
+    duration: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -181,6 +285,7 @@ class ToolCallContentChanged(ChatEvent):
     turn_id: str
     tool_call_id: str
     content: Json
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -189,6 +294,28 @@ class ToolCallResultConfirmed(ChatEvent):
     turn_id: str
     tool_call_id: str
     approved: bool
+    meta: Json | None = wire_name("_meta", default=None)
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallAuthRequired(ChatEvent):
+    """A running call of an MCP server waits for authentication (`auth`)."""
+
+    wire_type: ClassVar[str] = "chat/toolCallAuthRequired"
+    turn_id: str
+    tool_call_id: str
+    auth: McpAuthRequirement
+    meta: Json | None = wire_name("_meta", default=None)
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallAuthResolved(ChatEvent):
+    """The token arrived: the call runs again."""
+
+    wire_type: ClassVar[str] = "chat/toolCallAuthResolved"
+    turn_id: str
+    tool_call_id: str
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -299,8 +426,82 @@ class Lagged(ChatEvent):
 
 @attrs.frozen(kw_only=True)
 class DraftChanged(ChatEvent):
+    """The chat's draft text (AHP's draft is a message; agenthost keeps its text)."""
+
     wire_type: ClassVar[str] = "chat/draftChanged"
     draft: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ActivityChanged(ChatEvent):
+    """What the chat is doing now, in words (None clears it)."""
+
+    wire_type: ClassVar[str] = "chat/activityChanged"
+    activity: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ChatIsReadChanged(ChatEvent):
+    wire_type: ClassVar[str] = "chat/isReadChanged"
+    read: bool = wire_name("isRead")
+
+
+@attrs.frozen(kw_only=True)
+class ChatIsArchivedChanged(ChatEvent):
+    wire_type: ClassVar[str] = "chat/isArchivedChanged"
+    archived: bool = wire_name("isArchived")
+
+
+@attrs.frozen(kw_only=True)
+class ChatWorkingDirectorySet(ChatEvent):
+    """A session working directory joins the chat's subset."""
+
+    wire_type: ClassVar[str] = "chat/workingDirectorySet"
+    directory: str
+
+
+@attrs.frozen(kw_only=True)
+class ChatWorkingDirectoryRemoved(ChatEvent):
+    wire_type: ClassVar[str] = "chat/workingDirectoryRemoved"
+    directory: str
+
+
+@attrs.frozen(kw_only=True)
+class ChatChangesetsChanged(ChatEvent):
+    """The chat's changeset catalogue replaced whole (None clears it)."""
+
+    wire_type: ClassVar[str] = "chat/changesetsChanged"
+    changesets: Json | None = None
+
+
+@attrs.frozen(kw_only=True)
+class InputRequested(ChatEvent):
+    """The chat asks for input: a request is added, or replaces the open one with
+    its id (keeping that one's answers unless it brings its own)."""
+
+    wire_type: ClassVar[str] = "chat/inputRequested"
+    request: ChatInputRequest
+
+
+@attrs.frozen(kw_only=True)
+class InputAnswerChanged(ChatEvent):
+    """A client drafts, submits, skips (or, with None, clears) one answer."""
+
+    wire_type: ClassVar[str] = "chat/inputAnswerChanged"
+    request_id: str
+    question_id: str
+    answer: InputAnswer | None = None
+
+
+@attrs.frozen(kw_only=True)
+class InputCompleted(ChatEvent):
+    """A client accepts, declines or cancels an input request; `answers` replace
+    the synced ones of the same questions."""
+
+    wire_type: ClassVar[str] = "chat/inputCompleted"
+    request_id: str
+    response: InputResponseKind
+    answers: Answers | None = as_object(default=None, converter=unique_answers)
 
 
 @attrs.frozen(kw_only=True)
@@ -321,120 +522,3 @@ class ReadOnlyChanged(ChatEvent):
 
 
 TERMINAL_EVENTS = (TurnCompleted, TurnCancelled, TurnFailed)
-
-
-# -- session actions ------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class SessionEvent:
-    wire_type: ClassVar[str] = ""
-    session_id: str = extension(default="")
-
-
-@attrs.frozen(kw_only=True)
-class SessionReady(SessionEvent):
-    """The session's backend is up: lifecycle creating -> ready."""
-
-    wire_type: ClassVar[str] = "session/ready"
-
-
-@attrs.frozen(kw_only=True)
-class SessionCreationFailed(SessionEvent):
-    """The session's backend failed to start: lifecycle creating -> failed."""
-
-    wire_type: ClassVar[str] = "session/creationFailed"
-    error: AgentHostError
-
-
-@attrs.frozen(kw_only=True)
-class ChatAdded(SessionEvent):
-    """A chat joined the session's catalog (upsert by resource)."""
-
-    wire_type: ClassVar[str] = "session/chatAdded"
-    summary: ChatSummary
-
-
-@attrs.frozen(kw_only=True)
-class ChatRemoved(SessionEvent):
-    wire_type: ClassVar[str] = "session/chatRemoved"
-    chat: str
-
-
-@attrs.frozen(kw_only=True)
-class ChatUpdated(SessionEvent):
-    """Changed fields of one chat's summary (None: unchanged); AHP nests them in
-    `changes` on the wire."""
-
-    wire_type: ClassVar[str] = "session/chatUpdated"
-    chat: str
-    title: str | None = None
-    status: ChatStatus | None = None
-    modified_at: int | None = iso_time(default=None)
-
-
-@attrs.frozen(kw_only=True)
-class DefaultChatChanged(SessionEvent):
-    wire_type: ClassVar[str] = "session/defaultChatChanged"
-    default_chat: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ActiveClientSet(SessionEvent):
-    """A client joined the session's active clients or refreshed its entry."""
-
-    wire_type: ClassVar[str] = "session/activeClientSet"
-    active_client: ActiveClient
-
-
-@attrs.frozen(kw_only=True)
-class ActiveClientRemoved(SessionEvent):
-    wire_type: ClassVar[str] = "session/activeClientRemoved"
-    client_id: str
-
-
-@attrs.frozen(kw_only=True)
-class SessionTitleChanged(SessionEvent):
-    """`by_user` False: a title the host derived, which never replaces the user's."""
-
-    wire_type: ClassVar[str] = "session/titleChanged"
-    title: str
-    by_user: bool = extension(default=True)
-
-
-@attrs.frozen(kw_only=True)
-class IsReadChanged(SessionEvent):
-    wire_type: ClassVar[str] = "session/isReadChanged"
-    read: bool = wire_name("isRead")
-
-
-@attrs.frozen(kw_only=True)
-class IsArchivedChanged(SessionEvent):
-    wire_type: ClassVar[str] = "session/isArchivedChanged"
-    archived: bool = wire_name("isArchived")
-
-
-@attrs.frozen(kw_only=True)
-class ConfigChanged(SessionEvent):
-    """Set config values (an empty value removes the key)."""
-
-    wire_type: ClassVar[str] = "session/configChanged"
-    config: tuple[tuple[str, str], ...]
-
-
-@attrs.frozen(kw_only=True)
-class InputNeededSet(SessionEvent):
-    wire_type: ClassVar[str] = "session/inputNeededSet"
-    chat_id: str
-
-
-@attrs.frozen(kw_only=True)
-class InputNeededRemoved(SessionEvent):
-    wire_type: ClassVar[str] = "session/inputNeededRemoved"
-    chat_id: str
-
-
-@attrs.frozen(kw_only=True)
-class SessionSnapshot(SessionEvent):
-    wire_type: ClassVar[str] = "x-session/snapshot"
-    state: SessionState

@@ -1,50 +1,76 @@
 """The pure reducers: `reduce(state, action, now_ms=...) -> state`.
 
-The chat reducer is AHP's chat reducer over our frozen types. It is where the
-chat's invariants live, and it never raises on a well-typed action:
-- a terminal action (complete, cancelled, error) whose turn id is not the
-  active turn's is a no-op, so every turn ends exactly once (DESIGN.md rule 2);
-- a turn start taken from a pending message removes that message from the
-  steering list and the queue;
-- tool calls follow one state machine: streaming -> pending-confirmation or
-  running; running -> pending-confirmation (a re-check); approved -> running;
-  denied -> cancelled(denied); complete -> completed, or
-  pending-result-confirmation -> completed / cancelled(result-denied). An
-  action that does not fit the call's status is a no-op;
-- a turn's end cancels (skipped) every tool call not in a terminal state and
-  closes its open requests; a cancelled call keeps only what AHP's cancelled
-  state has (no confirmation, no result);
-- the status's activity bits are input-needed while a request is open or a
-  tool call waits for the user, else in-progress during a turn, else idle or
-  error; its flags (IsRead, IsArchived, unknown bits) are kept, except that
-  a turn start clears IsRead;
-- unknown actions are no-ops.
+The chat reducer is AHP's chat reducer over our frozen types: its table and
+shared helpers are in reduction.py, its tool-call state machine in
+tool_reducer.py, the rest here. The session and root reducers
+(session_reducer.py) are AHP's session and root reducers. This is where the
+state's invariants live, and no reducer raises on a well-typed action:
+
+1. A terminal action (complete, cancelled, error) whose turn id is not the
+   active turn's is a no-op, so every turn ends exactly once (DESIGN.md rule
+   2). Its `duration` is recorded, never below zero.
+2. A turn start taken from a pending message removes that message from the
+   steering list, the legacy slot and the queue; a start naming the active
+   turn again is a no-op (AHP's idempotent turnStarted).
+3. Every action about a turn, a part or a tool call names the active turn;
+   one naming another turn is a no-op. A delta or reasoning chunk goes to the
+   first part with its id (parts without an id are skipped) and only when
+   that part is markdown, or reasoning.
+4. Tool calls follow one state machine: streaming -> pending-confirmation or
+   running; running -> pending-confirmation (a re-check) or auth-required
+   (only an MCP server's call) -> running; pending-confirmation -> running
+   (approved; an edited input replaces an inline one), cancelled (denied)
+   or completed (done without asking: confirmed "not-needed"); running ->
+   completed or pending-result-confirmation -> completed / cancelled
+   (result-denied); auth-required -> completed only with a failed result.
+   An action that does not fit the call's status is a no-op. A selected
+   confirmation option is resolved from the call's offered options and
+   carried to the call's end.
+5. A turn's end cancels (skipped) every tool call not in a terminal state,
+   closes its open requests and drops the chat's open input requests; a
+   cancelled call keeps only what AHP's cancelled state has (its identity,
+   invocation, input, and why).
+6. The status's activity bits are derived: error after a failed turn;
+   input-needed while an input request, an open request or a tool call
+   waits for the user (confirmation, result confirmation, authentication);
+   else in progress during a turn; else idle. Its flags (IsRead,
+   IsArchived, unknown bits) are kept, except that a turn start, a resume
+   and an input request clear IsRead.
+7. chat/turnResume reopens the latest turn only when no turn is active and
+   that turn stopped at a resumable error; its parts, errors included, stay.
+8. Input requests upsert by id (an update without answers keeps the synced
+   ones); answers change one question at a time; a completion or a
+   truncation removes requests; nothing about an unknown request id.
+9. The session reducer keeps one entry per key (chats by resource, clients
+   by id, input requests by id, customizations by id, directories by URI);
+   an action naming an entry that is not there is a no-op. AHP's inputNeeded
+   makes the session input-needed while an entry awaits the user (a client
+   executing a tool does not).
+10. Unknown actions, and actions of a type a reducer does not own, are no-ops.
 """
 
 import functools
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
 
 import attrs
-from attrs import AttrsInstance
 
+from agenthost.messages import tool_reducer
+from agenthost.messages.common import Unknown
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import (
-    ActiveClientRemoved,
-    ActiveClientSet,
+    ActivityChanged,
     AssistantDelta,
-    ChatAdded,
+    ChatChangesetsChanged,
     ChatEvent,
-    ChatRemoved,
+    ChatIsArchivedChanged,
+    ChatIsReadChanged,
     ChatTitleChanged,
-    ChatUpdated,
-    ConfigChanged,
-    DefaultChatChanged,
+    ChatWorkingDirectoryRemoved,
+    ChatWorkingDirectorySet,
     DraftChanged,
-    InputNeededRemoved,
-    InputNeededSet,
-    IsArchivedChanged,
-    IsReadChanged,
+    InputAnswerChanged,
+    InputCompleted,
+    InputRequested,
     PendingMessageAdded,
     PendingMessageRemoved,
     QueuedMessagesReordered,
@@ -52,62 +78,58 @@ from agenthost.messages.events import (
     RequestClosed,
     RequestOpened,
     ResponsePartAdded,
-    SessionCreationFailed,
-    SessionEvent,
-    SessionReady,
-    SessionTitleChanged,
     SteeringRecorded,
-    ToolCallCompleted,
-    ToolCallConfirmed,
-    ToolCallContentChanged,
-    ToolCallDelta,
-    ToolCallReady,
-    ToolCallResultConfirmed,
-    ToolCallStarted,
-    ToolCallSubagentStarted,
     Truncated,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnResumed,
+    TurnsLoaded,
     TurnStarted,
     UsageReported,
 )
+from agenthost.messages.reduction import (
+    CHAT_REDUCERS,
+    derived_status,
+    handles,
+    reduce_chat,
+    replace,
+    with_active,
+    with_status,
+)
+from agenthost.messages.session_reducer import reduce_root, reduce_session
 from agenthost.messages.state import (
     ActiveTurn,
     ChatState,
     ChatStatus,
-    ChatSummary,
+    ErrorPart,
     MarkdownPart,
     PendingKind,
     PendingMessage,
     ReasoningPart,
-    ResponsePart,
-    SessionLifecycle,
+    RootState,
     SessionState,
-    ToolCall,
-    ToolCallPart,
-    ToolCallStatus,
     Turn,
     TurnState,
+    part_id,
     with_activity,
 )
+from agenthost.messages.tool_reducer import skip_unfinished
 
-ChatReducer = Callable[[ChatState, Any, int], ChatState]
-_CHAT_REDUCERS: dict[type, ChatReducer] = {}
+__all__ = [
+    "STATUS_ACTIONS",
+    "STATUS_UNCHANGED",
+    "delta_runs",
+    "joined_delta",
+    "reduce",
+    "reduce_chat",
+    "reduce_root",
+    "reduce_session",
+    "resumable",
+]
 
-
-def _handles(action_type: type) -> Callable[[ChatReducer], ChatReducer]:
-    def register(fn: ChatReducer) -> ChatReducer:
-        _CHAT_REDUCERS[action_type] = fn
-        return fn
-
-    return register
-
-
-def reduce_chat(state: ChatState, action: ChatEvent, now_ms: int = 0) -> ChatState:
-    """Apply one chat action. Unknown actions leave the state as it is."""
-    reducer = _CHAT_REDUCERS.get(type(action))
-    return state if reducer is None else reducer(state, action, now_ms)
+_replace = replace  # the streaming path's copy (tests hold it to attrs.evolve)
+assert tool_reducer  # imported for the tool-call handlers it registers
 
 
 @functools.singledispatch
@@ -117,90 +139,14 @@ def reduce(state: object, action: ChatEvent, now_ms: int = 0) -> object:
 
 
 reduce.register(ChatState, reduce_chat)
-
-
-@_handles(DraftChanged)
-def _draft(state: ChatState, action: DraftChanged, now_ms: int) -> ChatState:
-    return attrs.evolve(state, draft=action.draft or None, modified_at=now_ms)
-
-
-@_handles(ChatTitleChanged)
-def _chat_title(state: ChatState, action: ChatTitleChanged, now_ms: int) -> ChatState:
-    return attrs.evolve(state, title=action.title, modified_at=now_ms)
-
-
-def reduce_session(state: SessionState, action: SessionEvent, now_ms: int = 0) -> SessionState:
-    """The session reducer: a derived title only fills an empty one; input
-    needed is a set of chats; unknown actions are no-ops."""
-    match action:
-        case SessionTitleChanged(title=title, by_user=by_user):
-            if not by_user and (state.user_titled or state.title):
-                return state  # a derived title is the first one, and never the user's
-            return attrs.evolve(state, title=title, user_titled=state.user_titled or by_user)
-        case IsReadChanged(read=read):
-            return attrs.evolve(state, read=read)
-        case IsArchivedChanged(archived=archived):
-            return attrs.evolve(state, archived=archived)
-        case ConfigChanged(config=changes):
-            config = dict(state.config)
-            for key, value in changes:
-                if value:
-                    config[key] = value
-                else:
-                    config.pop(key, None)
-            return attrs.evolve(state, config=tuple(sorted(config.items())))
-        case InputNeededSet(chat_id=chat_id) if chat_id not in state.input_needed:
-            return attrs.evolve(state, input_needed=(*state.input_needed, chat_id))
-        case InputNeededRemoved(chat_id=chat_id):
-            return attrs.evolve(
-                state, input_needed=tuple(c for c in state.input_needed if c != chat_id)
-            )
-        case SessionReady():
-            return attrs.evolve(state, lifecycle=SessionLifecycle.READY)
-        case SessionCreationFailed(error=error):
-            return attrs.evolve(state, lifecycle=SessionLifecycle.FAILED, creation_error=error)
-        case ChatAdded(summary=summary):
-            others = tuple(c for c in state.chats if c.resource != summary.resource)
-            if len(others) == len(state.chats):
-                return attrs.evolve(state, chats=(*state.chats, summary))
-            chats = tuple(summary if c.resource == summary.resource else c for c in state.chats)
-            return attrs.evolve(state, chats=chats)
-        case ChatRemoved(chat=chat):
-            return attrs.evolve(state, chats=tuple(c for c in state.chats if c.resource != chat))
-        case ChatUpdated(chat=chat):
-            chats = tuple(
-                _chat_summary_updated(c, action) if c.resource == chat else c for c in state.chats
-            )
-            return attrs.evolve(state, chats=chats)
-        case DefaultChatChanged(default_chat=default_chat):
-            return attrs.evolve(state, default_chat=default_chat)
-        case ActiveClientSet(active_client=client):
-            if any(c.client_id == client.client_id for c in state.active_clients):
-                clients = tuple(
-                    client if c.client_id == client.client_id else c for c in state.active_clients
-                )
-                return attrs.evolve(state, active_clients=clients)
-            return attrs.evolve(state, active_clients=(*state.active_clients, client))
-        case ActiveClientRemoved(client_id=client_id):
-            clients = tuple(c for c in state.active_clients if c.client_id != client_id)
-            return attrs.evolve(state, active_clients=clients)
-    return state
-
-
 reduce.register(SessionState, reduce_session)
+reduce.register(RootState, reduce_root)
 
 
-def _chat_summary_updated(summary: ChatSummary, action: ChatUpdated) -> ChatSummary:
-    """The fields the action carries replace the summary's; the rest stay."""
-    return attrs.evolve(
-        summary,
-        title=summary.title if action.title is None else action.title,
-        status=summary.status if action.status is None else action.status,
-        modified_at=summary.modified_at if action.modified_at is None else action.modified_at,
-    )
+# -- the turn --------------------------------------------------------------------------
 
 
-@_handles(TurnStarted)
+@handles(TurnStarted)
 def _turn_started(state: ChatState, action: TurnStarted, now_ms: int) -> ChatState:
     if state.active_turn is not None and state.active_turn.id == action.turn_id:
         return state  # idempotent per turn id
@@ -212,7 +158,7 @@ def _turn_started(state: ChatState, action: TurnStarted, now_ms: int) -> ChatSta
         queued = tuple(m for m in queued if m.id != action.queued_message_id)
         if slot is not None and slot.id == action.queued_message_id:
             slot = None
-    return attrs.evolve(
+    started = attrs.evolve(
         state,
         active_turn=ActiveTurn(
             id=action.turn_id, message=action.message, started_at=action.started_at
@@ -220,65 +166,48 @@ def _turn_started(state: ChatState, action: TurnStarted, now_ms: int) -> ChatSta
         steering_messages=steering,
         queued_messages=queued,
         steering_message=slot,
-        status=with_activity(state.status, ChatStatus.IN_PROGRESS, read=False),
         modified_at=now_ms,
     )
+    return with_status(started, unread=True)
 
 
-def _with_active(state: ChatState, turn_id: str, **changes: Any) -> ChatState:
+@handles(ResponsePartAdded)
+def _response_part(state: ChatState, action: ResponsePartAdded, now_ms: int) -> ChatState:
+    active = state.active_turn
+    if active is None or active.id != action.turn_id or isinstance(action.part, ErrorPart):
+        return state  # an error part comes only with the error that ends its turn
+    return with_active(state, action.turn_id, response_parts=(*active.response_parts, action.part))
+
+
+def _append_to_part(
+    state: ChatState, turn_id: str, target: str, kind: type[MarkdownPart | ReasoningPart], text: str
+) -> ChatState:
+    """`text` appended to the first part with id `target`, if that part is a `kind`."""
     active = state.active_turn
     if active is None or active.id != turn_id:
         return state
-    return _replace(state, active_turn=_replace(active, **changes))
+    parts = active.response_parts
+    for index, part in enumerate(parts):
+        found = getattr(part, "id", None)  # the streaming path: part_id() without its checks
+        if found is None and isinstance(part, Unknown):
+            found = part_id(part)
+        if found == target:
+            if not isinstance(part, kind):
+                return state
+            changed = replace(part, content=part.content + text)
+            updated = (*parts[:index], changed, *parts[index + 1 :])
+            return with_active(state, turn_id, response_parts=updated)
+    return state
 
 
-T = TypeVar("T", bound=AttrsInstance)
-_Layout = tuple[tuple[str, ...], frozenset[str]]
-_LAYOUTS: dict[type, _Layout] = {}
-
-
-def _replace(value: T, **changes: Any) -> T:
-    """`attrs.evolve` for the streaming path (three per delta): the unchanged
-    fields are copied as they are, without attrs' per-call field lookup. A
-    change to a field with a validator or converter goes through evolve."""
-    cls = type(value)
-    layout = _LAYOUTS.get(cls)
-    if layout is None:
-        fields = attrs.fields(cls)
-        names = tuple(f.name for f in fields)
-        checked = frozenset(f.name for f in fields if f.validator or f.converter)
-        if not all(f.init for f in fields):  # evolve resets those: always take its path
-            checked = frozenset(names)
-        layout = _LAYOUTS[cls] = (names, checked)
-    names, checked = layout
-    if not checked.isdisjoint(changes):
-        return attrs.evolve(value, **changes)  # type: ignore[misc]  # the plugin wants a class
-    copy = object.__new__(cls)
-    for name in names:
-        object.__setattr__(copy, name, changes[name] if name in changes else getattr(value, name))
-    return copy
-
-
-@_handles(ResponsePartAdded)
-def _response_part(state: ChatState, action: ResponsePartAdded, now_ms: int) -> ChatState:
-    active = state.active_turn
-    if active is None or active.id != action.turn_id:
-        return state
-    return _with_active(state, action.turn_id, response_parts=(*active.response_parts, action.part))
-
-
-@_handles(AssistantDelta)
+@handles(AssistantDelta)
 def _delta(state: ChatState, action: AssistantDelta, now_ms: int) -> ChatState:
-    active = state.active_turn
-    if active is None or active.id != action.turn_id:
-        return state
-    parts = tuple(
-        _replace(part, content=part.content + action.text)
-        if part.id == action.part_id and isinstance(part, MarkdownPart)
-        else part
-        for part in active.response_parts
-    )
-    return _with_active(state, action.turn_id, response_parts=parts)
+    return _append_to_part(state, action.turn_id, action.part_id, MarkdownPart, action.text)
+
+
+@handles(ReasoningDelta)
+def _reasoning(state: ChatState, action: ReasoningDelta, now_ms: int) -> ChatState:
+    return _append_to_part(state, action.turn_id, action.part_id, ReasoningPart, action.content)
 
 
 def delta_runs(actions: Sequence[ChatEvent]) -> list[list[ChatEvent]]:
@@ -304,50 +233,9 @@ def joined_delta(run: Sequence[AssistantDelta]) -> AssistantDelta:
     return attrs.evolve(run[0], text="".join(delta.text for delta in run))
 
 
-@_handles(ReasoningDelta)
-def _reasoning(state: ChatState, action: ReasoningDelta, now_ms: int) -> ChatState:
-    active = state.active_turn
-    if active is None or active.id != action.turn_id:
-        return state
-    parts = tuple(
-        attrs.evolve(part, content=part.content + action.content)
-        if part.id == action.part_id and isinstance(part, ReasoningPart)
-        else part
-        for part in active.response_parts
-    )
-    return _with_active(state, action.turn_id, response_parts=parts)
-
-
-@_handles(UsageReported)
+@handles(UsageReported)
 def _usage(state: ChatState, action: UsageReported, now_ms: int) -> ChatState:
-    return _with_active(state, action.turn_id, usage=action.usage)
-
-
-def _cancel_call(call: ToolCall, reason: str, **changes: Any) -> ToolCall:
-    """The call cancelled: AHP's cancelled state has its invocation and input,
-    and no confirmation or result."""
-    return attrs.evolve(
-        call,
-        status=ToolCallStatus.CANCELLED,
-        reason=reason,
-        confirmed=None,
-        success=None,
-        past_tense_message=None,
-        partial_input=None,
-        content=None,
-        structured_content=None,
-        error=None,
-        **changes,
-    )
-
-
-def _skip_unfinished(parts: tuple[ResponsePart, ...]) -> tuple[ResponsePart, ...]:
-    return tuple(
-        attrs.evolve(part, tool_call=_cancel_call(part.tool_call, "skipped"))
-        if isinstance(part, ToolCallPart) and not part.tool_call.status.terminal
-        else part
-        for part in parts
-    )
+    return with_active(state, action.turn_id, usage=action.usage)
 
 
 def _end_turn(
@@ -355,45 +243,94 @@ def _end_turn(
     turn_id: str,
     turn_state: TurnState,
     now_ms: int,
+    duration: int | None,
     error: AgentHostError | None = None,
+    error_part: ErrorPart | None = None,
 ) -> ChatState:
     active = state.active_turn
     if active is None or active.id != turn_id:
         return state
+    parts = skip_unfinished(active.response_parts)
     turn = Turn(
         id=active.id,
         message=active.message,
-        response_parts=_skip_unfinished(active.response_parts),
+        response_parts=parts if error_part is None else (*parts, error_part),
         usage=active.usage,
         steering=active.steering,
         state=turn_state,
         error=error,
         started_at=active.started_at,
+        duration=None if duration is None else max(0, duration),
     )
-    activity = ChatStatus.ERROR if turn_state is TurnState.ERROR else ChatStatus.IDLE
-    return attrs.evolve(
+    ended = attrs.evolve(
         state,
         turns=(*state.turns, turn),
         active_turn=None,
         open_requests=tuple(r for r in state.open_requests if r.turn_id != turn_id),
-        status=with_activity(state.status, activity),
+        input_requests=(),
         modified_at=now_ms,
+    )
+    failed = turn_state is TurnState.ERROR
+    return attrs.evolve(ended, status=derived_status(ended, failed=failed))
+
+
+@handles(TurnCompleted)
+def _complete(state: ChatState, action: TurnCompleted, now_ms: int) -> ChatState:
+    return _end_turn(state, action.turn_id, TurnState.COMPLETE, now_ms, action.duration)
+
+
+@handles(TurnCancelled)
+def _turn_cancelled(state: ChatState, action: TurnCancelled, now_ms: int) -> ChatState:
+    return _end_turn(state, action.turn_id, TurnState.CANCELLED, now_ms, action.duration)
+
+
+@handles(TurnFailed)
+def _failed(state: ChatState, action: TurnFailed, now_ms: int) -> ChatState:
+    return _end_turn(
+        state, action.turn_id, TurnState.ERROR, now_ms, action.duration, action.error, action.part
     )
 
 
-@_handles(TurnCompleted)
-def _complete(state: ChatState, action: TurnCompleted, now_ms: int) -> ChatState:
-    return _end_turn(state, action.turn_id, TurnState.COMPLETE, now_ms)
+def resumable(turn: Turn) -> bool:
+    """The turn stopped at an error a client may resume from (invariant 7)."""
+    if turn.state is not TurnState.ERROR:
+        return False
+    last = turn.response_parts[-1] if turn.response_parts else None
+    if isinstance(last, ErrorPart):
+        return bool(last.resumable)
+    return turn.error is not None and turn.error.resumable
 
 
-@_handles(TurnCancelled)
-def _cancelled(state: ChatState, action: TurnCancelled, now_ms: int) -> ChatState:
-    return _end_turn(state, action.turn_id, TurnState.CANCELLED, now_ms)
+@handles(TurnResumed)
+def _resumed(state: ChatState, action: TurnResumed, now_ms: int) -> ChatState:
+    if state.active_turn is not None or not state.turns:
+        return state
+    turn = state.turns[-1]
+    if turn.id != action.turn_id or not resumable(turn):
+        return state
+    active = ActiveTurn(
+        id=turn.id,
+        message=turn.message,
+        response_parts=turn.response_parts,
+        usage=turn.usage,
+        steering=turn.steering,
+        started_at=turn.started_at if turn.started_at is not None else state.modified_at,
+    )
+    resumed = attrs.evolve(state, turns=state.turns[:-1], active_turn=active, modified_at=now_ms)
+    return with_status(resumed, unread=True)
 
 
-@_handles(TurnFailed)
-def _failed(state: ChatState, action: TurnFailed, now_ms: int) -> ChatState:
-    return _end_turn(state, action.turn_id, TurnState.ERROR, now_ms, action.error)
+@handles(TurnsLoaded)
+def _turns_loaded(state: ChatState, action: TurnsLoaded, now_ms: int) -> ChatState:
+    """Older turns go first, those already loaded once; the cursor is replaced."""
+    loaded = {turn.id for turn in state.turns}
+    older = tuple(turn for turn in action.turns if turn.id not in loaded)
+    return attrs.evolve(
+        state, turns=(*older, *state.turns), turns_next_cursor=action.turns_next_cursor
+    )
+
+
+# -- pending messages ------------------------------------------------------------------
 
 
 def _pending_of(state: ChatState, kind: PendingKind) -> tuple[PendingMessage, ...]:
@@ -408,7 +345,7 @@ def _with_pending(
     return attrs.evolve(state, queued_messages=messages)
 
 
-@_handles(PendingMessageAdded)
+@handles(PendingMessageAdded)
 def _pending_set(state: ChatState, action: PendingMessageAdded, now_ms: int) -> ChatState:
     """Upsert: an existing id is replaced in place, a new one appended."""
     pending = action.pending
@@ -420,7 +357,7 @@ def _pending_set(state: ChatState, action: PendingMessageAdded, now_ms: int) -> 
     return _with_pending(state, pending.kind, (*current, pending))
 
 
-@_handles(PendingMessageRemoved)
+@handles(PendingMessageRemoved)
 def _pending_removed(state: ChatState, action: PendingMessageRemoved, now_ms: int) -> ChatState:
     slot = state.steering_message
     if action.kind is PendingKind.STEERING and slot is not None and slot.id == action.pending_id:
@@ -430,196 +367,7 @@ def _pending_removed(state: ChatState, action: PendingMessageRemoved, now_ms: in
     return state if len(kept) == len(current) else _with_pending(state, action.kind, kept)
 
 
-def _with_status(state: ChatState) -> ChatState:
-    """In progress, or input-needed while the user is waited on."""
-    active = state.active_turn
-    if active is None:
-        return state
-    waiting = bool(state.open_requests) or any(
-        isinstance(p, ToolCallPart) and p.tool_call.status.waits_for_user
-        for p in active.response_parts
-    )
-    status = with_activity(
-        state.status, ChatStatus.INPUT_NEEDED if waiting else ChatStatus.IN_PROGRESS
-    )
-    return state if state.status is status else attrs.evolve(state, status=status)
-
-
-def _update_tool(
-    state: ChatState, turn_id: str, tool_call_id: str, change: Callable[[ToolCall], ToolCall | None]
-) -> ChatState:
-    """Apply `change` to one tool call of the active turn; None means "does not fit"."""
-    active = state.active_turn
-    if active is None or active.id != turn_id:
-        return state
-    parts = list(active.response_parts)
-    for index, part in enumerate(parts):
-        if isinstance(part, ToolCallPart) and part.tool_call.tool_call_id == tool_call_id:
-            changed = change(part.tool_call)
-            if changed is None:
-                return state
-            parts[index] = attrs.evolve(part, tool_call=changed)
-            updated = attrs.evolve(
-                state, active_turn=attrs.evolve(active, response_parts=tuple(parts))
-            )
-            return _with_status(updated)
-    return state
-
-
-@_handles(ToolCallStarted)
-def _tool_started(state: ChatState, action: ToolCallStarted, now_ms: int) -> ChatState:
-    active = state.active_turn
-    if active is None or active.id != action.turn_id:
-        return state
-    if any(
-        isinstance(p, ToolCallPart) and p.id == action.tool_call_id for p in active.response_parts
-    ):
-        return state
-    call = ToolCall(
-        tool_call_id=action.tool_call_id,
-        tool_name=action.tool_name,
-        display_name=action.display_name,
-        intention=action.intention,
-        contributor=action.contributor,
-        meta=action.meta,
-    )
-    return _with_active(
-        state, action.turn_id, response_parts=(*active.response_parts, ToolCallPart(tool_call=call))
-    )
-
-
-@_handles(ToolCallDelta)
-def _tool_delta(state: ChatState, action: ToolCallDelta, now_ms: int) -> ChatState:
-    def change(call: ToolCall) -> ToolCall | None:
-        if call.status is not ToolCallStatus.STREAMING:
-            return None
-        return attrs.evolve(
-            call,
-            partial_input=(call.partial_input or "") + action.content,
-            invocation_message=action.invocation_message or call.invocation_message,
-            meta=action.meta or call.meta,
-        )
-
-    return _update_tool(state, action.turn_id, action.tool_call_id, change)
-
-
-@_handles(ToolCallReady)
-def _tool_ready(state: ChatState, action: ToolCallReady, now_ms: int) -> ChatState:
-    def change(call: ToolCall) -> ToolCall | None:
-        if call.status not in (ToolCallStatus.STREAMING, ToolCallStatus.RUNNING):
-            return None
-        status = ToolCallStatus.RUNNING if action.confirmed else ToolCallStatus.PENDING_CONFIRMATION
-        return attrs.evolve(
-            call,
-            status=status,
-            invocation_message=action.invocation_message,
-            tool_input=action.tool_input if action.tool_input is not None else call.tool_input,
-            confirmed=action.confirmed,  # a call waiting for confirmation has none
-            partial_input=None,
-            meta=action.meta or call.meta,
-        )
-
-    return _update_tool(state, action.turn_id, action.tool_call_id, change)
-
-
-@_handles(ToolCallConfirmed)
-def _tool_confirmed(state: ChatState, action: ToolCallConfirmed, now_ms: int) -> ChatState:
-    def change(call: ToolCall) -> ToolCall | None:
-        if call.status is not ToolCallStatus.PENDING_CONFIRMATION:
-            return None
-        if action.approved:
-            return attrs.evolve(
-                call,
-                status=ToolCallStatus.RUNNING,
-                confirmed=action.confirmed or "user-action",
-                meta=action.meta or call.meta,
-            )
-        return _cancel_call(
-            call,
-            action.reason or "denied",
-            reason_message=action.reason_message,
-            user_suggestion=action.user_suggestion,
-            meta=action.meta or call.meta,
-        )
-
-    return _update_tool(state, action.turn_id, action.tool_call_id, change)
-
-
-@_handles(ToolCallCompleted)
-def _tool_completed(state: ChatState, action: ToolCallCompleted, now_ms: int) -> ChatState:
-    def change(call: ToolCall) -> ToolCall | None:
-        if call.status is not ToolCallStatus.RUNNING:
-            return None
-        status = (
-            ToolCallStatus.PENDING_RESULT_CONFIRMATION
-            if action.requires_result_confirmation
-            else ToolCallStatus.COMPLETED
-        )
-        return attrs.evolve(
-            call,
-            status=status,
-            success=action.success,
-            past_tense_message=action.past_tense_message,
-            content=action.content if action.content is not None else call.content,
-            structured_content=action.structured_content,
-            error=action.error,
-            meta=action.meta or call.meta,
-        )
-
-    return _update_tool(state, action.turn_id, action.tool_call_id, change)
-
-
-@_handles(ToolCallResultConfirmed)
-def _tool_result_confirmed(
-    state: ChatState, action: ToolCallResultConfirmed, now_ms: int
-) -> ChatState:
-    def change(call: ToolCall) -> ToolCall | None:
-        if call.status is not ToolCallStatus.PENDING_RESULT_CONFIRMATION:
-            return None
-        if action.approved:
-            return attrs.evolve(call, status=ToolCallStatus.COMPLETED)
-        return _cancel_call(call, "result-denied")
-
-    return _update_tool(state, action.turn_id, action.tool_call_id, change)
-
-
-@_handles(ToolCallContentChanged)
-def _tool_content(state: ChatState, action: ToolCallContentChanged, now_ms: int) -> ChatState:
-    def change(call: ToolCall) -> ToolCall | None:
-        if call.status is not ToolCallStatus.RUNNING:
-            return None
-        return attrs.evolve(call, content=action.content)
-
-    return _update_tool(state, action.turn_id, action.tool_call_id, change)
-
-
-@_handles(ToolCallSubagentStarted)
-def _tool_subagent(state: ChatState, action: ToolCallSubagentStarted, now_ms: int) -> ChatState:
-    def change(call: ToolCall) -> ToolCall | None:
-        return attrs.evolve(call, subagent_chat_id=action.subagent_chat_id)
-
-    return _update_tool(state, action.turn_id, action.tool_call_id, change)
-
-
-@_handles(RequestOpened)
-def _request_opened(state: ChatState, action: RequestOpened, now_ms: int) -> ChatState:
-    request = action.request
-    if state.active_turn_id != request.turn_id:
-        return state
-    if any(r.request_id == request.request_id for r in state.open_requests):
-        return state
-    return _with_status(attrs.evolve(state, open_requests=(*state.open_requests, request)))
-
-
-@_handles(RequestClosed)
-def _request_closed(state: ChatState, action: RequestClosed, now_ms: int) -> ChatState:
-    kept = tuple(r for r in state.open_requests if r.request_id != action.request_id)
-    if len(kept) == len(state.open_requests):
-        return state
-    return _with_status(attrs.evolve(state, open_requests=kept))
-
-
-@_handles(QueuedMessagesReordered)
+@handles(QueuedMessagesReordered)
 def _reordered(state: ChatState, action: QueuedMessagesReordered, now_ms: int) -> ChatState:
     """Listed ids first, in the listed order; the rest keep theirs. Unknown and
     repeated ids are ignored."""
@@ -633,7 +381,7 @@ def _reordered(state: ChatState, action: QueuedMessagesReordered, now_ms: int) -
     return attrs.evolve(state, queued_messages=(*first, *rest))
 
 
-@_handles(SteeringRecorded)
+@handles(SteeringRecorded)
 def _steering_recorded(state: ChatState, action: SteeringRecorded, now_ms: int) -> ChatState:
     """A steering message the provider folded into the running turn leaves pending
     and is recorded in that turn, once."""
@@ -650,7 +398,7 @@ def _steering_recorded(state: ChatState, action: SteeringRecorded, now_ms: int) 
     )
 
 
-@_handles(Truncated)
+@handles(Truncated)
 def _truncated(state: ChatState, action: Truncated, now_ms: int) -> ChatState:
     if action.turn_id is None:
         turns: tuple[Turn, ...] = ()
@@ -659,13 +407,131 @@ def _truncated(state: ChatState, action: Truncated, now_ms: int) -> ChatState:
         if action.turn_id not in ids:
             return state
         turns = state.turns[: ids.index(action.turn_id) + 1]
-    return attrs.evolve(
+    dropped = state.active_turn_id
+    truncated = attrs.evolve(
         state,
         turns=turns,
         active_turn=None,
-        status=with_activity(state.status, ChatStatus.IDLE),
+        open_requests=tuple(r for r in state.open_requests if r.turn_id != dropped),
+        input_requests=(),
+        turns_next_cursor=None if action.turn_id is None else state.turns_next_cursor,
         modified_at=now_ms,
     )
+    return attrs.evolve(truncated, status=derived_status(truncated))
+
+
+# -- the chat's own fields --------------------------------------------------------------
+
+
+@handles(DraftChanged)
+def _draft(state: ChatState, action: DraftChanged, now_ms: int) -> ChatState:
+    return attrs.evolve(state, draft=action.draft or None, modified_at=now_ms)
+
+
+@handles(ChatTitleChanged)
+def _chat_title(state: ChatState, action: ChatTitleChanged, now_ms: int) -> ChatState:
+    return attrs.evolve(state, title=action.title, modified_at=now_ms)
+
+
+@handles(ActivityChanged)
+def _activity(state: ChatState, action: ActivityChanged, now_ms: int) -> ChatState:
+    return attrs.evolve(state, activity=action.activity)
+
+
+@handles(ChatIsReadChanged)
+def _chat_read(state: ChatState, action: ChatIsReadChanged, now_ms: int) -> ChatState:
+    return attrs.evolve(state, status=with_activity(state.status, state.status, read=action.read))
+
+
+@handles(ChatIsArchivedChanged)
+def _chat_archived(state: ChatState, action: ChatIsArchivedChanged, now_ms: int) -> ChatState:
+    bit = int(ChatStatus.IS_ARCHIVED)
+    value = int(state.status) | bit if action.archived else int(state.status) & ~bit
+    return attrs.evolve(state, status=ChatStatus(value))
+
+
+@handles(ChatWorkingDirectorySet)
+def _chat_directory_set(
+    state: ChatState, action: ChatWorkingDirectorySet, now_ms: int
+) -> ChatState:
+    directories = state.working_directories or ()
+    if action.directory in directories:
+        return state
+    return attrs.evolve(state, working_directories=(*directories, action.directory))
+
+
+@handles(ChatWorkingDirectoryRemoved)
+def _chat_directory_removed(
+    state: ChatState, action: ChatWorkingDirectoryRemoved, now_ms: int
+) -> ChatState:
+    directories = state.working_directories
+    if directories is None or action.directory not in directories:
+        return state
+    kept = tuple(d for d in directories if d != action.directory)
+    return attrs.evolve(state, working_directories=kept)
+
+
+@handles(ChatChangesetsChanged)
+def _chat_changesets(state: ChatState, action: ChatChangesetsChanged, now_ms: int) -> ChatState:
+    return attrs.evolve(state, changesets=action.changesets)
+
+
+# -- open requests (ours) and input requests (AHP's) -----------------------------------
+
+
+@handles(RequestOpened)
+def _request_opened(state: ChatState, action: RequestOpened, now_ms: int) -> ChatState:
+    request = action.request
+    if state.active_turn_id != request.turn_id:
+        return state
+    if any(r.request_id == request.request_id for r in state.open_requests):
+        return state
+    return with_status(attrs.evolve(state, open_requests=(*state.open_requests, request)))
+
+
+@handles(RequestClosed)
+def _request_closed(state: ChatState, action: RequestClosed, now_ms: int) -> ChatState:
+    kept = tuple(r for r in state.open_requests if r.request_id != action.request_id)
+    if len(kept) == len(state.open_requests):
+        return state
+    return with_status(attrs.evolve(state, open_requests=kept))
+
+
+@handles(InputRequested)
+def _input_requested(state: ChatState, action: InputRequested, now_ms: int) -> ChatState:
+    request = action.request
+    requests = list(state.input_requests)
+    ids = [r.id for r in requests]
+    if request.id in ids:
+        index = ids.index(request.id)
+        if request.answers is None:
+            request = attrs.evolve(request, answers=requests[index].answers)
+        requests[index] = request
+    else:
+        requests.append(request)
+    updated = attrs.evolve(state, input_requests=tuple(requests), modified_at=now_ms)
+    return with_status(updated, unread=True)
+
+
+@handles(InputAnswerChanged)
+def _input_answer(state: ChatState, action: InputAnswerChanged, now_ms: int) -> ChatState:
+    requests = state.input_requests
+    ids = [r.id for r in requests]
+    if action.request_id not in ids:
+        return state
+    index = ids.index(action.request_id)
+    changed = requests[index].with_answer(action.question_id, action.answer)
+    updated = (*requests[:index], changed, *requests[index + 1 :])
+    return attrs.evolve(state, input_requests=updated, modified_at=now_ms)
+
+
+@handles(InputCompleted)
+def _input_completed(state: ChatState, action: InputCompleted, now_ms: int) -> ChatState:
+    kept = tuple(r for r in state.input_requests if r.id != action.request_id)
+    if len(kept) == len(state.input_requests):
+        return state
+    completed = attrs.evolve(state, input_requests=kept, modified_at=now_ms)
+    return attrs.evolve(completed, status=derived_status(completed))
 
 
 STATUS_UNCHANGED: tuple[type, ...] = (
@@ -677,5 +543,5 @@ STATUS_UNCHANGED: tuple[type, ...] = (
 """Streamed content: their reducers never change a chat's status (a property
 test holds them to it), so what watches the status need not see them."""
 
-STATUS_ACTIONS: tuple[type, ...] = tuple(t for t in _CHAT_REDUCERS if t not in STATUS_UNCHANGED)
+STATUS_ACTIONS: tuple[type, ...] = tuple(t for t in CHAT_REDUCERS if t not in STATUS_UNCHANGED)
 """Every other chat action: its reducer may change the chat's status."""

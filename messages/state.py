@@ -11,8 +11,60 @@ from enum import IntFlag, StrEnum
 
 import attrs
 
+from agenthost.messages.common import (  # noqa: F401  (TextPosition, TextRange: re-exported)
+    AgentSelection,
+    Artifact,
+    ChangesSummary,
+    ModelSelection,
+    ProjectInfo,
+    ProtectedResourceMetadata,
+    RepositorySource,
+    SessionOrigin,
+    TextPosition,
+    TextRange,
+    ToolDefinition,
+    WorkingDirectory,
+)
+from agenthost.messages.customizations import AnyCustomization
 from agenthost.messages.errors import AgentHostError, OpenStrEnum
-from agenthost.messages.fields import OMIT_DEFAULT, Json, extension, iso_time, wire_name
+from agenthost.messages.fields import (
+    OMIT_DEFAULT,
+    Json,
+    extension,
+    implicit,
+    is_json_text,
+    iso_time,
+    wire_name,
+)
+from agenthost.messages.inputs import ChatInputRequest
+from agenthost.messages.parts import (  # noqa: F401  (re-exported: state's public names)
+    Attachment,
+    AttributionPart,
+    AttributionSource,
+    AttributionSpan,
+    ConfirmationReason,
+    ContentRefPart,
+    ErrorPart,
+    InputRequestPart,
+    MarkdownPart,
+    MessageOrigin,
+    OriginKind,
+    PageLocation,
+    ReasoningPart,
+    Reference,
+    ResponsePart,
+    SourceLocation,
+    SystemNotificationPart,
+    TextLocation,
+    ToolCall,
+    ToolCallPart,
+    ToolCallStatus,
+    Usage,
+    UserMessage,
+    markdown_text,
+    part_id,
+    with_attachments,
+)
 
 
 class ChatStatus(IntFlag):
@@ -54,207 +106,6 @@ class PendingKind(StrEnum):
     QUEUED = "queued"
 
 
-class OriginKind(OpenStrEnum):
-    USER = "user"
-    STEERING = "steering"
-    QUEUED = "queued"
-
-
-@attrs.frozen(kw_only=True)
-class MessageOrigin:
-    kind: OriginKind = OriginKind.USER
-
-
-@attrs.frozen(kw_only=True)
-class Attachment:
-    """A text file sent with a message (its name and its text)."""
-
-    name: str
-    text: str
-
-
-@attrs.frozen(kw_only=True)
-class UserMessage:
-    """A user's message as AHP carries it: text and where it came from, plus
-    (an extension) the text attachments sent with it."""
-
-    text: str
-    origin: MessageOrigin = MessageOrigin()
-    attachments: tuple[Attachment, ...] = extension(default=())
-
-    @property
-    def prompt(self) -> str:
-        """The text with its attachments, as a model reads it."""
-        return with_attachments(self.text, self.attachments)
-
-
-def with_attachments(text: str, attachments: tuple[Attachment, ...]) -> str:
-    """`text`, then each attachment in a fenced block named after its file."""
-    blocks = [f'<attachment name="{a.name}">\n{a.text}\n</attachment>' for a in attachments]
-    return "\n\n".join([text, *blocks])
-
-
-@attrs.frozen(kw_only=True)
-class MarkdownPart:
-    """A markdown response part; deltas append to `content`."""
-
-    id: str
-    content: str = ""
-    kind: str = attrs.field(default="markdown", init=False)
-
-
-@attrs.frozen(kw_only=True)
-class ReasoningPart:
-    """The model's reasoning; chat/reasoning deltas append to `content`."""
-
-    id: str
-    content: str = ""
-    kind: str = attrs.field(default="reasoning", init=False)
-
-
-@attrs.frozen(kw_only=True)
-class TextPosition:
-    line: int
-    character: int
-
-
-@attrs.frozen(kw_only=True)
-class TextRange:
-    start: TextPosition
-    end: TextPosition
-
-
-@attrs.frozen(kw_only=True)
-class TextLocation:
-    """Where in a text source an attribution points."""
-
-    range: TextRange
-    kind: str = attrs.field(default="text", init=False)
-
-
-@attrs.frozen(kw_only=True)
-class PageLocation:
-    """Which pages of a paged source (a PDF) an attribution points at."""
-
-    start_page: int
-    end_page: int | None = None
-    kind: str = attrs.field(default="page", init=False)
-
-
-SourceLocation = TextLocation | PageLocation
-
-
-@attrs.frozen(kw_only=True)
-class AttributionSource:
-    id: str
-    title: str
-    uri: str | None = None
-    content_type: str | None = None
-    excerpt: str | None = None
-    location: SourceLocation | None = None
-    meta: Json | None = wire_name("_meta", default=None)
-
-
-@attrs.frozen(kw_only=True)
-class AttributionSpan:
-    """A range of the target part's text and the sources it rests on."""
-
-    range: TextRange
-    source_ids: tuple[str, ...]
-
-
-@attrs.frozen(kw_only=True)
-class AttributionPart:
-    """Sources for the text of another response part (`target_part_id`)."""
-
-    id: str
-    target_part_id: str
-    sources: tuple[AttributionSource, ...] = ()
-    spans: tuple[AttributionSpan, ...] = ()
-    meta: Json | None = wire_name("_meta", default=None)
-    kind: str = attrs.field(default="attribution", init=False)
-
-
-@attrs.frozen(kw_only=True)
-class Usage:
-    """Token usage; AHP's UsageInfo (`inputTokens`, `outputTokens`) on the wire."""
-
-    prompt_tokens: int = wire_name("inputTokens", default=0)
-    completion_tokens: int = wire_name("outputTokens", default=0)
-    cache_read_tokens: int | None = None
-    model: str | None = None
-
-
-class ToolCallStatus(OpenStrEnum):
-    """AHP's tool-call states; completed and cancelled are terminal."""
-
-    STREAMING = "streaming"
-    PENDING_CONFIRMATION = "pending-confirmation"
-    RUNNING = "running"
-    PENDING_RESULT_CONFIRMATION = "pending-result-confirmation"
-    COMPLETED = "completed"
-    CANCELLED = "cancelled"
-
-    @property
-    def terminal(self) -> bool:
-        return self in (ToolCallStatus.COMPLETED, ToolCallStatus.CANCELLED)
-
-    @property
-    def waits_for_user(self) -> bool:
-        return self in (
-            ToolCallStatus.PENDING_CONFIRMATION,
-            ToolCallStatus.PENDING_RESULT_CONFIRMATION,
-        )
-
-
-@attrs.frozen(kw_only=True)
-class ToolCall:
-    """One tool call of a turn: AHP's ToolCallState, one class for all its
-    statuses (a field a status does not have is None). `reason` says why a
-    cancelled call was cancelled: denied, skipped (its turn ended first) or
-    result-denied. `partial_input` is the input while it streams; `content`,
-    `structured_content`, `error`, `contributor` and `meta` are AHP values
-    agenthost passes through. `subagent_chat_id` is ours."""
-
-    tool_call_id: str
-    tool_name: str
-    display_name: str = ""
-    status: ToolCallStatus = ToolCallStatus.STREAMING
-    intention: str | None = None
-    invocation_message: str = ""
-    tool_input: str | None = None
-    confirmed: str | None = None
-    success: bool | None = None
-    past_tense_message: str | None = None
-    reason: str | None = None
-    subagent_chat_id: str | None = None
-    contributor: Json | None = None
-    meta: Json | None = wire_name("_meta", default=None)
-    partial_input: str | None = None
-    content: Json | None = None
-    structured_content: Json | None = None
-    error: Json | None = None
-    reason_message: str | None = None
-    user_suggestion: UserMessage | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ToolCallPart:
-    tool_call: ToolCall
-    kind: str = attrs.field(default="toolCall", init=False)
-
-    @property
-    def id(self) -> str:
-        return self.tool_call.tool_call_id
-
-
-ResponsePart = MarkdownPart | ToolCallPart | ReasoningPart | AttributionPart
-
-
-def _markdown_text(parts: tuple[ResponsePart, ...]) -> str:
-    return "".join(part.content for part in parts if isinstance(part, MarkdownPart))
-
-
 class RequestKind(StrEnum):
     PERMISSION = "permission"
     USER_INPUT = "user_input"
@@ -281,11 +132,17 @@ class OpenRequest:
 
 @attrs.frozen(kw_only=True)
 class ClientTool:
-    """A tool a client executes itself; calls to it wait for that client's result."""
+    """A tool a client executes itself; calls to it wait for that client's result.
+    AHP's ToolDefinition: `parameters` is its input schema as JSON text
+    (`inputSchema` on the wire, left off while it is `{}`)."""
 
     name: str
-    description: str = ""
-    parameters: str = "{}"
+    description: str = extension(default="")
+    parameters: str = attrs.field(default="{}", validator=is_json_text)
+    title: str | None = None
+    output_schema: Json | None = None
+    annotations: Json | None = None
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -316,7 +173,7 @@ class ActiveTurn:
 
     @property
     def assistant_text(self) -> str:
-        return _markdown_text(self.response_parts)
+        return markdown_text(self.response_parts)
 
 
 @attrs.frozen(kw_only=True)
@@ -339,19 +196,47 @@ class Turn:
 
     @property
     def assistant_text(self) -> str:
-        return _markdown_text(self.response_parts)
+        return markdown_text(self.response_parts)
 
 
 class ChatOriginKind(OpenStrEnum):
     USER = "user"
+    FORK = "fork"  # forked from another chat at a turn
+    SIDE_CHAT = "sideChat"  # a side conversation from another chat's turn
     TOOL = "tool"  # a subagent's chat, spawned by a tool call of another chat
 
 
 @attrs.frozen(kw_only=True)
+class SideChatSelection:
+    """The text selected when a side chat was created (a snapshot, not a range)."""
+
+    text: str
+    response_part_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class ChatOrigin:
+    """How a chat came to be. `chat_id` is the source chat (AHP's `chat`, a URI
+    on the wire); a fork or side chat names its source `turn_id`, a subagent's
+    chat the `tool_call_id` that spawned it."""
+
     kind: ChatOriginKind = ChatOriginKind.USER
     chat_id: str | None = None
     tool_call_id: str | None = None
+    turn_id: str | None = None
+    selection: SideChatSelection | None = None
+
+
+USER_CREATED = ChatOrigin()
+"""A chat's origin when nobody said: made by the user (left off the wire)."""
+
+
+class ChatInteractivity(OpenStrEnum):
+    """How a user may use a chat (absent: full)."""
+
+    FULL = "full"
+    READ_ONLY = "read-only"
+    HIDDEN = "hidden"
 
 
 @attrs.frozen(kw_only=True)
@@ -362,8 +247,9 @@ class ChatState:
     peer sent it: the host keeps steering in `steering_messages` and never
     fills the slot; reducers clear it when its message is consumed or removed
     (`with_legacy_steering_slot` shows the list's head there for older peers).
-    `open_requests` is ours; empty lists and the default origin are left off
-    the wire, as AHP leaves them off.
+    `open_requests` is ours; `input_requests` are AHP's open input requests
+    (`inputRequests`). Empty lists and an origin nobody gave are left off the
+    wire, as AHP leaves them off.
     """
 
     resource: str
@@ -376,8 +262,16 @@ class ChatState:
     queued_messages: tuple[PendingMessage, ...] = extension(default=())
     draft: str | None = None
     open_requests: tuple[OpenRequest, ...] = extension(default=())
-    origin: ChatOrigin = extension(factory=ChatOrigin)
+    origin: ChatOrigin = implicit(USER_CREATED)
     steering_message: PendingMessage | None = None
+    input_requests: tuple[ChatInputRequest, ...] = extension(default=())
+    activity: str | None = None
+    interactivity: ChatInteractivity | None = None
+    parent_chat: str | None = None
+    working_directories: tuple[str, ...] | None = None
+    changesets: Json | None = None
+    turns_next_cursor: str | None = None
+    meta: Json | None = wire_name("_meta", default=None)
 
     @property
     def active_turn_id(self) -> str | None:
@@ -413,12 +307,19 @@ class SessionLifecycle(OpenStrEnum):
 
 @attrs.frozen(kw_only=True)
 class ChatSummary:
-    """One entry of a session's chat catalog."""
+    """One entry of a session's chat catalog (AHP's ChatSummary), or of a session
+    summary's chat list (its SessionChatSummary: no status needed there)."""
 
     resource: str
     title: str = ""
-    status: ChatStatus = ChatStatus.IDLE
+    status: ChatStatus | None = None
     modified_at: int | None = iso_time(default=None)
+    activity: str | None = None
+    origin: ChatOrigin | None = None
+    parent_chat: str | None = None
+    interactivity: ChatInteractivity | None = None
+    working_directories: tuple[str, ...] | None = None
+    changes: ChangesSummary | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -429,6 +330,35 @@ class ActiveClient:
     display_name: str | None = None
     tools: tuple[ClientTool, ...] = ()
     meta: Json | None = wire_name("_meta", default=None)
+    customizations: tuple[AnyCustomization, ...] | None = None
+
+
+class SessionInputKind(OpenStrEnum):
+    CHAT_INPUT = "chatInput"
+    TOOL_CONFIRMATION = "toolConfirmation"
+    TOOL_CLIENT_EXECUTION = "toolClientExecution"
+    TOOL_AUTHENTICATION = "toolAuthentication"
+
+
+@attrs.frozen(kw_only=True)
+class SessionInputRequest:
+    """Input a session waits on, surfaced so a client can answer it from the
+    session channel (AHP's SessionInputRequest): a chat's input `request`, or
+    a `tool_call` to confirm, execute (`client_id`'s) or authenticate. `id` is
+    the host's opaque key; `chat` the chat to dispatch the answer to."""
+
+    kind: SessionInputKind
+    id: str
+    chat: str
+    turn_id: str | None = None
+    client_id: str | None = None
+    tool_call: ToolCall | None = None
+    request: ChatInputRequest | None = None
+
+    @property
+    def awaits_user(self) -> bool:
+        """A client executing a tool is work handed out, not a question."""
+        return self.kind != SessionInputKind.TOOL_CLIENT_EXECUTION
 
 
 def _config_pairs(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
@@ -450,8 +380,10 @@ class SessionState:
     `status`; `status` holds the rest. `user_titled`: the title is the
     user's, so titles the host derives no longer replace it. `input_needed`
     lists the chats that wait on the user (ours, `inputNeededChats` on the
-    wire: AHP's `inputNeeded` lists requests). `config` holds the config
-    values, `config_schema` AHP's schema for them; both are `config` on the wire.
+    wire); `input_requests` is AHP's `inputNeeded`, the requests themselves.
+    `config` holds the config values, `config_schema` AHP's schema for them;
+    both are `config` on the wire. `model` and `agent` are the session-wide
+    selections of protocols before 0.5 (later ones carry them per message).
     """
 
     title: str = ""
@@ -469,8 +401,22 @@ class SessionState:
     active_clients: tuple[ActiveClient, ...] = ()
     chats: tuple[ChatSummary, ...] = ()
     default_chat: str | None = None
-    working_directories: tuple[str, ...] = extension(default=())
+    working_directories: tuple[WorkingDirectory, ...] = extension(default=())
     config_schema: Json | None = None
+    input_requests: tuple[SessionInputRequest, ...] = wire_name(
+        "inputNeeded", default=(), metadata={OMIT_DEFAULT: True}
+    )
+    activity: str | None = None
+    origin: SessionOrigin | None = None
+    project: ProjectInfo | None = None
+    repositories: tuple[RepositorySource, ...] | None = None
+    server_tools: tuple[ToolDefinition, ...] | None = None
+    customizations: tuple[AnyCustomization, ...] | None = None
+    changesets: Json | None = None
+    artifacts: tuple[Artifact, ...] | None = None
+    model: ModelSelection | None = None
+    agent: AgentSelection | None = None
+    meta: Json | None = wire_name("_meta", default=None)
 
 
 @attrs.frozen(kw_only=True)
@@ -492,3 +438,53 @@ class SessionSummary:
 
 def chat_resource(chat_id: str) -> str:
     return f"ahp-chat:/{chat_id}"
+
+
+# -- the root channel -------------------------------------------------------------------
+
+
+class PolicyState(OpenStrEnum):
+    ENABLED = "enabled"
+    DISABLED = "disabled"
+    UNCONFIGURED = "unconfigured"
+
+
+@attrs.frozen(kw_only=True)
+class ModelInfo:
+    """A model an agent offers (AHP's SessionModelInfo; `vendor` as the provider
+    reports it)."""
+
+    id: str
+    name: str | None = None
+    provider: str | None = None
+    vendor: str | None = None
+    max_context_window: int | None = None
+    supports_vision: bool | None = None
+    policy_state: PolicyState | None = None
+    config_schema: Json | None = None
+    meta: Json | None = wire_name("_meta", default=None)
+
+
+@attrs.frozen(kw_only=True)
+class AgentInfo:
+    """One agent (provider) the host offers."""
+
+    provider: str
+    display_name: str = ""
+    description: str = ""
+    models: tuple[ModelInfo, ...] = ()
+    protected_resources: tuple[ProtectedResourceMetadata, ...] | None = None
+    customizations: tuple[AnyCustomization, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RootState:
+    """The root channel's state. Sessions are listed with listSessions and kept
+    current by root/* notifications, not held here; `config` is AHP's
+    `{schema, values}` as it came."""
+
+    agents: tuple[AgentInfo, ...] = ()
+    active_sessions: int | None = None
+    terminals: Json | None = None
+    config: Json | None = None
+    meta: Json | None = wire_name("_meta", default=None)

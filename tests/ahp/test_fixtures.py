@@ -1,9 +1,10 @@
 """AHP's conformance fixtures, run against our types, reducers and wire conversion.
 
 The fixtures live outside the repository: the folder in AHP_FIXTURES, by
-default ../shared/ahp/fixtures beside the repository. Every reducer fixture
-and every round-trip fixture found there is one test; the ones we do not
-support are listed, with why, in tests/ahp/skip.toml. Harness rules (the
+default shared/ahp/fixtures beside the repository (tests/ahp/fixture_files.py).
+Every reducer fixture and every round-trip fixture found there is one test;
+the ones we do not support are listed, with why, in tests/ahp/skip.toml; the
+run says in one line how many it found (tests/ahp/conftest.py). Harness rules (the
 fixture README): "now" is 9999 ms; `initial` must survive a round trip
 through the typed model; actions decode with from_wire and apply in order
 through our reducers; the result is compared with `expected` after dropping
@@ -13,30 +14,29 @@ included (group B: unknown keys are dropped).
 """
 
 import json
-import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agenthost.messages.protocol import WIRE_TYPES
-from agenthost.messages.reducers import reduce_chat, reduce_session
-from agenthost.messages.state import ChatState, SessionState
+from agenthost.messages.reducers import reduce_chat, reduce_root, reduce_session
+from agenthost.messages.state import ChatState, RootState, SessionState
 from agenthost.messages.wire import action_from_wire, from_wire, to_wire
+from tests.ahp.fixture_files import CASES, FIXTURES, SKIPS, fixture_paths, summary
 
 NOW_MS = 9_999
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = Path(os.environ.get("AHP_FIXTURES", REPO.parent / "shared" / "ahp" / "fixtures"))
-CASES = FIXTURES / "types" / "test-cases"
-SKIPS = tomllib.loads((Path(__file__).parent / "skip.toml").read_text())
-REDUCERS = {"chat": (ChatState, reduce_chat), "session": (SessionState, reduce_session)}
+REDUCERS = {
+    "chat": (ChatState, reduce_chat),
+    "session": (SessionState, reduce_session),
+    "root": (RootState, reduce_root),
+}
 
 
 def _fixtures(folder: str) -> list[Any]:
     if not FIXTURES.is_dir():
         return [pytest.param(None, marks=pytest.mark.skip(f"no AHP fixtures at {FIXTURES}"))]
-    paths = sorted((CASES / folder).glob("*.json"))
+    paths = fixture_paths(folder)
     reasons = SKIPS.get(folder, {})
     return [
         pytest.param(
@@ -76,6 +76,17 @@ def test_round_trip_fixture(path: Path) -> None:
     assert len(fixture["acceptableOutputs"]) == 1
     value = from_wire(fixture["input"], WIRE_TYPES[fixture["type"]])
     assert to_wire(value) == fixture["acceptableOutputs"][0]
+
+
+def test_the_runner_counts_the_fixtures_it_finds(tmp_path: Path) -> None:
+    for kind, names in (("reducers", ["a.json", "b.json"]), ("round-trips", ["c.json"])):
+        folder = tmp_path / "types" / "test-cases" / kind
+        folder.mkdir(parents=True)
+        for name in names:
+            (folder / name).write_text("{}")
+    line = summary(tmp_path)
+    assert line.startswith(f"AHP fixtures: 2 reducer and 1 round-trip fixtures at {tmp_path} (")
+    assert summary(tmp_path / "missing").startswith("AHP fixtures: none at ")
 
 
 def test_the_skip_file_names_only_fixtures_that_exist() -> None:

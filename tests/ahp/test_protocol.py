@@ -35,6 +35,7 @@ from agenthost.messages.state import (
     with_legacy_steering_slot,
 )
 from agenthost.messages.wire import action_from_wire, from_wire, to_wire
+from tests import strategies  # noqa: F401  (registers the message types' strategies)
 
 HELLO = UserMessage(text="hello")
 
@@ -195,7 +196,8 @@ def test_an_unknown_turn_state_survives_and_is_not_a_known_one() -> None:
 
 PLAIN = (
     p.InitializeParams,
-    p.ReconnectParams,
+    p.ConnectionReconnectParams,
+    p.ChannelReconnectParams,
     p.SubscribeParams,
     p.AuthRequiredParams,
     p.SessionSummary,
@@ -203,9 +205,18 @@ PLAIN = (
     p.JsonRpcError,
     p.ListSessionsResult,
     p.FetchTurnsParams,
+    p.FetchTurnsResult,
     p.CreateSessionParams,
+    p.CreateChatParams,
+    p.SessionSummaryChangedParams,
+    p.AuthenticateParams,
+    p.CompletionsResult,
+    p.ChannelFrameParams,
+    p.ChannelCreditParams,
+    p.SubscribeParams,
+    p.ProgressParams,
+    p.SessionConfigCompletionsParams,
 )
-st.register_type_strategy(Json, st.builds(Json.of, st.integers() | st.text(max_size=5)))
 
 
 @pytest.mark.parametrize("cls", PLAIN, ids=lambda c: c.__name__)
@@ -238,4 +249,101 @@ def test_without_the_fixture_folder_the_fixture_tests_skip_and_say_why() -> None
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "no AHP fixtures at /nonexistent/ahp-fixtures" in run.stdout
+    assert "AHP fixtures: none at /nonexistent/ahp-fixtures" in run.stdout
     assert " passed" not in run.stdout
+
+
+def test_reconnect_params_are_told_apart_by_shape() -> None:
+    wide = from_wire(
+        {"clientId": "k", "lastSeenServerSeq": 9, "subscriptions": ["ahp-chat:/a"]},
+        p.ReconnectParams,
+    )
+    assert wide == p.ConnectionReconnectParams(
+        client_id="k", last_seen_server_seq=9, subscriptions=("ahp-chat:/a",)
+    )
+    cursors = from_wire(
+        {"clientId": "k", "subscriptions": [{"channel": "ahp-chat:/a", "lastSeenServerSeq": 4}]},
+        p.ReconnectParams,
+    )
+    assert cursors == p.ChannelReconnectParams(
+        client_id="k",
+        subscriptions=(p.ChannelCursor(channel="ahp-chat:/a", last_seen_server_seq=4),),
+    )
+
+
+def test_a_per_channel_reconnect_result_recovers_each_channel_its_own_way() -> None:
+    wire = {
+        "channels": [
+            {"kind": "replay", "channel": "ahp-chat:/a", "actions": []},
+            {
+                "kind": "snapshot",
+                "channel": "ahp-terminal:/t",
+                "snapshot": {"resource": "ahp-terminal:/t", "state": {"rows": 3}, "fromSeq": 2},
+            },
+            {"kind": "missing", "channel": "ahp-chat:/gone"},
+        ]
+    }
+    result = from_wire(wire, p.ReconnectResult)
+    assert isinstance(result, p.ChannelReconnectResult)
+    assert [type(c) for c in result.channels] == [
+        p.ChannelReplay,
+        p.ChannelSnapshot,
+        p.ChannelMissing,
+    ]
+    assert to_wire(result) == wire
+
+
+def test_auth_required_carries_resource_metadata_and_still_reads_a_bare_uri() -> None:
+    from agenthost.messages.common import ProtectedResourceMetadata
+
+    rich = {
+        "channel": "ahp-root://",
+        "resource": {"resource": "https://api", "authorization_servers": ["https://login"]},
+        "reason": "expired",
+    }
+    params = from_wire(rich, p.AuthRequiredParams)
+    assert params.resource == ProtectedResourceMetadata(
+        resource="https://api", authorization_servers=("https://login",)
+    )
+    assert to_wire(params) == rich
+    bare = {"channel": "ahp-root://", "resource": "https://api"}
+    assert to_wire(from_wire(bare, p.AuthRequiredParams)) == bare
+
+
+def test_fetch_turns_answers_in_either_versions_form() -> None:
+    assert to_wire(p.FetchTurnsResult()) == {}
+    old = p.FetchTurnsResult(turns=(), has_more=False)
+    assert to_wire(old) == {"turns": [], "hasMore": False}
+
+
+def test_a_summary_change_carries_only_what_changed() -> None:
+    changed = p.SessionSummaryChangedParams(
+        channel="ahp-root://",
+        session="ahp-session:/s",
+        changes=p.SessionSummaryChanges(title="New", status=ChatStatus.IN_PROGRESS),
+    )
+    assert to_wire(changed) == {
+        "channel": "ahp-root://",
+        "session": "ahp-session:/s",
+        "changes": {"title": "New", "status": 8},
+    }
+
+
+def test_a_completion_attaches_any_attachment_kind() -> None:
+    from agenthost.messages.parts import Attachment, ResourceAttachment
+
+    wire = {
+        "items": [
+            {
+                "insertText": "/help",
+                "attachment": {"type": "simple", "label": "help", "modelRepresentation": "/help"},
+            },
+            {
+                "insertText": "@a.py",
+                "attachment": {"type": "resource", "label": "a.py", "uri": "file:///a.py"},
+            },
+        ]
+    }
+    result = from_wire(wire, p.CompletionsResult)
+    assert [type(item.attachment) for item in result.items] == [Attachment, ResourceAttachment]
+    assert to_wire(result) == wire

@@ -3,23 +3,52 @@
 
 import attrs
 
+from agenthost.messages.common import DirectoryInfo
+from agenthost.messages.customizations import (
+    Customization,
+    CustomizationType,
+    Enablement,
+    EnablementKind,
+    McpServerState,
+    McpServerStatus,
+)
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     ActiveClientRemoved,
     ActiveClientSet,
+    ActiveSessionsChanged,
+    AgentsChanged,
     ChatAdded,
     ChatRemoved,
+    ChatsReordered,
     ChatUpdated,
+    CustomizationRemoved,
+    CustomizationToggled,
+    CustomizationUpdated,
     IsArchivedChanged,
+    McpServerStartRequested,
+    McpServerStateChanged,
+    McpServerStopRequested,
+    RootConfigChanged,
     SessionCreationFailed,
+    SessionInputNeededRemoved,
+    SessionInputNeededSet,
     SessionReady,
+    WorkingDirectoryRemoved,
+    WorkingDirectoryReplaced,
+    WorkingDirectorySet,
 )
+from agenthost.messages.fields import Json
 from agenthost.messages.protocol import UnknownAction
-from agenthost.messages.reducers import reduce_session
+from agenthost.messages.reducers import reduce_root, reduce_session
 from agenthost.messages.state import (
     ActiveClient,
+    AgentInfo,
     ChatStatus,
     ChatSummary,
+    RootState,
+    SessionInputKind,
+    SessionInputRequest,
     SessionLifecycle,
     SessionState,
 )
@@ -122,3 +151,153 @@ def test_creation_error_keeps_an_error_type_agenthost_does_not_define() -> None:
 
 def test_session_ready_is_a_message_type_with_its_ahp_tag() -> None:
     assert to_wire(SessionReady()) == {"type": "session/ready"}
+
+
+# -- AHP 1.1's session and root actions --------------------------------------------------
+
+PLUGIN = Customization(
+    type=CustomizationType.PLUGIN,
+    id="plugin",
+    uri="https://plugins.example/p",
+    name="P",
+    enabled=True,
+    children=(
+        Customization(type=CustomizationType.SKILL, id="skill", uri="p#skill", name="lint"),
+        Customization(
+            type=CustomizationType.MCP_SERVER,
+            id="server",
+            uri="p#mcp",
+            name="Search",
+            state=McpServerState(kind=McpServerStatus.STARTING),
+        ),
+    ),
+)
+
+
+def customized(*actions: object) -> SessionState:
+    state = SessionState(customizations=(PLUGIN,))
+    for action in actions:
+        state = reduce_session(state, action)  # type: ignore[arg-type]
+    return state
+
+
+def child(state: SessionState, index: int) -> Customization:
+    container = (state.customizations or ())[0]
+    assert isinstance(container, Customization) and container.children is not None
+    found = container.children[index]
+    assert isinstance(found, Customization)
+    return found
+
+
+def test_a_customization_is_toggled_by_id_among_the_children_too() -> None:
+    state = customized(CustomizationToggled(id="skill", enabled=False))
+    assert child(state, 0).enabled is False
+    decided = Enablement(kind=EnablementKind.WORKSPACE, uri="file:///w", enabled=False)
+    state = customized(CustomizationToggled(id="skill", enablement=(decided,)))
+    assert (child(state, 0).enabled, child(state, 0).enablement) == (False, (decided,))
+    cleared = reduce_session(state, CustomizationToggled(id="skill", enablement=()))
+    assert (child(cleared, 0).enabled, child(cleared, 0).enablement) == (True, None)
+    assert customized(CustomizationToggled(id="nothing", enabled=False)) == customized()
+
+
+def test_an_mcp_servers_state_changes_by_id_and_no_other_customization_has_one() -> None:
+    ready = McpServerState(kind=McpServerStatus.READY)
+    state = customized(McpServerStateChanged(id="server", state=ready, channel="mcp://search"))
+    assert (child(state, 1).state, child(state, 1).channel) == (ready, "mcp://search")
+    stopped = reduce_session(state, McpServerStopRequested(id="server"))
+    assert (child(stopped, 1).state, child(stopped, 1).channel) == (
+        McpServerState(kind=McpServerStatus.STOPPED),
+        None,
+    )
+    assert customized(McpServerStateChanged(id="skill", state=ready)) == customized()
+    assert customized(McpServerStartRequested(id="plugin")) == customized()
+
+
+def test_customizations_upsert_by_id_and_a_removed_container_takes_its_children() -> None:
+    other = Customization(type=CustomizationType.PLUGIN, id="other", uri="o", name="O")
+    state = customized(CustomizationUpdated(customization=other))
+    assert [c.id for c in state.customizations or () if isinstance(c, Customization)] == [
+        "plugin",
+        "other",
+    ]
+    state = reduce_session(state, CustomizationRemoved(id="skill"))
+    assert [c.id for c in (child(state, 0),)] == ["server"]
+    state = reduce_session(state, CustomizationRemoved(id="plugin"))
+    assert state.customizations == (other,)
+
+
+def test_a_customization_of_a_type_from_a_newer_peer_is_kept_whole() -> None:
+    wire = {"type": "workflow", "id": "w", "steps": [1, 2]}
+    action = action_from_wire({"type": "session/customizationsChanged", "customizations": [wire]})
+    state = reduce_session(SessionState(), action)
+    assert to_wire(state)["customizations"] == [wire]
+
+
+def request(kind: SessionInputKind, request_id: str = "chat#1") -> SessionInputRequest:
+    return SessionInputRequest(kind=kind, id=request_id, chat="ahp-chat:/c", turn_id="t")
+
+
+def test_session_input_requests_make_the_session_input_needed_but_client_execution_does_not() -> (
+    None
+):
+    busy = SessionState(status=ChatStatus.IN_PROGRESS)
+    confirm = SessionInputNeededSet(request=request(SessionInputKind.TOOL_CONFIRMATION))
+    state = reduce_session(busy, confirm)
+    assert state.status is ChatStatus.INPUT_NEEDED
+    execute = SessionInputNeededSet(
+        request=request(SessionInputKind.TOOL_CLIENT_EXECUTION, "chat#2")
+    )
+    assert reduce_session(busy, execute).status is ChatStatus.IN_PROGRESS
+    state = reduce_session(state, execute)
+    state = reduce_session(state, SessionInputNeededRemoved(id="chat#1"))
+    assert ([r.id for r in state.input_requests], state.status) == (
+        ["chat#2"],
+        ChatStatus.IN_PROGRESS,
+    )
+    assert reduce_session(state, SessionInputNeededRemoved(id="gone")) == state
+
+
+def test_working_directories_are_keyed_by_uri_and_a_replacement_takes_the_place() -> None:
+    rich = DirectoryInfo(uri="file:///b", repo="https://example.org/r.git")
+    state = SessionState(working_directories=("file:///a", "file:///b"))
+    state = reduce_session(state, WorkingDirectorySet(directory=rich))
+    assert state.working_directories == ("file:///a", rich)
+    assert reduce_session(state, WorkingDirectorySet(directory=rich)) == state
+    replaced = reduce_session(
+        state, WorkingDirectoryReplaced(directory="file:///a", replacement="file:///b")
+    )
+    assert replaced.working_directories == ("file:///b",)
+    assert reduce_session(state, WorkingDirectoryRemoved(directory="file:///x")) == state
+    assert reduce_session(
+        state, WorkingDirectoryReplaced(directory="file:///x", replacement="file:///y")
+    ) == (state)
+
+
+def test_chats_reorder_only_by_a_complete_order() -> None:
+    chats = tuple(ChatSummary(resource=f"ahp-chat:/{name}") for name in "abc")
+    state = SessionState(chats=chats)
+    reordered = reduce_session(
+        state, ChatsReordered(order=("ahp-chat:/c", "ahp-chat:/a", "ahp-chat:/b"))
+    )
+    assert [c.resource[-1] for c in reordered.chats] == ["c", "a", "b"]
+    for order in (("ahp-chat:/a",), ("ahp-chat:/a",) * 3, ("ahp-chat:/a", "ahp-chat:/b", "x")):
+        assert reduce_session(state, ChatsReordered(order=order)) == state
+
+
+def test_removing_the_default_chat_clears_the_default() -> None:
+    chat = ChatSummary(resource="ahp-chat:/a")
+    state = SessionState(chats=(chat,), default_chat="ahp-chat:/a")
+    assert reduce_session(state, ChatRemoved(chat="ahp-chat:/a")).default_chat is None
+
+
+def test_the_root_replaces_agents_and_merges_config_values() -> None:
+    agents = (AgentInfo(provider="scripted", display_name="Scripted"),)
+    state = reduce_root(RootState(), AgentsChanged(agents=agents))
+    assert state.agents == agents
+    assert reduce_root(state, RootConfigChanged(config=Json.of({"a": 1}))) == state  # no config yet
+    configured = attrs.evolve(state, config=Json.of({"schema": {}, "values": {"a": 1, "b": 2}}))
+    merged = reduce_root(configured, RootConfigChanged(config=Json.of({"b": 3})))
+    assert merged.config == Json.of({"schema": {}, "values": {"a": 1, "b": 3}})
+    replaced = reduce_root(configured, RootConfigChanged(config=Json.of({"b": 3}), replace=True))
+    assert replaced.config == Json.of({"schema": {}, "values": {"b": 3}})
+    assert reduce_root(state, ActiveSessionsChanged(active_sessions=4)).active_sessions == 4

@@ -1,13 +1,25 @@
-"""The tool-call state machine, over random action sequences (the pure reducer)."""
+"""The tool-call state machine, over random action sequences (the pure reducer:
+reducers.py's invariants 1, 4, 5 and 6)."""
 
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from agenthost.messages.common import (
+    AuthRequiredReason,
+    ConfirmationOption,
+    ConfirmationOptionKind,
+    ContributorKind,
+    McpAuthRequirement,
+    ProtectedResourceMetadata,
+    ToolCallContributor,
+)
 from agenthost.messages.events import (
     AssistantDelta,
     ReasoningDelta,
     ResponsePartAdded,
+    ToolCallAuthRequired,
+    ToolCallAuthResolved,
     ToolCallCompleted,
     ToolCallConfirmed,
     ToolCallDelta,
@@ -35,14 +47,28 @@ from agenthost.messages.state import (
 
 EDGES = {
     S.STREAMING: {S.PENDING_CONFIRMATION, S.RUNNING},
-    S.RUNNING: {S.PENDING_CONFIRMATION, S.COMPLETED, S.PENDING_RESULT_CONFIRMATION},
-    S.PENDING_CONFIRMATION: {S.RUNNING, S.CANCELLED},
+    S.RUNNING: {
+        S.PENDING_CONFIRMATION,
+        S.AUTH_REQUIRED,
+        S.COMPLETED,
+        S.PENDING_RESULT_CONFIRMATION,
+    },
+    S.AUTH_REQUIRED: {S.RUNNING, S.COMPLETED},
+    S.PENDING_CONFIRMATION: {S.RUNNING, S.CANCELLED, S.COMPLETED, S.PENDING_RESULT_CONFIRMATION},
     S.PENDING_RESULT_CONFIRMATION: {S.COMPLETED, S.CANCELLED},
     S.COMPLETED: set(),
     S.CANCELLED: set(),
 }
 CALLS = st.sampled_from(["a", "b", "c"])
 TURN = "t1"
+OPTIONS = (
+    ConfirmationOption(id="yes", label="Yes", kind=ConfirmationOptionKind.APPROVE),
+    ConfirmationOption(id="no", label="No", kind=ConfirmationOptionKind.DENY),
+)
+MCP = ToolCallContributor(kind=ContributorKind.MCP, customization_id="m")
+AUTH = McpAuthRequirement(
+    reason=AuthRequiredReason.REQUIRED, resource=ProtectedResourceMetadata(resource="https://m")
+)
 
 
 class ToolCalls(RuleBasedStateMachine):
@@ -72,27 +98,50 @@ class ToolCalls(RuleBasedStateMachine):
             return []
         return [p.tool_call for p in turn.response_parts if isinstance(p, ToolCallPart)]
 
-    @rule(call=CALLS)
-    def start(self, call: str) -> None:
-        self.apply(ToolCallStarted(turn_id=TURN, tool_call_id=call, tool_name="t"))
+    @rule(call=CALLS, mcp=st.booleans())
+    def start(self, call: str, mcp: bool) -> None:
+        contributor = MCP if mcp else None
+        self.apply(
+            ToolCallStarted(turn_id=TURN, tool_call_id=call, tool_name="t", contributor=contributor)
+        )
 
     @rule(call=CALLS)
     def delta(self, call: str) -> None:
         self.apply(ToolCallDelta(turn_id=TURN, tool_call_id=call, content="x"))
 
-    @rule(call=CALLS, confirmed=st.sampled_from([None, "not-needed"]))
-    def ready(self, call: str, confirmed: str | None) -> None:
-        self.apply(ToolCallReady(turn_id=TURN, tool_call_id=call, confirmed=confirmed))
-
-    @rule(call=CALLS, approved=st.booleans())
-    def confirm(self, call: str, approved: bool) -> None:
-        self.apply(ToolCallConfirmed(turn_id=TURN, tool_call_id=call, approved=approved))
-
-    @rule(call=CALLS, check=st.booleans())
-    def complete(self, call: str, check: bool) -> None:
+    @rule(call=CALLS, confirmed=st.sampled_from([None, "not-needed"]), options=st.booleans())
+    def ready(self, call: str, confirmed: str | None, options: bool) -> None:
+        offered = OPTIONS if options else None
         self.apply(
-            ToolCallCompleted(turn_id=TURN, tool_call_id=call, requires_result_confirmation=check)
+            ToolCallReady(turn_id=TURN, tool_call_id=call, confirmed=confirmed, options=offered)
         )
+
+    @rule(call=CALLS, approved=st.booleans(), option=st.sampled_from([None, "yes", "no", "x"]))
+    def confirm(self, call: str, approved: bool, option: str | None) -> None:
+        self.apply(
+            ToolCallConfirmed(
+                turn_id=TURN, tool_call_id=call, approved=approved, selected_option_id=option
+            )
+        )
+
+    @rule(call=CALLS, check=st.booleans(), success=st.booleans())
+    def complete(self, call: str, check: bool, success: bool) -> None:
+        self.apply(
+            ToolCallCompleted(
+                turn_id=TURN,
+                tool_call_id=call,
+                requires_result_confirmation=check,
+                success=success,
+            )
+        )
+
+    @rule(call=CALLS)
+    def need_auth(self, call: str) -> None:
+        self.apply(ToolCallAuthRequired(turn_id=TURN, tool_call_id=call, auth=AUTH))
+
+    @rule(call=CALLS)
+    def auth_resolved(self, call: str) -> None:
+        self.apply(ToolCallAuthResolved(turn_id=TURN, tool_call_id=call))
 
     @rule(call=CALLS, approved=st.booleans())
     def confirm_result(self, call: str, approved: bool) -> None:
@@ -135,6 +184,33 @@ class ToolCalls(RuleBasedStateMachine):
             if call.status is S.CANCELLED:
                 assert call.reason in ("denied", "skipped", "result-denied")
 
+    @invariant()
+    def only_an_mcp_servers_call_waits_for_authentication_and_only_then_has_a_challenge(
+        self,
+    ) -> None:
+        for call in self.calls():
+            waiting = call.status is S.AUTH_REQUIRED
+            assert (call.auth is not None) == waiting
+            if waiting:
+                assert call.contributor == MCP
 
-ToolCalls.TestCase.settings = settings(max_examples=300, stateful_step_count=30, deadline=None)
+    @invariant()
+    def a_selected_option_is_one_the_call_offered_and_only_after_its_confirmation(
+        self,
+    ) -> None:
+        for call in self.calls():
+            if call.selected_option is not None:
+                assert call.selected_option in OPTIONS
+                assert call.status not in (S.STREAMING, S.PENDING_CONFIRMATION)
+            if call.options is not None:  # options belong to the pending confirmation
+                assert call.status is S.PENDING_CONFIRMATION
+
+    @invariant()
+    def a_call_past_its_confirmation_says_how_it_was_confirmed(self) -> None:
+        for call in self.calls():
+            if call.status.confirmed_before:
+                assert call.confirmed is not None
+
+
+ToolCalls.TestCase.settings = settings(max_examples=200, stateful_step_count=30, deadline=None)
 test_tool_calls_follow_one_state_machine = ToolCalls.TestCase
