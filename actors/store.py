@@ -5,7 +5,6 @@ mailbox drains (or after `MAX_BATCH` writes), then sends each write's ack.
 So an ack always means "committed", and a burst of writes costs one fsync.
 """
 
-import sqlite3
 from typing import Any
 
 import attrs
@@ -23,8 +22,8 @@ from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.threads import ThreadingRuntime
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
+from agenthost.store.base import Store
 from agenthost.store.records import SessionRecord, StoreOp
-from agenthost.store.sqlite import SqliteStore
 
 log = structlog.get_logger(__name__)
 
@@ -42,7 +41,7 @@ class StoreActor(Actor):
 
     own_runtime = ThreadingRuntime()
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Store) -> None:
         super().__init__()
         self._store = store
         self._acks: list[tuple[Any, Any]] = []
@@ -60,7 +59,7 @@ class StoreActor(Actor):
         for op in ops:
             try:
                 self._store.apply(op)
-            except sqlite3.Error as exc:  # this write alone is undone; the ack says so
+            except self._store.errors as exc:  # this write alone is undone; the ack says so
                 log.error("store_write_failed", op=type(op).__name__, exc_info=True)
                 ack = _failed(ack, str(exc))
         if ack_to is not None:
@@ -101,7 +100,7 @@ class StoreActor(Actor):
         acks, self._acks = self._acks, []
         try:
             self._store.commit()
-        except sqlite3.Error as exc:
+        except self._store.errors as exc:
             log.error("store_commit_failed", exc_info=True)
             self._store.rollback()
             acks = [(ref, _failed(ack, str(exc))) for ref, ack in acks]

@@ -86,6 +86,7 @@ from agenthost.messages.state import (
 )
 from agenthost.messages.wire import from_wire, to_wire
 from agenthost.providers.base import Provider, ProviderLoop, RetryPolicy
+from agenthost.store.base import Store
 from agenthost.store.records import SessionRecord, fork_record
 from agenthost.store.sqlite import SqliteStore
 
@@ -125,7 +126,7 @@ class Host:
     def __init__(
         self,
         services: Services,
-        store: SqliteStore,
+        store: Store,
         loops: dict[str, ProviderLoop],
         own_clock: SystemClock | None = None,
         holds_collector: bool = False,
@@ -140,7 +141,7 @@ class Host:
     @classmethod
     def start(
         cls,
-        store: SqliteStore | None = None,
+        store: Store | None = None,
         providers: Mapping[str, Provider] | None = None,
         clock: Clock | None = None,
         *,
@@ -218,7 +219,7 @@ class Host:
         )
         if rare_full_collections:
             collector.hold()
-        log.info("host_started", store=str(store.path), providers=sorted(providers))
+        log.info("host_started", store=store.location, providers=sorted(providers))
         return cls(services, store, loops, own_clock, rare_full_collections)
 
     # -- sessions -------------------------------------------------------------------------
