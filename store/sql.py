@@ -12,10 +12,11 @@ loading it closes it as an error (`execution_abandoned`), so no turn is ever
 restored as running.
 """
 
+import contextlib
 import importlib.resources
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -159,9 +160,15 @@ class SqlStore:
         if not self._needs_savepoint(op):
             self._apply(op)
             return
+        with self._alone():
+            self._apply(op)
+
+    @contextlib.contextmanager
+    def _alone(self) -> Iterator[None]:
+        """Statements that a failure undoes together, leaving the batch around them."""
         self._execute(_SAVEPOINT)
         try:
-            self._apply(op)
+            yield
         except BaseException:
             self._execute(_ROLLBACK_TO)
             self._execute(_RELEASE)
@@ -401,8 +408,8 @@ class SqlStore:
         params: tuple[Any, ...] = (owner,)
         if after is not None:
             created_at, session_id = _parse_cursor(after)
-            where += " AND (s.created_at > ? OR (s.created_at = ? AND s.id > ?))"
-            params += (created_at, created_at, session_id)
+            where += " AND (s.created_at, s.id) > (?, ?)"
+            params += (created_at, session_id)
         found = self._summaries(where, params, limit + 1)
         more = len(found) > limit
         items = tuple(found[:limit])
@@ -537,9 +544,10 @@ class SqlStore:
         write: durable once committed.
         """
         cutoff = now_ms - keep_ms
-        self._execute(_CLAIM, (client_id, identity, now_ms, now_ms, cutoff))
-        self._execute(_PRUNE_SOME, (cutoff, PRUNE_BATCH))
-        binding = self.find_client(client_id)
+        with self._alone():
+            self._execute(_CLAIM, (client_id, identity, now_ms, now_ms, cutoff))
+            self._execute(_PRUNE_SOME, (cutoff, PRUNE_BATCH))
+            binding = self.find_client(client_id)
         assert binding is not None  # inserted, renewed, or held by another identity
         return binding
 

@@ -240,7 +240,7 @@ class SqliteStore(SqlStore):
         os.replace(partial, self.path)
         _sync_folder(self.path.parent)
         self.created = True
-        log.info("store_created", path=str(self.path))
+        log.info("store_created", store=str(self.path))
 
     def _connect(self) -> sqlite3.Connection:
         try:

@@ -181,7 +181,7 @@ def test_a_missing_store_is_created_and_says_where(db_path: Path) -> None:
         store.open()
     store.close()
     assert store.created
-    assert {"event": "store_created", "path": str(db_path), "log_level": "info"} in logs
+    assert {"event": "store_created", "store": str(db_path), "log_level": "info"} in logs
     assert not db_path.with_name(db_path.name + ".new").exists()
     again = SqliteStore(db_path)
     again.open()
