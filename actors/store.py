@@ -11,8 +11,11 @@ import attrs
 import structlog
 
 from agenthost.actors.protocol import (
+    ClaimClient,
+    FindClient,
     FindSession,
     Flush,
+    ListSessionPage,
     ListSessionRows,
     LoadSession,
     Write,
@@ -22,7 +25,7 @@ from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.threads import ThreadingRuntime
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
-from agenthost.store.base import Store
+from agenthost.store.base import ClientBinding, SessionPage, Store
 from agenthost.store.records import SessionRecord, StoreOp
 
 log = structlog.get_logger(__name__)
@@ -89,6 +92,28 @@ class StoreActor(Actor):
     def _flush(self, message: Flush) -> bool:
         self._commit()
         return True
+
+    @handles(ListSessionPage)
+    def _list_page(self, message: ListSessionPage) -> SessionPage:
+        page = self._store.list_sessions_page(
+            owner=message.owner, limit=message.limit, after=message.after
+        )
+        self._commit_if_drained()
+        return page
+
+    @handles(ClaimClient)
+    def _claim_client(self, message: ClaimClient) -> ClientBinding:
+        """Claimed and committed (with the batch before it) before it is answered,
+        so no restart gives the client id to another identity."""
+        binding = self._store.claim_client(message.client_id, message.identity, message.now_ms)
+        self._commit()
+        return binding
+
+    @handles(FindClient)
+    def _find_client(self, message: FindClient) -> ClientBinding | None:
+        found = self._store.find_client(message.client_id)
+        self._commit_if_drained()
+        return found
 
     def _commit_if_drained(self) -> None:
         if self._uncommitted >= MAX_BATCH or self.actor_inbox.empty():
