@@ -348,7 +348,14 @@ def _describe(report: "StoreReport") -> str:
     if report.schema_version < report.known_version:
         schema += f" (migrated to {report.known_version} when a host opens it)"
     size = "" if report.size_bytes is None else f", {report.size_bytes / 1e6:,.1f} MB"
-    return f"{report.sessions:,} sessions, {report.turns:,} turns, {schema}{size}"
+    counts = [
+        f"{n:,} {noun}{'' if n == 1 else 's'}"
+        for n, noun in (
+            (report.sessions, "session"),
+            (report.turns, "turn"),
+        )
+    ]
+    return f"{', '.join(counts)}, {schema}{size}"
 
 
 @store_app.command("check")

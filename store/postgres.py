@@ -15,12 +15,14 @@ that schema, created on first open, so one database can hold several stores
 lock file (a session's residence is fenced elsewhere).
 
 Differences from SQLite that callers may meet: PostgreSQL aborts a whole
-transaction on a failed statement, so every write runs inside a savepoint
-(a failed write is undone alone, as in SQLite), and a commit refuses a batch
-that a failed read aborted rather than letting PostgreSQL turn it into a
-silent rollback; a text with a NUL character cannot be stored (the write
-fails and its ack says so). A lost connection fails the batch in flight;
-`rollback()` connects again.
+transaction on a failed statement. A failed write is still undone alone, as
+in SQLite: the store keeps the batch's writes until it commits, and after a
+failure rolls back and applies the others again (the same statements on the
+same rows; a savepoint around every write would cost two more round trips
+each). A commit refuses a batch that a failed read aborted rather than let
+PostgreSQL turn it into a silent rollback. A text with a NUL character
+cannot be stored (the write fails and its ack says so). A lost connection
+fails the batch in flight; `rollback()` connects again.
 """
 
 import os
@@ -109,6 +111,9 @@ class PostgresStore(SqlStore):
         self.create = create
         self.created = False
         self._db: psycopg.Connection[Any] | None = None
+        self._cursor: psycopg.Cursor[Any] | None = None
+        self._batch: list[StoreOp] = []
+        self._batch_lost = False
 
     @property
     def location(self) -> str:
@@ -131,7 +136,7 @@ class PostgresStore(SqlStore):
         except BaseException:
             db.close()
             raise
-        self._db = db
+        self._db, self._cursor = db, db.cursor()
 
     def _refused(self, problem: str, remedy: str) -> Exception:
         return store_error(f"store {self._location}: {problem}; {remedy}")
@@ -205,26 +210,55 @@ class PostgresStore(SqlStore):
         if self.created:
             log.info("store_created", store=self._location)
 
+    # -- writes ---------------------------------------------------------------------
+    def apply(self, op: StoreOp) -> None:
+        """Apply one write, all or nothing: a failure undoes it alone, not its batch."""
+        try:
+            self._apply(op)
+        except Exception:
+            self._undo_alone()
+            raise
+        self._batch.append(op)
+
+    def _undo_alone(self) -> None:
+        """Roll the failed write's batch back and apply its other writes again.
+        Should that fail too, the whole batch is refused at commit."""
+        db = self._conn
+        if db.broken:
+            return  # the batch is lost with the connection; its commit fails
+        batch, self._batch = self._batch, []
+        try:
+            db.rollback()
+            for done in batch:
+                self._apply(done)
+        except Exception:
+            self._batch_lost = True
+            log.error("store_batch_lost", store=self._location, writes=len(batch), exc_info=True)
+            return
+        self._batch = batch
+
     def commit(self) -> None:
         db = self._conn
-        if db.info.transaction_status is TransactionStatus.INERROR:
+        if self._batch_lost or db.info.transaction_status is TransactionStatus.INERROR:
             # PostgreSQL would answer COMMIT with a rollback and no error.
             raise psycopg.errors.InFailedSqlTransaction(
                 "a statement failed in this batch; it was rolled back"
             )
         db.commit()
+        self._batch = []
 
     def rollback(self) -> None:
         """Drop the open batch (after a failed write or commit); connect again if
         the connection was lost."""
         db = self._conn
+        self._batch, self._batch_lost = [], False
         if db.broken or db.closed:
             log.warning("store_reconnecting", store=self._location)
             db.close()
-            self._db = None
+            self._db = self._cursor = None
             fresh = self._connect()
             self._use_schema(fresh)
-            self._db = fresh
+            self._db, self._cursor = fresh, fresh.cursor()
             return
         db.rollback()
 
@@ -235,7 +269,7 @@ class PostgresStore(SqlStore):
                     self.commit()
             finally:
                 self._db.close()
-                self._db = None
+                self._db = self._cursor = None
 
     @property
     def _conn(self) -> "psycopg.Connection[Any]":
@@ -274,14 +308,15 @@ class PostgresStore(SqlStore):
 
     # -- SqlStore's hooks -------------------------------------------------------------
     def _execute(self, statement: str, params: Sequence[Any] = ()) -> "psycopg.Cursor[Any]":
-        return self._conn.execute(_pg(statement), params)
+        # One cursor for every statement: each caller fetches before the next.
+        if self._cursor is None:
+            raise store_error("the store is not open")
+        return self._cursor.execute(_pg(statement), params)
 
     def _executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
-        with self._conn.cursor() as cursor:
-            cursor.executemany(_pg(statement), rows)
-
-    def _needs_savepoint(self, op: StoreOp) -> bool:
-        return True  # a failed statement aborts PostgreSQL's whole transaction
+        if self._cursor is None:
+            raise store_error("the store is not open")
+        self._cursor.executemany(_pg(statement), rows)
 
     def _refusal(self, message: str) -> Exception:
         return psycopg.errors.UniqueViolation(message)

@@ -3,21 +3,10 @@ is committed once the mailbox drains, whatever message drained it."""
 
 from agenthost.actors import use_runtime
 from agenthost.actors.protocol import Committed, ListSessionRows, Write
-from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.store import StoreActor
 from agenthost.store.records import SaveSession
 from agenthost.testing import DeterministicRunner
-from tests.fakes.stores import StoreFactory
-
-
-class Acks(Actor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.acks: list[Committed] = []
-
-    @handles(Committed)
-    def _ack(self, message: Committed) -> None:
-        self.acks.append(message)
+from tests.fakes.stores import Acks, StoreFactory
 
 
 def test_a_listing_right_behind_a_write_still_commits_it_and_sends_its_ack(

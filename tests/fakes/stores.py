@@ -11,8 +11,11 @@ from typing import Any
 import attrs
 import pytest
 
+from agenthost.actors.protocol import Committed
+from agenthost.actors.runtime import Actor, handles
+from agenthost.messages.state import TurnState
 from agenthost.store import Store, store_from_spec
-from agenthost.store.records import SaveTurnEnded, StoreOp
+from agenthost.store.records import SaveSession, SaveTurnEnded, SaveTurnStarted, StoreOp
 from agenthost.store.sql import migrations
 from agenthost.store.sqlite import SqliteStore
 
@@ -110,6 +113,54 @@ def store_factories(kind: str, db_path: Path) -> Iterator[StoreFactory]:
     else:
         for url in postgres_schema_url():
             yield StoreFactory(kind, url)
+
+
+def write_turns(
+    store: Store, session_id: str, turns: int, text_size: int = 200, created_at: int = 1
+) -> None:
+    """A session whose chat (`<session_id>-c`) has `turns` complete turns; not committed."""
+    chat_id = f"{session_id}-c"
+    store.apply(
+        SaveSession(
+            session_id=session_id,
+            provider="scripted",
+            title="",
+            created_at=created_at,
+            chat_ids=(chat_id,),
+        )
+    )
+    for n in range(turns):
+        turn_id = f"{session_id}-t{n}"
+        store.apply(
+            SaveTurnStarted(
+                session_id=session_id,
+                chat_id=chat_id,
+                turn_id=turn_id,
+                seq=n,
+                user_text=f"question {n} " + "q" * text_size,
+                started_at=created_at,
+            )
+        )
+        store.apply(
+            SaveTurnEnded(
+                turn_id=turn_id,
+                state=TurnState.COMPLETE,
+                assistant_text=f"answer {n} " + "a" * text_size,
+                ended_at=created_at,
+            )
+        )
+
+
+class Acks(Actor):
+    """Keeps the store acks (Committed) it is sent, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.acks: list[Committed] = []
+
+    @handles(Committed)
+    def _ack(self, message: Committed) -> None:
+        self.acks.append(message)
 
 
 class GatedCommitStore:

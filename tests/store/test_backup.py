@@ -6,11 +6,11 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agenthost.actors import Host
-from agenthost.messages import OutcomeState, TurnState
+from agenthost.messages import OutcomeState
 from agenthost.server.cli import app
 from agenthost.store import SqliteStore
-from agenthost.store.records import SaveSession, SaveTurnEnded, SaveTurnStarted
 from agenthost.testing import FakeClock
+from tests.fakes.stores import write_turns
 
 TURNS_PER_SESSION = 20
 
@@ -33,36 +33,7 @@ class Writer(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stop.is_set():
-                n = self.committed
-                self.store.apply(
-                    SaveSession(
-                        session_id=f"s{n}",
-                        provider="scripted",
-                        title="",
-                        created_at=n,
-                        chat_ids=(f"c{n}",),
-                    )
-                )
-                for t in range(TURNS_PER_SESSION):
-                    turn_id = f"s{n}t{t}"
-                    self.store.apply(
-                        SaveTurnStarted(
-                            session_id=f"s{n}",
-                            chat_id=f"c{n}",
-                            turn_id=turn_id,
-                            seq=t,
-                            user_text=f"q{t} " + "x" * 200,
-                            started_at=n,
-                        )
-                    )
-                    self.store.apply(
-                        SaveTurnEnded(
-                            turn_id=turn_id,
-                            state=TurnState.COMPLETE,
-                            assistant_text=f"echo: q{t}",
-                            ended_at=n,
-                        )
-                    )
+                write_turns(self.store, f"s{self.committed}", TURNS_PER_SESSION)
                 self.store.commit()
                 with self.progress:
                     self.committed += 1

@@ -3,11 +3,11 @@ the per-owner listing and the client id bindings a server needs."""
 
 from collections.abc import Iterator
 
+import attrs
 import pytest
 
 from agenthost.actors import use_runtime
 from agenthost.actors.protocol import ClaimClient, Committed, FindClient, ListSessionPage, Write
-from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.store import StoreActor
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionState
@@ -17,10 +17,11 @@ from agenthost.store.records import (
     ImportSession,
     SaveSession,
     SaveSessionState,
+    SaveTurnStarted,
     SessionRecord,
 )
 from agenthost.testing import DeterministicRunner
-from tests.fakes.stores import StoreFactory
+from tests.fakes.stores import Acks, StoreFactory
 
 
 @pytest.fixture
@@ -54,6 +55,26 @@ def test_a_failed_write_is_undone_alone_and_the_rest_of_its_batch_commits(
     save_session(store, "s2", 2, None)
     store.commit()
     assert store_factory.query("SELECT id FROM sessions ORDER BY id") == [("s1",), ("s2",)]
+
+
+def test_a_write_the_database_refuses_is_undone_alone_and_the_rest_of_its_batch_commits(
+    store: Store, store_factory: StoreFactory
+) -> None:
+    # PostgreSQL aborts the whole transaction on a failed statement: the store
+    # must undo the one write, not the batch whose other writes will be acked.
+    store.apply(
+        SaveSession(session_id="s1", provider="scripted", title="", created_at=1, chat_ids=("c",))
+    )
+    turn = SaveTurnStarted(
+        session_id="s1", chat_id="c", turn_id="t1", seq=0, user_text="hi", started_at=1
+    )
+    store.apply(turn)
+    with pytest.raises(store.errors):
+        store.apply(turn)  # the same turn id again
+    store.apply(attrs.evolve(turn, turn_id="t2", seq=1))
+    store.commit()
+    assert store_factory.query("SELECT id FROM turns ORDER BY id") == [("t1",), ("t2",)]
+    assert store_factory.query("SELECT id FROM sessions") == [("s1",)]
 
 
 def test_reads_see_the_open_batch_and_other_readers_see_only_commits(
@@ -232,16 +253,6 @@ def test_old_bindings_can_be_pruned_at_once(store: Store) -> None:
 
 
 # -- through the store actor -----------------------------------------------------------------------
-class Acks(Actor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.acks: list[Committed] = []
-
-    @handles(Committed)
-    def _ack(self, message: Committed) -> None:
-        self.acks.append(message)
-
-
 def test_the_store_actor_answers_a_claim_once_it_is_committed(
     store_factory: StoreFactory,
 ) -> None:

@@ -17,49 +17,18 @@ from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
 from agenthost.actors import Host
-from agenthost.messages import AgentHostError, ErrorCode, TurnState
+from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.server.cli import app
 from agenthost.store import SqliteStore
-from agenthost.store.records import SaveSession, SaveTurnEnded, SaveTurnStarted
 from agenthost.testing import FakeClock
+from tests.fakes.stores import write_turns
 
 TURNS = 3000
 
 
-def fill(store: SqliteStore, session_id: str = "s", turns: int = TURNS) -> None:
+def fill(store: SqliteStore, turns: int = TURNS) -> None:
     """A session with many turns (a store of some megabytes), committed."""
-    store.apply(
-        SaveSession(session_id=session_id, provider="scripted", title="", created_at=1, chat_ids=())
-    )
-    store.apply(
-        SaveSession(
-            session_id=f"{session_id}-chats",
-            provider="scripted",
-            title="",
-            created_at=1,
-            chat_ids=(f"{session_id}-c",),
-        )
-    )
-    for n in range(turns):
-        turn_id = f"{session_id}-t{n}"
-        store.apply(
-            SaveTurnStarted(
-                session_id=f"{session_id}-chats",
-                chat_id=f"{session_id}-c",
-                turn_id=turn_id,
-                seq=n,
-                user_text=f"question {n} " + "q" * 300,
-                started_at=n,
-            )
-        )
-        store.apply(
-            SaveTurnEnded(
-                turn_id=turn_id,
-                state=TurnState.COMPLETE,
-                assistant_text=f"answer {n} " + "a" * 300,
-                ended_at=n,
-            )
-        )
+    write_turns(store, "s", turns, text_size=300)
     store.commit()
 
 
@@ -92,13 +61,13 @@ def overwrite(path: Path, offset: int, size: int, seed: int = 7) -> None:
 
 def test_a_good_store_opens_and_reports_what_it_holds(good: Path) -> None:
     report = SqliteStore(good).check()
-    assert (report.sessions, report.turns) == (2, TURNS)
+    assert (report.sessions, report.turns) == (1, TURNS)
     assert report.schema_version == report.known_version >= 8
     store = SqliteStore(good)
     store.open()
     try:
         assert store.created is False
-        assert len(store.load_session("s-chats").chats[0].turns) == TURNS  # type: ignore[union-attr]
+        assert len(store.load_session("s").chats[0].turns) == TURNS  # type: ignore[union-attr]
     finally:
         store.close()
 
@@ -245,7 +214,7 @@ def test_store_check_says_ok_for_a_good_store_and_what_is_wrong_with_a_damaged_o
     runner = CliRunner()
     ok = runner.invoke(app, ["store", "check", str(good)])
     assert ok.exit_code == 0, ok.output
-    assert ok.stdout.startswith(f"{good}: ok: 2 sessions, {TURNS:,} turns, schema")
+    assert ok.stdout.startswith(f"{good}: ok: 1 session, {TURNS:,} turns, schema")
     overwrite(good, (good.stat().st_size // 2) // 4096 * 4096, 4 * 4096)
     bad = runner.invoke(app, ["store", "check", f"sqlite:///{good}"])
     assert bad.exit_code == 1

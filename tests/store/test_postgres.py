@@ -13,8 +13,7 @@ from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.store import store_from_spec
 from agenthost.store.records import SaveSession
 from agenthost.testing import DeterministicRunner
-from tests.actors.test_store_actor import Acks
-from tests.fakes.stores import StoreFactory, store_factories
+from tests.fakes.stores import Acks, StoreFactory, store_factories
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (agenthost[scale])")
 
