@@ -64,7 +64,8 @@ def load(
     shape: str = typer.Option("copilot", help="scripted provider shape: copilot, claude or codex"),
     store: str | None = typer.Option(
         None,
-        help="the store (as below; a folder: a new SQLite file in it; default: a temporary one)",
+        help="the store: a SQLite file or a folder for a new one, sqlite:///path or"
+        " postgresql://... (default: a new file in a temporary folder)",
     ),
     turn_timeout: float = typer.Option(
         TURN_TIMEOUT_S, min=0.001, help="seconds a turn may take before it counts as lost"
@@ -348,14 +349,11 @@ def _describe(report: "StoreReport") -> str:
     if report.schema_version < report.known_version:
         schema += f" (migrated to {report.known_version} when a host opens it)"
     size = "" if report.size_bytes is None else f", {report.size_bytes / 1e6:,.1f} MB"
-    counts = [
-        f"{n:,} {noun}{'' if n == 1 else 's'}"
-        for n, noun in (
-            (report.sessions, "session"),
-            (report.turns, "turn"),
-        )
-    ]
-    return f"{', '.join(counts)}, {schema}{size}"
+    return f"{_count(report.sessions, 'session')}, {_count(report.turns, 'turn')}, {schema}{size}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 @store_app.command("check")
