@@ -54,6 +54,10 @@ def _pg(statement: str) -> str:
     return statement.replace("%", "%%").replace("?", "%s")
 
 
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
 def _latest() -> int:
     return migrations("migrations/postgresql")[-1][0]
 
@@ -133,6 +137,11 @@ class PostgresStore(SqlStore):
             self.created = self._verify(db, create=self.create) is None
             self._migrate(db)
             self._use_schema(db)
+        except psycopg.Error as exc:
+            db.close()
+            raise self._refused(
+                f"cannot open it ({_one_line(exc)})", "check the user's rights on the database"
+            ) from None
         except BaseException:
             db.close()
             raise
@@ -145,9 +154,8 @@ class PostgresStore(SqlStore):
         try:
             db = psycopg.connect(self.conninfo, connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as exc:
-            reason = " ".join(str(exc).split())[:200]
             raise self._refused(
-                f"cannot connect ({reason})", "start PostgreSQL, or correct the URL"
+                f"cannot connect ({_one_line(exc)})", "start PostgreSQL, or correct the URL"
             ) from None
         return db
 
@@ -196,7 +204,8 @@ class PostgresStore(SqlStore):
         schema = sql.Identifier(self.schema)
         with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"agenthost:{self.schema}",))
-            db.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+            if self.created:
+                db.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
             db.execute(sql.SQL("SET LOCAL search_path TO {}").format(schema))
             db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
@@ -291,6 +300,8 @@ class PostgresStore(SqlStore):
             self._use_schema(db)
             sessions = db.execute("SELECT COUNT(*) FROM sessions").fetchone()
             turns = db.execute("SELECT COUNT(*) FROM turns").fetchone()
+        except psycopg.Error as exc:
+            raise self._refused(f"cannot read it ({_one_line(exc)})", "check the store") from None
         finally:
             db.close()
         return StoreReport(
