@@ -6,7 +6,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 import structlog
@@ -26,6 +26,9 @@ from agenthost.server.load import (
     load_remote,
     run_load,
 )
+
+if TYPE_CHECKING:
+    from agenthost.store import Store, StoreReport
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="agenthost: host agent chat sessions."
@@ -60,8 +63,10 @@ def load(
         0.0, min=0, help="milliseconds a user thinks between turns (first turns spread over one)"
     ),
     shape: str = typer.Option("copilot", help="scripted provider shape: copilot, claude or codex"),
-    store: Path | None = typer.Option(
-        None, help="folder for the SQLite store (default: a temporary one)"
+    store: str | None = typer.Option(
+        None,
+        help="the store: a SQLite file or a folder for a new one, sqlite:///path or"
+        " postgresql://... (default: a new file in a temporary folder)",
     ),
     turn_timeout: float = typer.Option(
         TURN_TIMEOUT_S, min=0.001, help="seconds a turn may take before it counts as lost"
@@ -107,7 +112,7 @@ def load(
         delta_ms=delta_ms,
         think_ms=think_ms,
         shape=shape,
-        store_dir=store,
+        store=store,
         turn_timeout_s=turn_timeout,
         url=url,
         token=token,
@@ -190,21 +195,54 @@ def print_report(report: LoadReport, target: str) -> None:
     Console().print(table)
 
 
-def _open_host(store: Path | None) -> Any:
-    from agenthost.actors import Host
-    from agenthost.actors.surface import default_store_path
-    from agenthost.store import SqliteStore
+STORE_HELP = (
+    "the store: a SQLite file (a path or sqlite:///path) or"
+    " postgresql://user@host/database[?schema=NAME] (default: the user's SQLite file)"
+)
 
-    return Host.start(store=SqliteStore(store or default_store_path()))
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    typer.echo(f"agenthost: {message}", err=True)
+    raise typer.Exit(code=code)
+
+
+def _store(spec: str | None, *, create: bool = True) -> "Store":
+    """The store a --store value names (not opened); a bad value ends the command."""
+    from agenthost.actors.surface import default_store_path
+    from agenthost.messages.errors import AgentHostError
+    from agenthost.store import store_from_spec
+
+    try:
+        return store_from_spec(default_store_path() if spec is None else spec, create=create)
+    except AgentHostError as error:
+        _fail(error.message)
+
+
+def _start_host(store: "Store", **options: Any) -> Any:
+    """A host on the store; a store it cannot open ends the command in one line."""
+    from agenthost.actors import Host
+    from agenthost.messages.errors import AgentHostError
+
+    try:
+        host = Host.start(store=store, **options)
+    except AgentHostError as error:
+        _fail(error.message)
+    if store.created:
+        typer.echo(f"agenthost: created a new store at {store.location}", err=True)
+    return host
+
+
+def _open_host(store: str | None, *, create: bool = True) -> Any:
+    return _start_host(_store(store, create=create))
 
 
 @app.command("export")
 def export_session(
     session_id: str,
-    store: Path | None = typer.Option(None, help="the SQLite store file (default: the user's)"),
+    store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
     """Print a session (chats, turns, pending messages) as JSON."""
-    host = _open_host(store)
+    host = _open_host(store, create=False)
     try:
         print(json.dumps(host.export_session(session_id), indent=2))
     finally:
@@ -214,7 +252,7 @@ def export_session(
 @app.command("import")
 def import_session(
     path: Path,
-    store: Path | None = typer.Option(None, help="the SQLite store file (default: the user's)"),
+    store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
     """Add an exported session to a store; prints its id."""
     data = json.loads(path.read_text())
@@ -229,9 +267,7 @@ def import_session(
 def serve(
     host: str = typer.Option("127.0.0.1", help="address to listen on (loopback by default)"),
     port: int = typer.Option(8765, min=0, max=65535, help="port (0: any free one)"),
-    store: str | None = typer.Option(
-        None, help="sqlite:///path/to/agenthost.db (default: under the data directory)"
-    ),
+    store: str | None = typer.Option(None, help=STORE_HELP),
     providers: Path | None = typer.Option(
         None, help="a providers.toml manifest of named providers (default: the scripted one)"
     ),
@@ -244,13 +280,10 @@ def serve(
     """Serve the Agent Host Protocol over WebSocket at /ahp (and /, /healthz, /metrics)."""
     import asyncio
 
-    from agenthost.actors import Host
-    from agenthost.actors.surface import default_store_path
     from agenthost.messages.errors import AgentHostError
     from agenthost.providers import ScriptedProvider, load_manifest
     from agenthost.server.serve import ServeConfig, new_token, read_tokens
     from agenthost.server.serve import serve as run_server
-    from agenthost.store import SqliteStore
 
     if providers is not None:
         try:
@@ -263,9 +296,7 @@ def serve(
         raise typer.BadParameter(
             "without --providers, only the scripted provider", param_hint="--provider"
         )
-    if store is not None and not store.startswith("sqlite:///"):
-        raise typer.BadParameter("use sqlite:///path", param_hint="--store")
-    path = Path(store.removeprefix("sqlite:///")) if store else default_store_path()
+    chosen = _store(store)
     if token_file is not None:
         try:
             tokens = read_tokens(token_file)
@@ -275,11 +306,7 @@ def serve(
     else:
         generated = new_token()
         tokens = {generated: "local"}
-    try:
-        running = Host.start(store=SqliteStore(path), providers=configured)
-    except AgentHostError as error:  # the store cannot be opened, or is in use
-        typer.echo(f"agenthost: {error.message}", err=True)
-        raise typer.Exit(code=2) from None
+    running = _start_host(chosen, providers=configured)
 
     def ready(url: str) -> None:
         print(f"agenthost: serving AHP at {url.replace('http', 'ws', 1)}ahp  (web page: {url})")
@@ -317,6 +344,54 @@ def chat(
     code = asyncio.run(run_chat(url, token, session))
     if code:
         raise typer.Exit(code=code)
+
+
+store_app = typer.Typer(no_args_is_help=True, help="Check a store, or back it up.")
+app.add_typer(store_app, name="store")
+
+
+def _describe(report: "StoreReport") -> str:
+    schema = f"schema {report.schema_version}"
+    if report.schema_version < report.known_version:
+        schema += f" (migrated to {report.known_version} when a host opens it)"
+    size = "" if report.size_bytes is None else f", {report.size_bytes / 1e6:,.1f} MB"
+    return f"{_count(report.sessions, 'session')}, {_count(report.turns, 'turn')}, {schema}{size}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+@store_app.command("check")
+def store_check(
+    store: str = typer.Argument(..., help="a SQLite file (path or sqlite:///path) or a URL"),
+) -> None:
+    """Check a store without changing it (a host may be using it): SQLite's
+    integrity check, that it is agenthost's, and its schema version. Exit 1 if
+    it is damaged, with what to do."""
+    from agenthost.messages.errors import AgentHostError
+
+    try:
+        report = _store(store, create=False).check()
+    except AgentHostError as error:
+        _fail(error.message, code=1)
+    print(f"{report.location}: ok: {_describe(report)}")
+
+
+@store_app.command("backup")
+def store_backup(
+    store: str = typer.Argument(..., help="a SQLite file (path or sqlite:///path)"),
+    dest: Path = typer.Argument(..., help="the new file (or a folder for one of the same name)"),
+) -> None:
+    """Copy a SQLite store with SQLite's online backup: a consistent copy even
+    while a host writes to it. The copy is checked before it takes its name."""
+    from agenthost.messages.errors import AgentHostError
+
+    try:
+        report = _store(store, create=False).backup(dest)
+    except AgentHostError as error:
+        _fail(error.message, code=1)
+    print(f"{report.location}: backed up: {_describe(report)}")
 
 
 def main() -> None:
