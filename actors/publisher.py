@@ -42,14 +42,32 @@ class Publication:
 
 
 class Publisher:
+    """Publishes a chat's actions in reduction order (see the module docstring).
+
+    What may be published at once (nothing waits ahead of it) is published as
+    it comes, without an outbox entry; the events of one handler reach each
+    subscriber in one push (`publish_ready`)."""
+
     def __init__(self, state: ChatState) -> None:
         self.published = state
         self.subscribers: list[Subscription] = []
         self.committed = 0
         self._outbox: deque[Publication] = deque()
+        self._events: list[ChatEvent] = []  # published, to push
+        self._settled: list[Publication] = []  # published, their tickets and replies to settle
 
     def add(self, publication: Publication) -> None:
-        self._outbox.append(publication)
+        if self._outbox or publication.after_write > self.committed:
+            self._outbox.append(publication)  # it waits behind a write, or behind what does
+        else:
+            self._published(publication)
+
+    def _published(self, publication: Publication) -> None:
+        self.published = publication.state
+        if publication.event is not None and self.subscribers:
+            self._events.append(publication.event)
+        if publication.ticket is not None or publication.reply is not None:
+            self._settled.append(publication)
 
     def reply_when_published(self, value: Any, state: ChatState) -> Any:
         """`value` now if nothing waits to be published, else a future set to it
@@ -65,30 +83,23 @@ class Publisher:
         subscribers (one push each), then the sends whose turns ended, then the
         callers waiting to read their writes. Returns whether a subscriber left."""
         outbox = self._outbox
-        if not outbox:
-            return False
-        events: list[ChatEvent] = []
-        tickets: list[tuple[Ticket, ChatState]] = []
-        replies: list[Publication] = []
         committed = self.committed
         while outbox and outbox[0].after_write <= committed:
-            publication = outbox.popleft()
-            self.published = publication.state
-            if publication.event is not None:
-                events.append(publication.event)
-            if publication.ticket is not None:
-                tickets.append((publication.ticket, publication.state))
-            if publication.reply is not None:
-                replies.append(publication)
+            self._published(outbox.popleft())
         left = False
-        if events and self.subscribers:
+        if self._events:
+            events, self._events = self._events, []
             before = len(self.subscribers)
             self.subscribers = [s for s in self.subscribers if s.push_many(events)]
             left = len(self.subscribers) != before
-        for ticket, state in tickets:
-            ticket.resolve(outcome_of(ticket, state))
-        for reply in replies:
-            _settle(reply)
+        if self._settled:
+            settled, self._settled = self._settled, []
+            for publication in settled:
+                if publication.ticket is not None:
+                    publication.ticket.resolve(outcome_of(publication.ticket, publication.state))
+            for publication in settled:
+                if publication.reply is not None:
+                    _settle(publication)
         return left
 
     def committed_upto(self, seq: int, error: AgentHostError | None) -> None:

@@ -404,6 +404,11 @@ class TurnTrackerActor(HostedActor):
                 super().on_receive(item)
 
     def _provider_event(self, event: ProviderEvent) -> None:
+        if type(event) is ReplyDelta and event.subagent_id is None:  # most of a stream
+            turn = self._turn
+            if turn is not None and event.turn_id == turn.key:
+                self._actions(turn.stream.delta(event.text))
+            return
         match event:
             case UserMessageEcho():
                 self._echo(event)

@@ -94,6 +94,7 @@ from agenthost.messages.reduction import (
     handles,
     reduce_chat,
     replace,
+    settle_status,
     with_active,
     with_status,
 )
@@ -168,7 +169,7 @@ def _turn_started(state: ChatState, action: TurnStarted, now_ms: int) -> ChatSta
         steering_message=slot,
         modified_at=now_ms,
     )
-    return with_status(started, unread=True)
+    return settle_status(started, unread=True)
 
 
 @handles(ResponsePartAdded)
@@ -270,8 +271,7 @@ def _end_turn(
         input_requests=(),
         modified_at=now_ms,
     )
-    failed = turn_state is TurnState.ERROR
-    return attrs.evolve(ended, status=derived_status(ended, failed=failed))
+    return settle_status(ended, failed=turn_state is TurnState.ERROR)
 
 
 @handles(TurnCompleted)

@@ -107,6 +107,17 @@ def with_status(state: ChatState, *, unread: bool = False) -> ChatState:
     return state if state.status == status else replace(state, status=status)
 
 
+def settle_status(fresh: ChatState, *, failed: bool = False, unread: bool = False) -> ChatState:
+    """`with_status` for a state this reducer call just made (no other reference to
+    it exists yet): the status is set in it, saving a copy of the whole state."""
+    status = derived_status(fresh, failed=failed)
+    if unread:
+        status = with_activity(status, status, read=False)
+    if status != fresh.status:
+        object.__setattr__(fresh, "status", status)
+    return fresh
+
+
 def with_active(state: ChatState, turn_id: str, **changes: Any) -> ChatState:
     active = state.active_turn
     if active is None or active.id != turn_id:
