@@ -96,10 +96,13 @@ class SqliteStore:
 
     Args:
         path: the database file.
+        read_only: open it only to read (no lock, no migration, nothing written),
+            beside a host that may hold it: WAL lets it read what that host committed.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self._db: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
 
@@ -108,8 +111,12 @@ class SqliteStore:
         """Open, lock and migrate.
 
         Raises:
-            AgentHostError: STORE_ERROR when another host holds this store.
+            AgentHostError: STORE_ERROR when another host holds this store; read-only,
+                when it is missing, not a store, or of another schema version.
         """
+        if self.read_only:
+            self._open_read_only()
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock()
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -131,6 +138,25 @@ class SqliteStore:
                 message=f"{self.path} is in use by another agenthost process",
             ) from None
         self._lock_fd = fd
+
+    def _open_read_only(self) -> None:
+        def refuse(why: str) -> AgentHostError:
+            return AgentHostError(code=ErrorCode.STORE_ERROR, message=f"{self.path}: {why}")
+
+        if not self.path.is_file():
+            raise refuse("no such store")
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        try:
+            version = db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+        except sqlite3.DatabaseError:
+            db.close()
+            raise refuse("not an agenthost store") from None
+        latest = _migrations()[-1][0]
+        if version != latest:
+            db.close()
+            raise refuse(f"schema version {version}, where this agenthost reads {latest}")
+        self._db = db
 
     def _migrate(self) -> None:
         db = self._conn
@@ -159,7 +185,8 @@ class SqliteStore:
 
     def close(self) -> None:
         if self._db is not None:
-            self._db.execute("COMMIT")
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
             self._db.close()
             self._db = None
         if self._lock_fd is not None:
@@ -429,7 +456,8 @@ class SqliteStore:
         rows = self._conn.execute(
             "SELECT s.id, s.title, s.provider, s.created_at,"
             " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.is_read, s.is_archived,"
-            f" s.config FROM sessions s{where} ORDER BY s.created_at, s.id",
+            " s.config, (SELECT MAX(COALESCE(t.ended_at, t.started_at)) FROM turns t"
+            f" WHERE t.session_id = s.id) FROM sessions s{where} ORDER BY s.created_at, s.id",
             params,
         ).fetchall()
         return [
@@ -442,6 +470,7 @@ class SqliteStore:
                 unread=not r[5],
                 archived=bool(r[6]),
                 config=tuple(sorted(json.loads(r[7]).items())),
+                modified_at=r[8] or r[3],
             )
             for r in rows
         ]
@@ -508,16 +537,17 @@ class SqliteStore:
 
     def _load_chat(self, chat_id: str, title: str, draft: str | None) -> ChatRecord:
         db = self._conn
-        db.execute(
-            "UPDATE turns SET state = ?, error_code = ?, error_message = ? "
-            "WHERE chat_id = ? AND state IS NULL",
-            (
-                TurnState.ERROR.value,
-                ErrorCode.EXECUTION_ABANDONED.value,
-                ABANDONED_ON_RESTART,
-                chat_id,
-            ),
-        )
+        if not self.read_only:
+            db.execute(
+                "UPDATE turns SET state = ?, error_code = ?, error_message = ? "
+                "WHERE chat_id = ? AND state IS NULL",
+                (
+                    TurnState.ERROR.value,
+                    ErrorCode.EXECUTION_ABANDONED.value,
+                    ABANDONED_ON_RESTART,
+                    chat_id,
+                ),
+            )
         steering: dict[str, list[PendingMessage]] = {}
         for turn_id, pending_id, text in db.execute(
             "SELECT s.turn_id, s.pending_id, s.text FROM turn_steering s"
@@ -570,6 +600,9 @@ def _turn_from_row(
     attachments: tuple[Attachment, ...] = (),
 ) -> Turn:
     turn_id, user_text, assistant_text, state, error_code, error_message = row
+    if state is None:  # read beside its running host: as a restart would find it
+        state, error_code = TurnState.ERROR.value, ErrorCode.EXECUTION_ABANDONED.value
+        error_message = ABANDONED_ON_RESTART
     error = (
         None
         if error_code is None

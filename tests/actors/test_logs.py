@@ -50,7 +50,10 @@ def test_a_program_that_configured_logging_at_info_sees_the_hosts_info_lines(
 
 
 def test_a_program_that_configured_structlog_keeps_its_configuration(tmp_path: Path) -> None:
-    setup = "import structlog; structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stdout))"
+    setup = (
+        "import structlog\n"
+        "structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stdout))"
+    )
     done = run(tmp_path, setup)
     assert done.returncode == 0, done.stderr
     assert "host_started" in done.stdout  # its own choice: everything, on stdout
