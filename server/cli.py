@@ -566,7 +566,7 @@ def chat(
     ),
 ) -> None:
     """Chat with an AHP server from the terminal: /help lists the commands."""
-    from agenthost.server.chat_client import run_chat
+    from agenthost.server.chat_terminal import run_chat
 
     code = asyncio.run(run_chat(url, token, session))
     if code:
