@@ -289,7 +289,7 @@ function statusText(status) {
   return (status & STATUS.read) ? "" : "unread";
 }
 
-function titleOf(summary) { return (summary && summary.title) || "New session"; }
+function titleOf(summary) { return (summary && summary.title) || "Untitled session"; }
 
 function notice(text) { $("notice").textContent = text; }
 

@@ -8,9 +8,12 @@ process's would be (flock locks are per open file).
 
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -260,3 +263,30 @@ def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path: Path) 
     )
     assert done.returncode == 1 and done.stdout == ""
     one_line(done.stderr, "no such store", str(tmp_path))
+
+
+def test_serve_prints_its_store_its_providers_and_a_url_that_signs_the_page_in(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "m.toml").write_text('[providers.fast]\nkind = "scripted"\n')
+    store = tmp_path / "served.db"
+    options = ["--port", "0", "--store", str(store), "--providers", str(tmp_path / "m.toml")]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "agenthost.server.cli", "serve", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        lines = [child.stdout.readline() for _ in range(5)]
+        token = lines[1].rsplit(" ", 1)[-1].strip()
+        url = re.search(r"open (http://127\.0\.0\.1:\d+/)#token=(\S+) to chat", lines[2])
+        assert url is not None and url.group(2) == token, lines
+        assert lines[3] == f"agenthost: store {store}; providers: fast\n"
+        with urllib.request.urlopen(url.group(1)) as page:  # the page the URL opens
+            assert page.status == 200
+    finally:
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=20) == 0
+        assert child.stderr is not None and child.stderr.read() == ""

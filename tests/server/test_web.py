@@ -357,6 +357,7 @@ def test_the_page_says_why_a_steering_removal_was_refused(
         expect(steering).to_have_count(1)  # refused: still pending
         provider.open("g")
         done(page, "long")
+        page.close()  # before its server goes
     finally:
         live.stop()
 
