@@ -381,6 +381,9 @@ def list_sessions(
 ) -> None:
     """List a store's sessions, the latest activity first (read only: works beside a server)."""
     path = _store_path(store)
+    if store is None and not path.exists():  # a new user's: nothing was stored yet
+        print("[]" if as_json else f"No sessions yet ({path} does not exist yet).")
+        return
     with _reading(path) as opened:
         sessions = sorted(opened.list_sessions(), key=lambda s: -s.modified_at)
     if as_json:

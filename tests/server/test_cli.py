@@ -93,7 +93,7 @@ def test_sessions_lists_each_session_with_its_title_turns_and_last_activity(
 
 
 def test_sessions_of_an_empty_or_missing_store(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     Host.start(store=SqliteStore(tmp_path / "empty.db")).stop()
     code, out, _ = agenthost(capsys, "sessions", "--store", f"sqlite:///{tmp_path}/empty.db")
@@ -101,6 +101,10 @@ def test_sessions_of_an_empty_or_missing_store(
     code, _, err = agenthost(capsys, "sessions", "--store", str(tmp_path / "none.db"))
     assert code == 1
     one_line(err, "none.db", "no such store")
+    monkeypatch.setenv("HOME", str(tmp_path))  # a new user's default store: not a mistake
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    code, out, err = agenthost(capsys, "sessions")
+    assert (code, err) == (0, "") and out.startswith("No sessions yet (")
 
 
 def test_export_takes_a_unique_prefix_and_names_the_matches_of_an_ambiguous_one(
