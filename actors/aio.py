@@ -73,6 +73,7 @@ from agenthost.messages.state import (
     Worktree,
 )
 from agenthost.providers.base import Provider, RetryPolicy
+from agenthost.store.base import Store
 
 __all__ = ["AsyncChat", "AsyncHost", "AsyncSession", "wait"]
 
@@ -87,7 +88,7 @@ class AsyncHost:
     @classmethod
     async def start(
         cls,
-        store: Any = None,
+        store: Store | None = None,
         providers: Mapping[str, Provider] | None = None,
         clock: Clock | None = None,
         *,

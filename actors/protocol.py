@@ -598,3 +598,30 @@ class SessionStateChanged:
     """session -> its chats: the session entry as it is now."""
 
     state: SessionState
+
+
+# -- store: owners' listings and client ids -------------------------------------------
+@attrs.frozen
+class ListSessionPage:
+    """A page of one owner's stored sessions (answered with a store SessionPage)."""
+
+    owner: str
+    limit: int
+    after: str | None = None
+
+
+@attrs.frozen
+class ClaimClient:
+    """Bind a client id to an identity unless another holds it; answered with the
+    ClientBinding that holds, once it is committed."""
+
+    client_id: str
+    identity: str
+    now_ms: int
+
+
+@attrs.frozen
+class FindClient:
+    """The ClientBinding of a client id, or None."""
+
+    client_id: str

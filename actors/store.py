@@ -5,15 +5,17 @@ mailbox drains (or after `MAX_BATCH` writes), then sends each write's ack.
 So an ack always means "committed", and a burst of writes costs one fsync.
 """
 
-import sqlite3
 from typing import Any
 
 import attrs
 import structlog
 
 from agenthost.actors.protocol import (
+    ClaimClient,
+    FindClient,
     FindSession,
     Flush,
+    ListSessionPage,
     ListSessionRows,
     LoadSession,
     Write,
@@ -23,8 +25,8 @@ from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.threads import ThreadingRuntime
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
+from agenthost.store.base import ClientBinding, SessionPage, Store
 from agenthost.store.records import SessionRecord, StoreOp
-from agenthost.store.sqlite import SqliteStore
 
 log = structlog.get_logger(__name__)
 
@@ -48,7 +50,7 @@ class StoreActor(Actor):
 
     own_runtime = ThreadingRuntime()
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Store) -> None:
         super().__init__()
         self._store = store
         self._acks: list[tuple[Any, Any]] = []
@@ -72,7 +74,7 @@ class StoreActor(Actor):
         for op in ops:
             try:
                 self._store.apply(op)
-            except sqlite3.Error as exc:  # this write alone is undone; the ack says so
+            except self._store.errors as exc:  # this write alone is undone; the ack says so
                 log.error("store_write_failed", op=type(op).__name__, exc_info=True)
                 ack = _failed(ack, str(exc))
         if ack_to is not None:
@@ -103,6 +105,28 @@ class StoreActor(Actor):
         self._commit()
         return True
 
+    @handles(ListSessionPage)
+    def _list_page(self, message: ListSessionPage) -> SessionPage:
+        page = self._store.list_sessions_page(
+            owner=message.owner, limit=message.limit, after=message.after
+        )
+        self._commit_if_drained()
+        return page
+
+    @handles(ClaimClient)
+    def _claim_client(self, message: ClaimClient) -> ClientBinding:
+        """Claimed and committed (with the batch before it) before it is answered,
+        so no restart gives the client id to another identity."""
+        binding = self._store.claim_client(message.client_id, message.identity, message.now_ms)
+        self._commit()
+        return binding
+
+    @handles(FindClient)
+    def _find_client(self, message: FindClient) -> ClientBinding | None:
+        found = self._store.find_client(message.client_id)
+        self._commit_if_drained()
+        return found
+
     def _commit_if_drained(self) -> None:
         if self._uncommitted >= MAX_BATCH or self.actor_inbox.empty():
             self._commit()
@@ -113,7 +137,7 @@ class StoreActor(Actor):
         acks, self._acks = self._acks, []
         try:
             self._store.commit()
-        except sqlite3.Error as exc:
+        except self._store.errors as exc:
             log.error("store_commit_failed", exc_info=True)
             self._store.rollback()
             acks = [(ref, _failed(ack, str(exc))) for ref, ack in acks]

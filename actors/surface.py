@@ -67,6 +67,7 @@ from agenthost.messages.state import (
     Worktree,
 )
 from agenthost.providers.base import Provider, ProviderLoop, RetryPolicy
+from agenthost.store.base import Store
 from agenthost.store.sqlite import SqliteStore
 
 log = structlog.get_logger(__name__)
@@ -86,14 +87,14 @@ class Running:
     """A started host's parts: what `stop` takes down."""
 
     core: HostCore
-    store: Any
+    store: Store
     loops: dict[str, ProviderLoop]
     own_clock: SystemClock | None
     holds_collector: bool
 
 
 def start_host(
-    store: Any,
+    store: Store | None,
     providers: Mapping[str, Provider] | None,
     clock: Clock | None,
     restart_policy: RestartPolicy | None,
@@ -151,7 +152,7 @@ def start_host(
     services.host = HostActor.start(services)
     if rare_full_collections:
         collector.hold()
-    log.info("host_started", store=str(getattr(store, "path", store)), providers=sorted(providers))
+    log.info("host_started", store=store.location, providers=sorted(providers))
     return Running(HostCore(services), store, loops, own_clock, rare_full_collections)
 
 
@@ -218,7 +219,7 @@ class Host:
     @classmethod
     def start(
         cls,
-        store: SqliteStore | None = None,
+        store: Store | None = None,
         providers: Mapping[str, Provider] | None = None,
         clock: Clock | None = None,
         *,

@@ -5,6 +5,7 @@ with uncommitted changes or unpushed commits is never removed unless the
 caller forces it; the refusal names what would be lost.
 """
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -38,6 +39,13 @@ def branch_of(session_id: str) -> str:
     return f"agenthost/{session_id}"
 
 
+def git_env() -> dict[str, str]:
+    """This process's environment without what points git at another repository
+    (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, ...: set when agenthost runs from a
+    git hook, they would make `git -C <repo>` act on the hook's repository)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+
+
 class WorktreeActor(Actor):
     own_runtime = ThreadingRuntime()
 
@@ -45,6 +53,7 @@ class WorktreeActor(Actor):
         try:
             done = subprocess.run(
                 ["git", "-C", cwd, *args],
+                env=git_env(),
                 capture_output=True,
                 text=True,
                 stdin=subprocess.DEVNULL,

@@ -5,6 +5,7 @@
 `python -m benchmarks sessions [--sessions 100000]` the RSS of resident idle sessions;
 `python -m benchmarks turn-cpu [--ahp]` CPU per turn against a baseline commit and the
 asyncio floor (benchmarks/turn_cpu.py).
+`python -m benchmarks stores [--postgres URL]` PostgreSQL against SQLite (benchmarks/stores.py).
 """
 
 import json
@@ -15,7 +16,7 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import peers, pool, sessions, turn_cpu, turn_roundtrip
+from benchmarks import peers, pool, sessions, stores, turn_cpu, turn_roundtrip
 
 
 def main() -> None:
@@ -27,6 +28,9 @@ def main() -> None:
         return
     if sys.argv[1:2] == ["sessions"]:
         sessions.main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["stores"]:
+        stores.main(sys.argv[2:])
         return
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     console = Console()

@@ -64,14 +64,11 @@ from rich.table import Table
 
 from agenthost.actors import Host
 from agenthost.actors.aio import AsyncChat
-from agenthost.actors.protocol import Flush, Write
-from agenthost.actors.runtime import Actor, handles
-from agenthost.actors.store import MAX_BATCH, StoreActor
-from agenthost.actors.threads import ThreadingRuntime
 from agenthost.messages.events import AssistantDelta, TurnCompleted
 from agenthost.providers import ScriptedProvider
-from agenthost.store import SqliteStore
-from agenthost.store.records import SaveSession, SaveTurnStarted
+from agenthost.store import SqliteStore, Store
+from agenthost.store.records import SaveTurnStarted
+from benchmarks import stores
 
 TURNS = 3
 DELTAS = 10
@@ -490,34 +487,12 @@ def compare(sizes: list[int], systems: list[str], rounds: int, budget_s: float) 
 
 
 # -- the store: group commit against raw inserts ------------------------------------------
-SESSION_ID = "s" * 32
-CHAT_ID = "c" * 32
-
-
 def _turn_ops(rows: int) -> list[SaveTurnStarted]:
-    return [
-        SaveTurnStarted(
-            session_id=SESSION_ID,
-            chat_id=CHAT_ID,
-            turn_id=f"turn-{i:08d}",
-            seq=i,
-            user_text=prompt(0, i),
-            started_at=1_700_000_000_000 + i,
-        )
-        for i in range(rows)
-    ]
+    return stores.turn_ops(rows)
 
 
-def _opened_store(folder: Path) -> SqliteStore:
-    store = SqliteStore(folder / "store.db")
-    store.open()
-    store.apply(
-        SaveSession(
-            session_id=SESSION_ID, provider="scripted", title="", created_at=0, chat_ids=(CHAT_ID,)
-        )
-    )
-    store.commit()
-    return store
+def _opened_store(folder: Path) -> Store:
+    return stores.with_session(SqliteStore(folder / "store.db"))
 
 
 def raw_inserts(folder: Path, ops: list[SaveTurnStarted]) -> float:
@@ -543,34 +518,7 @@ def raw_inserts(folder: Path, ops: list[SaveTurnStarted]) -> float:
 
 def store_batches(folder: Path, ops: list[SaveTurnStarted]) -> float:
     """SqliteStore.apply per op, a commit every MAX_BATCH ops, as the StoreActor does."""
-    store = _opened_store(folder)
-    started = time.perf_counter()
-    for i, op in enumerate(ops, 1):
-        store.apply(op)
-        if i % MAX_BATCH == 0:
-            store.commit()
-    store.commit()
-    seconds = time.perf_counter() - started
-    store.close()
-    return seconds
-
-
-class _AckCounter(Actor):
-    """Whoever waits for the acks: an agenthost actor, as a chat is (on a thread
-    of its own here, so the pool's scheduling is not part of the figure)."""
-
-    own_runtime = ThreadingRuntime()
-
-    def __init__(self, expected: int, done: threading.Event) -> None:
-        super().__init__()
-        self._left = expected
-        self._done = done
-
-    @handles(int)
-    def _acked(self, message: int) -> None:
-        self._left -= 1
-        if self._left == 0:
-            self._done.set()
+    return stores.batches(_opened_store(folder), ops)
 
 
 def store_actor(folder: Path, ops: list[SaveTurnStarted]) -> float:
@@ -578,21 +526,7 @@ def store_actor(folder: Path, ops: list[SaveTurnStarted]) -> float:
     store = _opened_store(folder)
     store.close()
     store.open()
-    actor = StoreActor.start(store)
-    done = threading.Event()
-    acks = _AckCounter.start(len(ops), done)
-    try:
-        started = time.perf_counter()
-        for i, op in enumerate(ops):
-            actor.tell(Write(op=op, ack_to=acks, ack=i))
-        if not done.wait(WAIT_S):
-            raise TimeoutError("the store did not ack every write")
-        seconds = time.perf_counter() - started
-        actor.ask(Flush(), timeout=WAIT_S)
-    finally:
-        actor.stop(timeout=WAIT_S)
-        acks.stop(timeout=WAIT_S)
-    return seconds
+    return stores.group_commit(store, ops)
 
 
 STORE_WAYS: dict[str, Callable[[Path, list[SaveTurnStarted]], float]] = {

@@ -2,10 +2,11 @@
 
 Every mistake a user can make here ends in one line on stderr, `agenthost:
 <what>: <why>`, and a non-zero exit code (2 for a malformed command line or
-a bad option value, 1 for the rest); `agenthost --debug ...` shows the
-traceback instead. Commands say what went wrong by raising `CliError` (or
-typer's `BadParameter` for a bad option); `@one_line_errors` prints what a
-command raised, and `run` what the command line's parsing did.
+a bad option value, a store that cannot be opened among them; 1 for the
+rest); `agenthost --debug ...` shows the traceback instead. Commands say what
+went wrong by raising `CliError` (or typer's `BadParameter` for a bad
+option); `@one_line_errors` prints what a command raised, and `run` what the
+command line's parsing did.
 """
 
 import asyncio
@@ -14,6 +15,7 @@ import errno
 import functools
 import json
 import logging
+import socket
 import sqlite3
 import sys
 import time
@@ -22,7 +24,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import structlog
@@ -45,11 +47,17 @@ from agenthost.server.load import (
     run_load,
 )
 
+if TYPE_CHECKING:
+    from agenthost.store import Store, StoreReport
+
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="agenthost: host agent chat sessions."
 )
 
-STORE_HELP = "the store: a file path or sqlite:///path (default: the user's data folder)"
+STORE_HELP = (
+    "the store: a SQLite file (a path or sqlite:///path) or"
+    " postgresql://user@host/database[?schema=NAME] (default: the user's SQLite file)"
+)
 TOKEN_FILE_HELP = (
     "a file of `TOKEN IDENTITY` lines: a token of 16 or more characters, a space, and a"
     " name for whoever holds it (each identity sees only its own sessions); `#` starts a"
@@ -61,8 +69,8 @@ class CliError(Exception):
     """A mistake or a refusal, shown as one line: `agenthost: <what>: <why>`;
     `code` 2 for a bad option value, 1 for the rest."""
 
-    def __init__(self, what: str, why: str, code: int = 1) -> None:
-        super().__init__(f"{what}: {why}")
+    def __init__(self, what: str, why: str = "", code: int = 1) -> None:
+        super().__init__(f"{what}: {why}" if why else what)
         self.what = what
         self.why = why
         self.code = code
@@ -98,7 +106,7 @@ def one_line_errors(command: F) -> F:
 
 def _error_line(error: Exception) -> str:
     if isinstance(error, CliError):
-        return f"{error.what}: {error.why}"
+        return str(error)
     if isinstance(error, AgentHostError):
         return f"{error.code.value}: {error.message}"
     return f"unexpected {type(error).__name__}: {error} (--debug shows the traceback)"
@@ -158,8 +166,10 @@ def load(
         0.0, min=0, help="milliseconds a user thinks between turns (first turns spread over one)"
     ),
     shape: str = typer.Option("copilot", help="scripted provider shape: copilot, claude or codex"),
-    store: Path | None = typer.Option(
-        None, help="folder for the SQLite store (default: a temporary one)"
+    store: str | None = typer.Option(
+        None,
+        help="the store: a SQLite file or a folder for a new one, sqlite:///path or"
+        " postgresql://... (default: a new file in a temporary folder)",
     ),
     turn_timeout: float = typer.Option(
         TURN_TIMEOUT_S, min=0.001, help="seconds a turn may take before it counts as lost"
@@ -207,7 +217,7 @@ def load(
         delta_ms=delta_ms,
         think_ms=think_ms,
         shape=shape,
-        store_dir=store,
+        store=store,
         turn_timeout_s=turn_timeout,
         url=url,
         token=token,
@@ -290,60 +300,86 @@ def print_report(report: LoadReport, target: str) -> None:
 
 
 # -- stores ---------------------------------------------------------------------------------
-def _store_path(spec: str | None) -> Path:
-    """The SQLite file a --store names: a path or sqlite:///path (default: the user's)."""
+def _store(spec: str | None, *, create: bool = True) -> "Store":
+    """The store a --store value names (not opened): a path, sqlite:///path or
+    postgresql://...; the user's SQLite file by default."""
     from agenthost.actors.surface import default_store_path
+    from agenthost.store import store_from_spec
 
-    if spec is None:
-        return default_store_path()
-    if spec.startswith("sqlite:///"):
-        return Path(spec.removeprefix("sqlite:///")).expanduser()
-    if "://" in spec:
-        raise typer.BadParameter(
-            f"{spec.split('://')[0]}:// stores are not supported: use a path or sqlite:///path",
-            param_hint="--store",
-        )
-    return Path(spec).expanduser()
+    try:
+        return store_from_spec(default_store_path() if spec is None else spec, create=create)
+    except AgentHostError as error:
+        raise _refusal(error) from None
+
+
+def _refusal(error: AgentHostError, code: int = 2) -> CliError:
+    """A store's refusal (`store PATH: what; what to do`) as a CliError: 2, as a
+    --store naming no usable store is; 1 for what a check or backup found."""
+    return CliError(error.message, code=code)
 
 
 @contextmanager
-def _reading(path: Path) -> Iterator[Any]:
-    """The store opened only to read: it works beside a server that holds it."""
+def _reading(spec: str | None) -> Iterator["Store"]:
+    """The store opened only to read: a SQLite file without its lock, so it
+    works beside a server that holds it (PostgreSQL serves many anyway)."""
     from agenthost.store import SqliteStore
 
-    store = SqliteStore(path, read_only=True)
+    store = _store(spec, create=False)
+    if isinstance(store, SqliteStore):
+        store = SqliteStore(store.path, read_only=True)
     try:
         store.open()
     except AgentHostError as error:
-        raise CliError(f"store {path}", error.message.removeprefix(f"{path}: ")) from None
-    except sqlite3.Error as error:
-        raise CliError(f"store {path}", f"cannot read it: {error}") from None
+        raise _refusal(error) from None
     try:
         yield store
     finally:
         store.close()
 
 
-def _start_host(path: Path, providers: dict[str, Any] | None = None) -> Any:
-    """A host on the store at `path`; a store it cannot open is one line."""
+def _start_host(
+    store: "Store", providers: dict[str, Any] | None = None, *, say_created: bool = True
+) -> Any:
+    """A host on the store; a store it cannot open is one line. A store made
+    new is said on stderr (unless the caller says it)."""
     from agenthost.actors import Host
-    from agenthost.store import SqliteStore
 
     try:
-        return Host.start(store=SqliteStore(path), providers=providers)
+        host = Host.start(store=store, providers=providers)
     except AgentHostError as error:
         if error.code is ErrorCode.STORE_ERROR and "in use" in error.message:
             raise CliError(
-                f"store {path}",
+                f"store {store.location}",
                 "in use by another agenthost process (a running `agenthost serve`?):"
                 " stop it, or name another store with --store",
+                code=2,
             ) from None
-        raise CliError(f"store {path}", error.message) from None
+        raise _refusal(error) from None
+    except (OSError, sqlite3.Error) as error:
+        why = getattr(error, "strerror", None) or str(error)
+        raise CliError(f"store {store.location}", f"cannot open it: {why}", code=2) from None
+    if store.created and say_created:
+        print(f"agenthost: created a new store at {store.location}", file=sys.stderr)
+    return host
+
+
+def _listen_error(host: str, port: int, error: OSError) -> CliError:
+    if error.errno == errno.EADDRINUSE:
+        why = "the address is in use (another server? --port 0 takes any free port)"
+    else:
+        why = error.strerror or str(error)
+    return CliError(f"cannot listen on {host}:{port}", why)
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Refuse an address serve could not listen on before a store is made for it
+    (the server binds it again moments later)."""
+    if port == 0:
+        return
+    try:
+        socket.create_server((host, port)).close()
     except OSError as error:
-        why = f"{error.strerror} ({error.filename})" if error.filename else str(error)
-        raise CliError(f"store {path}", f"cannot open it for writing: {why}") from None
-    except sqlite3.Error as error:
-        raise CliError(f"store {path}", f"cannot open it for writing: {error}") from None
+        raise _listen_error(host, port, error) from None
 
 
 def _providers(manifest: Path | None) -> dict[str, Any] | None:
@@ -357,7 +393,7 @@ def _providers(manifest: Path | None) -> dict[str, Any] | None:
         raise CliError("--providers", error.message, code=2) from None
 
 
-def _resolve(sessions: Sequence[SessionSummary], wanted: str, path: Path) -> str:
+def _resolve(sessions: Sequence[SessionSummary], wanted: str, path: str) -> str:
     """The one session whose id is `wanted` or starts with it."""
     ids = [s.id for s in sessions]
     matches = [i for i in ids if i == wanted] or [i for i in ids if i.startswith(wanted)]
@@ -380,12 +416,14 @@ def list_sessions(
     as_json: bool = typer.Option(False, "--json", help="print them as JSON"),
 ) -> None:
     """List a store's sessions, the latest activity first (read only: works beside a server)."""
-    path = _store_path(store)
-    if store is None and not path.exists():  # a new user's: nothing was stored yet
-        print("[]" if as_json else f"No sessions yet ({path} does not exist yet).")
+    from agenthost.actors.surface import default_store_path
+
+    if store is None and not default_store_path().exists():  # a new user's: nothing yet
+        print("[]" if as_json else f"No sessions yet ({default_store_path()} does not exist).")
         return
-    with _reading(path) as opened:
+    with _reading(store) as opened:
         sessions = sorted(opened.list_sessions(), key=lambda s: -s.modified_at)
+        where = opened.location
     if as_json:
         rows = [
             {
@@ -401,9 +439,9 @@ def list_sessions(
         print(json.dumps(rows, indent=2))
         return
     if not sessions:
-        print(f"No sessions in {path}.")
+        print(f"No sessions in {where}.")
         return
-    table = Table(title=f"{_plural(len(sessions), 'session')} in {path}")
+    table = Table(title=f"{_count(len(sessions), 'session')} in {where}")
     table.add_column("id", no_wrap=True)
     table.add_column("title")
     table.add_column("status")
@@ -419,10 +457,6 @@ def _flags(summary: SessionSummary) -> str:
     return "archived" if summary.archived else "unread" if summary.unread else "read"
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 @app.command("export")
 @one_line_errors
 def export_session(
@@ -435,9 +469,8 @@ def export_session(
     from agenthost.actors.surface import EXPORT_FORMAT
     from agenthost.messages.wire import to_wire
 
-    path = _store_path(store)
-    with _reading(path) as opened:
-        found = _resolve(opened.list_sessions(), session_id, path)
+    with _reading(store) as opened:
+        found = _resolve(opened.list_sessions(), session_id, opened.location)
         record = opened.load_session(found)
     print(json.dumps({"agenthost": EXPORT_FORMAT, "session": to_wire(record)}, indent=2))
 
@@ -464,7 +497,14 @@ def import_session(
     if not isinstance(data, dict) or data.get("agenthost") != EXPORT_FORMAT:
         raise CliError(str(path), "not a session that `agenthost export` printed")
     configured = _providers(providers)
-    host = _start_host(_store_path(store), configured)
+    wanted = (data.get("session") or {}).get("provider")
+    if wanted not in (configured or {"scripted": None}):  # before a store is made for it
+        raise CliError(
+            str(path),
+            f"its session's provider {wanted!r} is not configured: pass the manifest that"
+            " names it (--providers providers.toml)",
+        )
+    host = _start_host(_store(store), configured)
     try:
         print(host.import_session(data).id)
     except AgentHostError as error:
@@ -513,7 +553,8 @@ def serve(
             param_hint="--provider",
         )
     configured = _providers(providers) or {"scripted": ScriptedProvider()}
-    path = _store_path(store)
+    chosen = _store(store)
+    _check_listen(host, port)
     if token_file is not None:
         try:
             tokens = read_tokens(token_file)
@@ -526,7 +567,8 @@ def serve(
     else:
         generated = new_token()
         tokens = {generated: "local"}
-    running = _start_host(path, configured)
+    running = _start_host(chosen, configured, say_created=False)
+    new = " (created now)" if chosen.created else ""
 
     def ready(url: str) -> None:
         print(f"agenthost: serving AHP at {url.replace('http', 'ws', 1)}ahp  (web page: {url})")
@@ -535,7 +577,8 @@ def serve(
             print(f"agenthost: open {url}#token={generated} to chat, signed in")
         else:
             print(f"agenthost: tokens from {token_file}; open {url} and paste yours")
-        print(f"agenthost: store {path}; providers: {', '.join(sorted(configured))}")
+        names = ", ".join(sorted(configured))
+        print(f"agenthost: store {chosen.location}{new}; providers: {names}")
         print("agenthost: Ctrl+C stops it (running turns may finish first)")
         sys.stdout.flush()
 
@@ -544,11 +587,7 @@ def serve(
             run_server(running, tokens, ServeConfig(host=host, port=port, drain_s=drain_s), ready)
         )
     except OSError as error:
-        if error.errno == errno.EADDRINUSE:
-            why = "the address is in use (another server? --port 0 takes any free port)"
-        else:
-            why = error.strerror or str(error)
-        raise CliError(f"cannot listen on {host}:{port}", why) from None
+        raise _listen_error(host, port, error) from None
     finally:
         running.stop()
 
@@ -574,6 +613,52 @@ def chat(
     code = asyncio.run(run_chat(url, token, session))
     if code:
         raise typer.Exit(code=code)
+
+
+store_app = typer.Typer(no_args_is_help=True, help="Check a store, or back it up.")
+app.add_typer(store_app, name="store")
+
+
+def _describe(report: "StoreReport") -> str:
+    schema = f"schema {report.schema_version}"
+    if report.schema_version < report.known_version:
+        schema += f" (migrated to {report.known_version} when a host opens it)"
+    size = "" if report.size_bytes is None else f", {report.size_bytes / 1e6:,.1f} MB"
+    return f"{_count(report.sessions, 'session')}, {_count(report.turns, 'turn')}, {schema}{size}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+@store_app.command("check")
+@one_line_errors
+def store_check(
+    store: str = typer.Argument(..., help="a SQLite file (path or sqlite:///path) or a URL"),
+) -> None:
+    """Check a store without changing it (a host may be using it): SQLite's
+    integrity check, that it is agenthost's, and its schema version. Exit 1 if
+    it is damaged, with what to do."""
+    try:
+        report = _store(store, create=False).check()
+    except AgentHostError as error:
+        raise _refusal(error, code=1) from None
+    print(f"{report.location}: ok: {_describe(report)}")
+
+
+@store_app.command("backup")
+@one_line_errors
+def store_backup(
+    store: str = typer.Argument(..., help="a SQLite file (path or sqlite:///path)"),
+    dest: Path = typer.Argument(..., help="the new file (or a folder for one of the same name)"),
+) -> None:
+    """Copy a SQLite store with SQLite's online backup: a consistent copy even
+    while a host writes to it. The copy is checked before it takes its name."""
+    try:
+        report = _store(store, create=False).backup(dest)
+    except AgentHostError as error:
+        raise _refusal(error, code=1) from None
+    print(f"{report.location}: backed up: {_describe(report)}")
 
 
 # -- errors as one line -----------------------------------------------------------------------

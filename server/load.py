@@ -3,9 +3,10 @@
 Two drivers share one per-chat loop (`run_chat`), one set of invariant checks
 (`check_invariants`) and one report (`build_report`):
 
-- in-process (`run_load`): one host on the embedded default (SQLite in a
-  temporary or given folder, the scripted provider); all chats wait on one
-  asyncio loop (agenthost.actors.aio), so the driver costs no thread per chat.
+- in-process (`run_load`): one host on the scripted provider and a new SQLite
+  file in a temporary or given folder, or the store given (--store); all chats
+  wait on one asyncio loop (agenthost.actors.aio), so the driver costs no
+  thread per chat.
   The store is read afterwards as another process would.
 - remote (`load_remote`): a running AHP server (`agenthost serve`) over a
   bounded number of WebSockets, each carrying many chats; every chat is a
@@ -34,7 +35,6 @@ import json
 import math
 import os
 import resource
-import sqlite3
 import statistics
 import tempfile
 import time
@@ -50,8 +50,9 @@ import attrs
 from agenthost.actors.aio import AsyncChat
 from agenthost.actors.deadlines import Deadlines
 from agenthost.actors.surface import Host
+from agenthost.messages.errors import AgentHostError
 from agenthost.providers.scripted import ScriptedProvider, echo_reply
-from agenthost.store import SqliteStore
+from agenthost.store import store_from_spec
 
 TURN_TIMEOUT_S = 120.0
 RESIDENT_S = 24 * 3600.0
@@ -85,7 +86,9 @@ class LoadConfig:
     delta_ms: float = 0.0
     think_ms: float = 0.0
     shape: str = "copilot"
-    store_dir: Path | None = None
+    store: str | None = None
+    """A --store value: a SQLite file, a folder (for a new file in it) or a
+    postgresql:// URL; None: a new file in a temporary folder."""
     turn_timeout_s: float = TURN_TIMEOUT_S
     url: str | None = None
     token: str | None = attrs.field(default=None, repr=False)
@@ -323,21 +326,25 @@ async def _drive_local(
     return _LocalRun([s.id for s in sessions], seconds, per_session, resident)
 
 
-def read_store(db_path: Path, session_ids: list[str], records: list[ChatRecord]) -> None:
+def store_of(config: LoadConfig, scratch: Path) -> str | Path:
+    """The store a run writes: the one given, or a new file in the folder given
+    (a temporary one by default)."""
+    if config.store is None or Path(config.store).is_dir():
+        folder = Path(config.store) if config.store else scratch
+        return folder / f"load-{int(time.time() * 1000)}.db"
+    return config.store
+
+
+def read_store(spec: str | Path, session_ids: list[str], records: list[ChatRecord]) -> None:
     """Fill the records from the store, read as another process would after the host stopped."""
-    with sqlite3.connect(db_path) as db:
+    store = store_from_spec(spec, create=False)
+    store.open()
+    try:
         for record, session_id in zip(records, session_ids, strict=True):
-            record.stored = [
-                (user, assistant, state)
-                for user, assistant, state in db.execute(
-                    "SELECT user_text, assistant_text, state FROM turns WHERE session_id = ?"
-                    " ORDER BY seq",
-                    (session_id,),
-                )
-            ]
-            record.pending = db.execute(
-                "SELECT COUNT(*) FROM pending_messages WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
+            record.stored = [(u, a, state) for u, a, state in store.turn_states(session_id)]
+            record.pending = store.pending_count(session_id)
+    finally:
+        store.close()
 
 
 def run_load(
@@ -351,23 +358,27 @@ def run_load(
     sessions then resident. It includes the driver's own per-chat records and
     allocator slack the turns left behind, so it is an upper bound."""
     with tempfile.TemporaryDirectory(prefix="agenthost-load-") as scratch:
-        folder = config.store_dir or Path(scratch)
-        db_path = folder / f"load-{int(time.time() * 1000)}.db"
+        spec = store_of(config, Path(scratch))
         provider = provider or ScriptedProvider(
             shape=config.shape,  # type: ignore[arg-type]
             echo_deltas=config.deltas,
             delta_s=config.delta_ms / 1000,
         )
-        host = Host.start(
-            store=SqliteStore(db_path), providers={"scripted": provider}, idle_release_s=RESIDENT_S
-        )
+        try:
+            host = Host.start(
+                store=store_from_spec(spec),
+                providers={"scripted": provider},
+                idle_release_s=RESIDENT_S,
+            )
+        except AgentHostError as error:
+            raise LoadError(error.message) from None
         records = [ChatRecord(index=i) for i in range(config.chats)]
         latencies: list[float] = []
         try:
             run = asyncio.run(_drive_local(host, config, records, latencies, progress))
         finally:
             host.stop(timeout=60)
-        read_store(db_path, run.session_ids, records)
+        read_store(spec, run.session_ids, records)
     return build_report(
         config,
         "in-process",

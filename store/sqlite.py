@@ -1,81 +1,64 @@
-"""SQLite store: WAL mode, numbered migrations, one writer.
+"""SQLite store: WAL mode, numbered migrations, one writer, checked when it opens.
 
 `SqliteStore` is synchronous and not thread-safe on purpose: exactly one
 StoreActor owns it, applies operations inside an open transaction and calls
 `commit()` when its mailbox drains (group commit). Reads on the same
-connection see writes not yet committed.
+connection see writes not yet committed. A lock file beside the database
+(`<file>.lock`) keeps a second process out.
 
-A turn that was running when the process died has no end state in its row;
-loading it closes it as an error (`execution_abandoned`), so no turn is ever
-restored as running.
+Opening checks the file before anything is written to it, and refuses with
+one line (AgentHostError STORE_ERROR: the file, what is wrong, what to do):
+- a folder, a file it cannot read or write, a folder it cannot write in (the
+  lock and the write-ahead log live beside the database);
+- an empty file (0 bytes): SQLite would take it for a new database, but no
+  store of ours is ever empty (a new one is made whole in `<file>.new` and
+  renamed into place), so an empty file is a store that lost its content or
+  a file that is not ours;
+- a file whose header is not SQLite's, one `PRAGMA quick_check` finds damaged
+  (a truncated file, overwritten pages), a SQLite database of another program
+  (application_id, or tables but no schema_version), a schema newer than
+  this code knows.
+A missing file is created as a new store (`created` is then True, and
+`store_created` is logged with its path), unless `create=False`.
+`read_only=True` opens it only to read, beside a host that may hold it: no
+lock, no migration, nothing written (WAL lets it read what the host committed).
+quick_check reads the whole file, so opening costs about a second per
+gigabyte.
 """
 
+import contextlib
 import fcntl
-import importlib.resources
-import json
 import os
-import re
 import sqlite3
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
 import structlog
 
-from agenthost.messages.errors import AgentHostError, ErrorCode
-from agenthost.messages.state import (
-    Attachment,
-    ChatOrigin,
-    ChatOriginKind,
-    MarkdownPart,
-    MessageOrigin,
-    OriginKind,
-    PendingKind,
-    PendingMessage,
-    SessionState,
-    SessionSummary,
-    Turn,
-    TurnState,
-    UserMessage,
-    Worktree,
-)
+from agenthost.store.base import StoreReport, store_error
 from agenthost.store.records import (
-    ChatRecord,
-    DeleteChat,
     DeleteMemento,
     DeletePending,
-    DeleteSession,
-    ImportSession,
-    MementoKey,
     SaveAssistantText,
-    SaveChat,
     SaveChatMeta,
     SavePending,
-    SaveSession,
     SaveSessionState,
     SaveSteeringRecorded,
     SaveTurnEnded,
     SaveTurnStarted,
-    SessionRecord,
     SetMemento,
     StoreOp,
-    TruncateChat,
 )
+from agenthost.store.sql import ABANDONED_ON_RESTART as ABANDONED_ON_RESTART
+from agenthost.store.sql import DialectSql, SqlStore, migrations
 
 log = structlog.get_logger(__name__)
 
-ABANDONED_ON_RESTART = "The host stopped while this turn was running."
-
-
-def _migrations() -> list[tuple[int, str]]:
-    folder = importlib.resources.files("agenthost.store") / "migrations"
-    found = []
-    for entry in folder.iterdir():
-        match = re.match(r"(\d+)_.*\.sql$", entry.name)
-        if match:
-            found.append((int(match.group(1)), entry.read_text()))
-    return sorted(found)
-
+APPLICATION_ID = int.from_bytes(b"AgHo", "big")
+"""Migration 0008 writes it into the file's header: the file is an agenthost store."""
+HEADER = b"SQLite format 3\x00"
+BACKUP_HINT = "agenthost store backup makes one"
 
 _ONE_STATEMENT = (
     SaveTurnStarted,  # with no attachments
@@ -91,85 +74,265 @@ _ONE_STATEMENT = (
 )
 
 
-class SqliteStore:
+def _latest() -> int:
+    return migrations()[-1][0]
+
+
+class SqliteStore(SqlStore):
     """The embedded default store. `path` is a file; its folder is created.
 
     Args:
         path: the database file.
-        read_only: open it only to read (no lock, no migration, nothing written),
-            beside a host that may hold it: WAL lets it read what that host committed.
+        create: make a new store where the file does not exist (else refuse).
+        read_only: only read it: no lock, no migration, nothing written (see above).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+    dialect = DialectSql(
+        insert_chat="INSERT OR IGNORE INTO chats (id, session_id, position) VALUES (?, ?, ?)",
+        insert_chat_at_end="INSERT OR IGNORE INTO chats (id, session_id, position, origin_kind,"
+        " origin_chat, origin_tool_call) VALUES"
+        " (?, ?, (SELECT COUNT(*) FROM chats WHERE session_id = ?), ?, ?, ?)",
+        put_steering="INSERT OR REPLACE INTO turn_steering VALUES (?, ?, ?, ?)",
+        put_pending="INSERT OR REPLACE INTO pending_messages"
+        " (id, chat_id, session_id, kind, text, position, attachments)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        put_memento="INSERT OR REPLACE INTO mementos VALUES (?, ?, ?, ?, ?)",
+    )
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False
+    ) -> None:
         self.path = Path(path)
+        self.create = create and not read_only
         self.read_only = read_only
+        self.created = False
         self._db: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
 
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
     # -- lifecycle (StoreActor's thread) ------------------------------------------
     def open(self) -> None:
-        """Open, lock and migrate.
+        """Check, lock and migrate (see the module docstring).
 
         Raises:
-            AgentHostError: STORE_ERROR when another host holds this store; read-only,
-                when it is missing, not a store, or of another schema version.
+            AgentHostError: STORE_ERROR when the store is in use by another
+                process, or is refused (one line saying what to do).
         """
         if self.read_only:
             self._open_read_only()
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.create:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise self._refused(
+                    f"cannot create its folder ({exc.strerror})", "give a path you can write to"
+                ) from None
+        exists = self._looks_usable()
         self._lock()
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
+        try:
+            if not exists:
+                self._create_new()
+            db = self._connect()
+            try:
+                self._verify(db, "quick_check")
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute("PRAGMA foreign_keys=ON")
+                _migrate(db)
+            except sqlite3.DatabaseError as exc:
+                db.close()
+                raise self._damaged(exc) from None
+            except BaseException:
+                db.close()
+                raise
+            self._db = db
+            db.execute("BEGIN")
+        except BaseException:
+            self._unlock()
+            raise
+
+    def _open_read_only(self) -> None:
+        if not self.path.is_file():
+            raise self._refused("no such file", "give the path of an existing store")
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        try:
+            db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise self._damaged(exc) from None
+        try:
+            version = self._verify(db, "quick_check")
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise self._damaged(exc) from None
+        except BaseException:
+            db.close()
+            raise
+        if version != _latest():
+            db.close()
+            raise self._refused(
+                f"its schema version {version} is older than this agenthost reads ({_latest()})",
+                "open it once with a host (agenthost serve) to migrate it",
+            )
         self._db = db
-        self._migrate()
-        db.execute("BEGIN")
+
+    def _refused(self, problem: str, remedy: str) -> Exception:
+        return store_error(f"store {self.path}: {problem}; {remedy}")
+
+    def _looks_usable(self) -> bool:
+        """Whether the file exists; refuses what cannot be a usable store of ours
+        before SQLite touches it (SQLite would take a missing or empty file for a
+        new database and write to it)."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            if Path(f"{self.path}-wal").exists():
+                raise self._refused(
+                    "the file is missing but its write-ahead log is there (partly removed)",
+                    f"restore it from a backup, or remove {self.path}-wal to start a new store",
+                ) from None
+            if not self.create:
+                raise self._refused("no such file", "give the path of an existing store") from None
+            self._check_folder()
+            return False
+        except OSError as exc:
+            raise self._refused(f"cannot reach it ({exc.strerror})", "check the path") from None
+        if self.path.is_dir():
+            raise self._refused(
+                "it is a folder", f"give the store's file (e.g. {self.path / 'agenthost.db'})"
+            )
+        if st.st_size == 0:
+            raise self._refused(
+                "the file is empty (0 bytes), so it holds no store",
+                "restore it from a backup, or delete it to start a new store there",
+            )
+        self._check_folder()
+        if not os.access(self.path, os.R_OK):
+            raise self._refused("permission denied reading it", "make it readable")
+        if not os.access(self.path, os.W_OK):
+            raise self._refused(
+                "the file is read-only",
+                "make it writable (or copy it with agenthost store backup and use the copy)",
+            )
+        with open(self.path, "rb") as file:
+            header = file.read(len(HEADER))
+        if header != HEADER:
+            raise self._refused(
+                "not a SQLite database (its header is overwritten, or it is another kind of file)",
+                f"restore it from a backup ({BACKUP_HINT}), or give the path of the store",
+            )
+        return True
+
+    def _check_folder(self) -> None:
+        folder = self.path.parent
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise self._refused(
+                f"cannot write in its folder {folder} (agenthost keeps a lock file and the"
+                " write-ahead log beside the store)",
+                "make the folder writable, or move the store to one that is",
+            )
 
     def _lock(self) -> None:
-        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise self._refused(
+                f"cannot create its lock file {self.path}.lock ({exc.strerror})",
+                "make the folder and the lock file writable",
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise AgentHostError(
-                code=ErrorCode.STORE_ERROR,
-                message=f"{self.path} is in use by another agenthost process",
-            ) from None
+            raise store_error(f"{self.path} is in use by another agenthost process") from None
         self._lock_fd = fd
 
-    def _open_read_only(self) -> None:
-        def refuse(why: str) -> AgentHostError:
-            return AgentHostError(code=ErrorCode.STORE_ERROR, message=f"{self.path}: {why}")
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
-        if not self.path.is_file():
-            raise refuse("no such store")
-        uri = f"{self.path.resolve().as_uri()}?mode=ro"
-        db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    def _create_new(self) -> None:
+        """Make a whole new store in `<file>.new` and rename it into place, so the
+        file is never seen half made (an empty file is then never ours)."""
+        partial = self.path.with_name(self.path.name + ".new")
+        for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-journal")):
+            leftover.unlink(missing_ok=True)
+        db = sqlite3.connect(partial, isolation_level=None)
         try:
-            version = db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
-        except sqlite3.DatabaseError:
+            _migrate(db)
+            db.execute("PRAGMA journal_mode=WAL")
+        finally:
             db.close()
-            raise refuse("not an agenthost store") from None
-        latest = _migrations()[-1][0]
-        if version != latest:
-            db.close()
-            raise refuse(f"schema version {version}, where this agenthost reads {latest}")
-        self._db = db
+        if Path(f"{partial}-wal").exists():  # closing the last connection checkpoints it
+            raise self._refused("the new store could not be written whole", "try again")
+        os.replace(partial, self.path)
+        _sync_folder(self.path.parent)
+        self.created = True
+        log.info("store_created", store=str(self.path))
 
-    def _migrate(self) -> None:
-        db = self._conn
-        db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-        row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
-        current = row[0] or 0
-        for version, script in _migrations():
-            if version <= current:
-                continue
-            db.executescript(
-                f"BEGIN;\n{script}\nINSERT INTO schema_version VALUES ({version});\nCOMMIT;"
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            return sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise self._damaged(exc) from None
+
+    def _verify(self, db: sqlite3.Connection, check: str) -> int:
+        """Refuse a damaged, foreign or too new database; its schema version."""
+        problems = [row[0] for row in db.execute(f"PRAGMA {check}(3)").fetchall()]
+        if problems != ["ok"]:
+            first = " ".join(" ".join(problems).split())  # one line
+            raise self._refused(
+                f"the database is damaged ({check}: {first[:160]})",
+                f"restore it from a backup ({BACKUP_HINT}), or move it aside to start a new store",
             )
-            log.info("store_migrated", version=version)
+        (application_id,) = db.execute("PRAGMA application_id").fetchone()
+        tables = sorted(
+            row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        )
+        ours = application_id == APPLICATION_ID or (
+            application_id == 0 and ("schema_version" in tables or not tables)
+        )
+        if not ours:
+            shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+            raise self._refused(
+                f"a SQLite database of another program (tables: {shown or 'none'})",
+                "give agenthost a file of its own",
+            )
+        if "schema_version" not in tables:
+            return 0
+        version = db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
+        latest = _latest()
+        if version > latest:
+            raise self._refused(
+                f"its schema version {version} is newer than this agenthost knows ({latest})",
+                "open it with a newer agenthost",
+            )
+        return int(version)
+
+    def _damaged(self, exc: sqlite3.Error) -> Exception:
+        name = getattr(exc, "sqlite_errorname", "")
+        if name == "SQLITE_NOTADB":
+            return self._refused(
+                "not a SQLite database (its header is damaged, or it is another kind of file)",
+                f"restore it from a backup ({BACKUP_HINT}), or give the path of the store",
+            )
+        if name.startswith("SQLITE_CORRUPT"):
+            return self._refused(
+                f"the database is damaged ({exc})",
+                f"restore it from a backup ({BACKUP_HINT}), or move it aside to start a new store",
+            )
+        if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")):
+            return self._refused(
+                f"cannot open it for writing ({exc})", "check the file's and folder's permissions"
+            )
+        if name == "SQLITE_FULL":
+            return self._refused("the disk is full", "free some space")
+        return self._refused(f"cannot open it ({exc})", "check the file")
 
     def commit(self) -> None:
         db = self._conn
@@ -189,431 +352,123 @@ class SqliteStore:
                 self._db.execute("COMMIT")
             self._db.close()
             self._db = None
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._unlock()
 
     @property
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
-            raise AgentHostError(code=ErrorCode.STORE_ERROR, message="the store is not open")
+            raise store_error("the store is not open")
         return self._db
 
-    # -- writes ---------------------------------------------------------------------
-    def apply(self, op: StoreOp) -> None:
-        """Apply one write, all or nothing: a failure undoes it alone, not its batch.
+    # -- checks and backups (any thread; beside a running host) -----------------------
+    def check(self) -> StoreReport:
+        """Check the store as it is, without locking or changing it: the file, a
+        full `PRAGMA integrity_check`, ours, the schema version.
 
-        A write of one statement needs no savepoint (SQLite undoes a failed
-        statement by itself); a write of several gets one.
+        Raises:
+            AgentHostError: STORE_ERROR saying what is wrong and what to do.
         """
-        if isinstance(op, _ONE_STATEMENT) and not getattr(op, "attachments", ()):
-            self._apply(op)
-            return
-        db = self._conn
-        db.execute("SAVEPOINT write")
+        create, self.create = self.create, False
         try:
-            self._apply(op)
-        except BaseException:
-            db.execute("ROLLBACK TO write")
-            db.execute("RELEASE write")
-            raise
-        db.execute("RELEASE write")
-
-    def _apply(self, op: StoreOp) -> None:
-        db = self._conn
-        match op:
-            case SaveSession():
-                tree = op.worktree
-                db.execute(
-                    "INSERT INTO sessions (id, provider, title, created_at, modified_at,"
-                    " worktree_path, worktree_repo, worktree_base) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        op.session_id,
-                        op.provider,
-                        op.title,
-                        op.created_at,
-                        op.created_at,
-                        None if tree is None else tree.path,
-                        None if tree is None else tree.repo,
-                        None if tree is None else tree.base,
-                    ),
-                )
-                db.executemany(
-                    "INSERT OR IGNORE INTO chats (id, session_id, position) VALUES (?, ?, ?)",
-                    [(chat_id, op.session_id, i) for i, chat_id in enumerate(op.chat_ids)],
-                )
-            case SaveChat():
-                db.execute(
-                    "INSERT OR IGNORE INTO chats (id, session_id, position, origin_kind,"
-                    " origin_chat, origin_tool_call) VALUES"
-                    " (?, ?, (SELECT COUNT(*) FROM chats WHERE session_id = ?), ?, ?, ?)",
-                    (
-                        op.chat_id,
-                        op.session_id,
-                        op.session_id,
-                        op.origin.kind.value,
-                        op.origin.chat_id,
-                        op.origin.tool_call_id,
-                    ),
-                )
-            case SaveTurnStarted():
-                db.execute(
-                    "INSERT INTO turns (id, chat_id, session_id, seq, user_text, started_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (op.turn_id, op.chat_id, op.session_id, op.seq, op.user_text, op.started_at),
-                )
-                if op.attachments:  # an empty executemany still costs a statement's setup
-                    db.executemany(
-                        "INSERT INTO turn_attachments VALUES (?, ?, ?, ?)",
-                        [(op.turn_id, i, a.name, a.text) for i, a in enumerate(op.attachments)],
-                    )
-            case SaveAssistantText():
-                db.execute(
-                    "UPDATE turns SET assistant_text = ? WHERE id = ?", (op.text, op.turn_id)
-                )
-            case SaveTurnEnded():
-                error = op.error
-                db.execute(
-                    "UPDATE turns SET state = ?, assistant_text = ?, error_code = ?,"
-                    " error_message = ?, finish_reason = ?, ended_at = ? WHERE id = ?",
-                    (
-                        op.state.value,
-                        op.assistant_text,
-                        None if error is None else error.code.value,
-                        None if error is None else error.message,
-                        op.finish_reason,
-                        op.ended_at,
-                        op.turn_id,
-                    ),
-                )
-            case SaveSteeringRecorded():
-                db.execute(
-                    "INSERT OR REPLACE INTO turn_steering VALUES (?, ?, ?, ?)",
-                    (op.turn_id, op.position, op.pending_id, op.text),
-                )
-            case SavePending():
-                pending = op.pending
-                db.execute(
-                    "INSERT OR REPLACE INTO pending_messages"
-                    " (id, chat_id, session_id, kind, text, position, attachments)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        pending.id,
-                        op.chat_id,
-                        op.session_id,
-                        pending.kind.value,
-                        pending.text,
-                        op.position,
-                        json.dumps([[a.name, a.text] for a in pending.message.attachments]),
-                    ),
-                )
-            case DeletePending():
-                db.execute("DELETE FROM pending_messages WHERE id = ?", (op.pending_id,))
-            case TruncateChat():
-                marks = ",".join("?" * len(op.keep))
-                doomed = f"chat_id = ? AND id NOT IN ({marks})" if op.keep else "chat_id = ?"
-                self._delete_turns(doomed, (op.chat_id, *op.keep))
-            case ImportSession():
-                self._import(op.record)
-            case SaveSessionState(session_id=session_id, state=state):
-                db.execute(
-                    "UPDATE sessions SET title = ?, user_titled = ?, is_read = ?, is_archived = ?,"
-                    " config = ? WHERE id = ?",
-                    (
-                        state.title,
-                        state.user_titled,
-                        state.read,
-                        state.archived,
-                        json.dumps(dict(state.config)),
-                        session_id,
-                    ),
-                )
-            case SaveChatMeta(chat_id=chat_id, title=title, read_only=read_only):
-                db.execute(
-                    "UPDATE chats SET title = COALESCE(?, title),"
-                    " read_only = COALESCE(?, read_only) WHERE id = ?",
-                    (title, read_only, chat_id),
-                )
-            case SetMemento(key=key, value=value):
-                db.execute(
-                    "INSERT OR REPLACE INTO mementos VALUES (?, ?, ?, ?, ?)",
-                    (key.session_id, key.chat_id, key.contribution, key.key, value),
-                )
-            case DeleteMemento(key=key):
-                db.execute(
-                    "DELETE FROM mementos WHERE session_id = ? AND chat_id = ?"
-                    " AND contribution = ? AND key = ?",
-                    (key.session_id, key.chat_id, key.contribution, key.key),
-                )
-            case DeleteChat(chat_id=chat_id):
-                self._delete_turns("chat_id = ?", (chat_id,))
-                for table in ("pending_messages", "mementos"):
-                    db.execute(f"DELETE FROM {table} WHERE chat_id = ?", (chat_id,))
-                db.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
-            case DeleteSession():
-                self._delete_turns("session_id = ?", (op.session_id,))
-                for table in ("pending_messages", "mementos"):
-                    db.execute(f"DELETE FROM {table} WHERE session_id = ?", (op.session_id,))
-                db.execute("DELETE FROM chats WHERE session_id = ?", (op.session_id,))
-                db.execute("DELETE FROM sessions WHERE id = ?", (op.session_id,))
-            case _:
-                raise TypeError(f"unknown store operation {type(op).__name__}")
-
-    def _delete_turns(self, where: str, params: tuple[Any, ...]) -> None:
-        """Delete the turns `where` selects, with their steering and attachments."""
-        db = self._conn
-        for table in ("turn_steering", "turn_attachments"):
-            db.execute(
-                f"DELETE FROM {table} WHERE turn_id IN (SELECT id FROM turns WHERE {where})",
-                params,
-            )
-        db.execute(f"DELETE FROM turns WHERE {where}", params)
-
-    def _import(self, record: SessionRecord) -> None:
-        if self._conn.execute(
-            "SELECT 1 FROM sessions WHERE id = ?", (record.session_id,)
-        ).fetchone():
-            raise sqlite3.IntegrityError(f"session {record.session_id} exists already")
-        self._apply(
-            SaveSession(
-                session_id=record.session_id,
-                provider=record.provider,
-                title=record.title,
-                created_at=record.created_at,
-                chat_ids=(),
-                worktree=record.worktree,
-            )
-        )
-        state = attrs.evolve(record.state, title=record.title)
-        self._apply(SaveSessionState(session_id=record.session_id, state=state))
-        for chat in record.chats:
-            self._apply(
-                SaveChat(session_id=record.session_id, chat_id=chat.chat_id, origin=chat.origin)
-            )
-            self._apply(
-                SaveChatMeta(chat_id=chat.chat_id, title=chat.title, read_only=chat.read_only)
-            )
-            for seq, turn in enumerate(chat.turns):
-                self._apply(
-                    SaveTurnStarted(
-                        session_id=record.session_id,
-                        chat_id=chat.chat_id,
-                        turn_id=turn.id,
-                        seq=seq,
-                        user_text=turn.user_text,
-                        started_at=record.created_at,
-                        attachments=turn.message.attachments,
-                    )
-                )
-                self._apply(
-                    SaveTurnEnded(
-                        turn_id=turn.id,
-                        state=turn.state,
-                        assistant_text=turn.assistant_text,
-                        ended_at=record.created_at,
-                        error=turn.error,
-                    )
-                )
-                for position, steering in enumerate(turn.steering):
-                    self._apply(
-                        SaveSteeringRecorded(
-                            turn_id=turn.id,
-                            pending_id=steering.id,
-                            text=steering.text,
-                            position=position,
-                        )
-                    )
-            for position, pending in enumerate(chat.pending):
-                self._apply(
-                    SavePending(
-                        session_id=record.session_id,
-                        chat_id=chat.chat_id,
-                        pending=pending,
-                        position=position,
-                    )
-                )
-
-    # -- reads ----------------------------------------------------------------------
-    def list_sessions(self) -> list[SessionSummary]:
-        return self._summaries("", ())
-
-    def find_session(
-        self, session_id: str | None = None, chat_id: str | None = None
-    ) -> SessionSummary | None:
-        """The summary of the session with this id, or of the one the chat
-        belongs to; None if there is none."""
-        if (session_id is None) == (chat_id is None):
-            raise ValueError("find a session by its id or by a chat's, one of the two")
-        if chat_id is not None:
-            found = self._summaries(
-                " WHERE s.id = (SELECT session_id FROM chats WHERE id = ?)", (chat_id,)
-            )
-        else:
-            found = self._summaries(" WHERE s.id = ?", (session_id,))
-        return found[0] if found else None
-
-    def _summaries(self, where: str, params: tuple[Any, ...]) -> list[SessionSummary]:
-        rows = self._conn.execute(
-            "SELECT s.id, s.title, s.provider, s.created_at,"
-            " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.is_read, s.is_archived,"
-            " s.config, (SELECT MAX(COALESCE(t.ended_at, t.started_at)) FROM turns t"
-            f" WHERE t.session_id = s.id) FROM sessions s{where} ORDER BY s.created_at, s.id",
-            params,
-        ).fetchall()
-        return [
-            SessionSummary(
-                id=r[0],
-                title=r[1],
-                provider=r[2],
-                created_at=r[3],
-                turn_count=r[4],
-                unread=not r[5],
-                archived=bool(r[6]),
-                config=tuple(sorted(json.loads(r[7]).items())),
-                modified_at=r[8] or r[3],
-            )
-            for r in rows
-        ]
-
-    def load_session(self, session_id: str) -> SessionRecord | None:
-        db = self._conn
-        row = db.execute(
-            "SELECT provider, title, created_at, worktree_path, worktree_repo, worktree_base,"
-            " user_titled, is_read, is_archived, config FROM sessions WHERE id = ?",
-            (session_id,),
-        ).fetchone()
-        if row is None:
-            return None
-        chats = tuple(
-            attrs.evolve(
-                self._load_chat(chat_id, title, draft),
-                origin=ChatOrigin(
-                    kind=ChatOriginKind(kind), chat_id=origin_chat, tool_call_id=origin_tool_call
-                ),
-                read_only=bool(read_only),
-            )
-            for chat_id, title, draft, kind, origin_chat, origin_tool_call, read_only in db.execute(
-                "SELECT id, title, draft, origin_kind, origin_chat, origin_tool_call, read_only"
-                " FROM chats WHERE session_id = ? ORDER BY position",
-                (session_id,),
-            ).fetchall()
-        )
-        worktree = None if row[3] is None else Worktree(path=row[3], repo=row[4], base=row[5])
-        return SessionRecord(
-            session_id=session_id,
-            provider=row[0],
-            title=row[1],
-            created_at=row[2],
-            chats=chats,
-            worktree=worktree,
-            state=SessionState(
-                title=row[1],
-                user_titled=bool(row[6]),
-                read=bool(row[7]),
-                archived=bool(row[8]),
-                config=tuple(sorted(json.loads(row[9]).items())),
-            ),
-            mementos=tuple(
-                SetMemento(
-                    key=MementoKey(session_id=session_id, chat_id=c, contribution=n, key=k),
-                    value=v,
-                )
-                for c, n, k, v in db.execute(
-                    "SELECT chat_id, contribution, key, value FROM mementos WHERE session_id = ?",
-                    (session_id,),
-                ).fetchall()
-            ),
+            self._looks_usable()
+        finally:
+            self.create = create
+        db = self._connect()
+        try:
+            version = self._verify(db, "integrity_check")
+            sessions = turns = 0
+            if version:
+                sessions = db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+                turns = db.execute("SELECT COUNT(*) FROM turns").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
+        finally:
+            db.close()
+        return StoreReport(
+            location=self.location,
+            schema_version=version,
+            known_version=_latest(),
+            sessions=sessions,
+            turns=turns,
+            size_bytes=self.path.stat().st_size,
         )
 
-    def finish_reasons(self, chat_id: str) -> dict[str, str | None]:
-        """Each ended turn of the chat and the finish reason its provider gave
-        (None where the stream gave none), by turn id."""
-        return dict(
-            self._conn.execute(
-                "SELECT id, finish_reason FROM turns WHERE chat_id = ? AND state IS NOT NULL",
-                (chat_id,),
-            ).fetchall()
+    def backup(self, dest: str | os.PathLike[str]) -> StoreReport:
+        """Copy the store to `dest` with SQLite's online backup: one consistent
+        snapshot, taken beside a host that keeps writing. The copy is checked
+        before it takes its name (`<dest>.partial` until then).
+
+        Returns:
+            The copy's check.
+        Raises:
+            AgentHostError: STORE_ERROR when the store is refused, `dest` exists,
+                or the copy fails its check.
+        """
+        target = Path(dest)
+        if target.is_dir():
+            target = target / self.path.name
+        if target.exists():
+            raise store_error(f"{target} exists already; give a new name for the backup")
+        self.check()
+        partial = target.with_name(target.name + ".partial")
+        partial.unlink(missing_ok=True)
+        source = self._connect()
+        try:
+            copy = sqlite3.connect(partial)
+            try:
+                source.backup(copy)  # all pages in one step: one read transaction
+            finally:
+                copy.close()
+        except sqlite3.Error as exc:
+            partial.unlink(missing_ok=True)
+            raise store_error(f"backup of {self.path} to {target} failed: {exc}") from None
+        finally:
+            source.close()
+        report = SqliteStore(partial, create=False).check()
+        os.replace(partial, target)
+        _sync_folder(target.parent)
+        return StoreReport(
+            location=str(target),
+            schema_version=report.schema_version,
+            known_version=report.known_version,
+            sessions=report.sessions,
+            turns=report.turns,
+            size_bytes=report.size_bytes,
         )
 
-    def _load_chat(self, chat_id: str, title: str, draft: str | None) -> ChatRecord:
-        db = self._conn
-        if not self.read_only:
-            db.execute(
-                "UPDATE turns SET state = ?, error_code = ?, error_message = ? "
-                "WHERE chat_id = ? AND state IS NULL",
-                (
-                    TurnState.ERROR.value,
-                    ErrorCode.EXECUTION_ABANDONED.value,
-                    ABANDONED_ON_RESTART,
-                    chat_id,
-                ),
-            )
-        steering: dict[str, list[PendingMessage]] = {}
-        for turn_id, pending_id, text in db.execute(
-            "SELECT s.turn_id, s.pending_id, s.text FROM turn_steering s"
-            " JOIN turns t ON t.id = s.turn_id WHERE t.chat_id = ? ORDER BY s.turn_id, s.position",
-            (chat_id,),
-        ).fetchall():
-            steering.setdefault(turn_id, []).append(
-                PendingMessage(
-                    id=pending_id,
-                    kind=PendingKind.STEERING,
-                    message=UserMessage(text=text, origin=MessageOrigin(kind=OriginKind.STEERING)),
-                )
-            )
-        attachments: dict[str, list[Attachment]] = {}
-        for turn_id, name, text in db.execute(
-            "SELECT a.turn_id, a.name, a.text FROM turn_attachments a"
-            " JOIN turns t ON t.id = a.turn_id WHERE t.chat_id = ? ORDER BY a.turn_id, a.position",
-            (chat_id,),
-        ).fetchall():
-            attachments.setdefault(turn_id, []).append(Attachment(name=name, text=text))
-        turns = tuple(
-            _turn_from_row(r, tuple(steering.get(r[0], ())), tuple(attachments.get(r[0], ())))
-            for r in db.execute(
-                "SELECT id, user_text, assistant_text, state, error_code, error_message"
-                " FROM turns WHERE chat_id = ? ORDER BY seq, rowid",
-                (chat_id,),
-            ).fetchall()
-        )
-        pending = tuple(
-            PendingMessage(
-                id=r[0],
-                kind=PendingKind(r[1]),
-                message=UserMessage(
-                    text=r[2],
-                    attachments=tuple(Attachment(name=n, text=t) for n, t in json.loads(r[3])),
-                ),
-            )
-            for r in db.execute(
-                "SELECT id, kind, text, attachments FROM pending_messages WHERE chat_id = ?"
-                " ORDER BY position, rowid",
-                (chat_id,),
-            ).fetchall()
-        )
-        return ChatRecord(chat_id=chat_id, title=title, draft=draft, turns=turns, pending=pending)
+    # -- SqlStore's hooks -------------------------------------------------------------
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self._conn.execute(sql, params)
+
+    def _executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._conn.executemany(sql, rows)
+
+    def _needs_savepoint(self, op: StoreOp) -> bool:
+        # SQLite undoes a failed statement by itself: a write of one needs none.
+        return not isinstance(op, _ONE_STATEMENT) or bool(getattr(op, "attachments", ()))
+
+    def _refusal(self, message: str) -> Exception:
+        return sqlite3.IntegrityError(message)
 
 
-def _turn_from_row(
-    row: tuple[Any, ...],
-    steering: tuple[PendingMessage, ...],
-    attachments: tuple[Attachment, ...] = (),
-) -> Turn:
-    turn_id, user_text, assistant_text, state, error_code, error_message = row
-    if state is None:  # read beside its running host: as a restart would find it
-        state, error_code = TurnState.ERROR.value, ErrorCode.EXECUTION_ABANDONED.value
-        error_message = ABANDONED_ON_RESTART
-    error = (
-        None
-        if error_code is None
-        else AgentHostError(code=ErrorCode(error_code), message=error_message or "")
-    )
-    parts = (MarkdownPart(id=f"{turn_id}-md", content=assistant_text),) if assistant_text else ()
-    return Turn(
-        id=turn_id,
-        message=UserMessage(text=user_text, attachments=attachments),
-        response_parts=parts,
-        steering=steering,
-        state=TurnState(state),
-        error=error,
-    )
+def _migrate(db: sqlite3.Connection) -> None:
+    db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    current = row[0] or 0
+    for version, script in migrations():
+        if version <= current:
+            continue
+        db.executescript(
+            f"BEGIN;\n{script}\nINSERT INTO schema_version VALUES ({version});\nCOMMIT;"
+        )
+        log.info("store_migrated", version=version)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename in `folder` durable."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -11,6 +11,7 @@ from agenthost.actors import Host, runtime
 from agenthost.providers import ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
+from tests.fakes.stores import StoreFactory, store_factories
 
 # Debug checks on: a blocking future.get() on a pool worker raises.
 os.environ["AGENTHOST_DEBUG"] = "1"
@@ -29,6 +30,13 @@ def _stop_actors_and_reset_logs() -> Iterator[None]:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "agenthost.db"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_factory(request: pytest.FixtureRequest, db_path: Path) -> Iterator[StoreFactory]:
+    """The store contract's tests run once per store: a SQLite file, and a fresh
+    schema on the PostgreSQL test server (skipped, saying why, where there is none)."""
+    yield from store_factories(request.param, db_path)
 
 
 @pytest.fixture

@@ -1,32 +1,30 @@
 """Opening a stored session resumes its provider session; errors leave it intact."""
 
-from pathlib import Path
-
 import pytest
 
 from agenthost.actors import Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.providers import RetryPolicy
 from agenthost.providers.scripted import ScriptedProvider
-from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
+from tests.fakes.stores import StoreFactory
 
 
 async def no_sleep(seconds: float) -> None:
     return None
 
 
-def start(db_path: Path, provider: ScriptedProvider) -> Host:
+def start(stores: StoreFactory, provider: ScriptedProvider) -> Host:
     return Host.start(
-        store=SqliteStore(db_path),
+        store=stores(),
         providers={"scripted": provider},
         clock=FakeClock(),
         resume_retry=RetryPolicy(attempts=3, sleep=no_sleep),
     )
 
 
-def stored_session(db_path: Path, provider: ScriptedProvider) -> str:
-    host = start(db_path, provider)
+def stored_session(stores: StoreFactory, provider: ScriptedProvider) -> str:
+    host = start(stores, provider)
     session = host.create_session()
     session.chat().send("remember me").result(timeout=10)
     host.stop()
@@ -37,14 +35,14 @@ NETWORK = "Authentication failed: Failed to validate SDK token: network fetch fa
 
 
 def test_a_transient_resume_error_past_the_retries_propagates_and_leaves_the_session_intact(
-    db_path: Path,
+    store_factory: StoreFactory,
 ) -> None:
     provider = ScriptedProvider()
-    session_id = stored_session(db_path, provider)
+    session_id = stored_session(store_factory, provider)
     provider.fail_resume(code=-32603, message=NETWORK, times=10)
     clock = FakeClock()
     host = Host.start(
-        store=SqliteStore(db_path),
+        store=store_factory(),
         providers={"scripted": provider},
         clock=clock,
         resume_retry=RetryPolicy(attempts=3, sleep=no_sleep),
@@ -62,20 +60,22 @@ def test_a_transient_resume_error_past_the_retries_propagates_and_leaves_the_ses
         assert chat.send("again").result(timeout=10).state is OutcomeState.COMPLETE
 
 
-def test_a_transient_resume_error_is_retried_then_succeeds(db_path: Path) -> None:
+def test_a_transient_resume_error_is_retried_then_succeeds(store_factory: StoreFactory) -> None:
     provider = ScriptedProvider()
-    session_id = stored_session(db_path, provider)
+    session_id = stored_session(store_factory, provider)
     provider.fail_resume(code=-32603, message=NETWORK, times=2)
-    with start(db_path, provider) as host:
+    with start(store_factory, provider) as host:
         chat = host.open_session(session_id).chat()
         assert [t.user_text for t in chat.state().turns] == ["remember me"]
 
 
-def test_any_other_resume_error_propagates_at_once_without_retries(db_path: Path) -> None:
+def test_any_other_resume_error_propagates_at_once_without_retries(
+    store_factory: StoreFactory,
+) -> None:
     provider = ScriptedProvider()
-    session_id = stored_session(db_path, provider)
+    session_id = stored_session(store_factory, provider)
     provider.fail_resume(code=-32000, message="permission denied", times=2)
-    with start(db_path, provider) as host:
+    with start(store_factory, provider) as host:
         with pytest.raises(AgentHostError):
             host.open_session(session_id)
         with pytest.raises(AgentHostError):  # the second failure was not used up by a retry
@@ -84,12 +84,12 @@ def test_any_other_resume_error_propagates_at_once_without_retries(db_path: Path
 
 
 def test_a_provider_that_reports_no_history_falls_back_to_a_fresh_provider_session(
-    db_path: Path,
+    store_factory: StoreFactory,
 ) -> None:
     provider = ScriptedProvider()
-    session_id = stored_session(db_path, provider)
+    session_id = stored_session(store_factory, provider)
     provider.fail_resume(code=-32603, message="Session not found: x", times=1)
-    with start(db_path, provider) as host:
+    with start(store_factory, provider) as host:
         chat = host.open_session(session_id).chat()
         assert [t.user_text for t in chat.state().turns] == ["remember me"]
         assert chat.send("next").result(timeout=10).text == "echo: next"

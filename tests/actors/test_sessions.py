@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agenthost.actors import Host
+from agenthost.actors.worktree import git_env
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.providers.scripted import Gate, ScriptedProvider
 from agenthost.server.cli import app
@@ -154,6 +155,7 @@ def test_the_cli_exports_and_imports(tmp_path: Path) -> None:
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-C", str(cwd), *args],
+        env=git_env(),  # never the repository of a hook that runs the tests
         check=True,
         capture_output=True,
         text=True,
@@ -236,3 +238,18 @@ def test_unpushed_commits_on_the_session_branch_are_never_removed_unforced(
         session.dispose()
     assert "1 unpushed commit" in caught.value.message
     assert f"agenthost/{session.id}" in git(repo, "branch", "--list")
+
+
+def test_a_worktree_is_made_in_its_own_repository_even_from_a_git_hook(
+    host: Host, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """agenthost run from a git hook inherits GIT_DIR: git must still act on the
+    repository it was given, never the hook's."""
+    hooked = tmp_path / "hooked"
+    hooked.mkdir()
+    git(hooked, "init", "-q")
+    monkeypatch.setenv("GIT_DIR", str(hooked / ".git"))
+    session = host.create_session(worktree_of=repo)
+    monkeypatch.delenv("GIT_DIR")
+    assert f"agenthost/{session.id}" in git(repo, "branch", "--list")
+    assert git(hooked, "branch", "--list") == ""

@@ -1,37 +1,24 @@
 """The store actor's batching: a write's ack means committed, and every write
 is committed once the mailbox drains, whatever message drained it."""
 
-from pathlib import Path
-
 from agenthost.actors import use_runtime
 from agenthost.actors.protocol import Committed, ListSessionRows, Write
-from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.store import StoreActor
-from agenthost.store import SqliteStore
 from agenthost.store.records import SaveSession
 from agenthost.testing import DeterministicRunner
-
-
-class Acks(Actor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.acks: list[Committed] = []
-
-    @handles(Committed)
-    def _ack(self, message: Committed) -> None:
-        self.acks.append(message)
+from tests.fakes.stores import Acks, StoreFactory
 
 
 def test_a_listing_right_behind_a_write_still_commits_it_and_sends_its_ack(
-    db_path: Path,
+    store_factory: StoreFactory,
 ) -> None:
     # Found through the AHP server: a listSessions that reached the store just
     # behind a chat's last write left that write uncommitted, so the chat never
     # published its turnComplete.
     with use_runtime(DeterministicRunner()) as runner:
-        sqlite = SqliteStore(db_path)
-        sqlite.open()
-        store = StoreActor.start(sqlite)
+        opened = store_factory()
+        opened.open()
+        store = StoreActor.start(opened)
         acks = Acks.start()
         op = SaveSession(session_id="s", provider="scripted", title="", created_at=0, chat_ids=())
         store.tell(Write(op=op, ack_to=acks, ack=Committed(seq=1)))

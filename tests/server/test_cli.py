@@ -99,8 +99,8 @@ def test_sessions_of_an_empty_or_missing_store(
     code, out, _ = agenthost(capsys, "sessions", "--store", f"sqlite:///{tmp_path}/empty.db")
     assert code == 0 and out.startswith("No sessions in ")
     code, _, err = agenthost(capsys, "sessions", "--store", str(tmp_path / "none.db"))
-    assert code == 1
-    one_line(err, "none.db", "no such store")
+    assert code == 2  # a --store naming no usable store
+    one_line(err, "none.db", "no such file")
     monkeypatch.setenv("HOME", str(tmp_path))  # a new user's default store: not a mistake
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     code, out, err = agenthost(capsys, "sessions")
@@ -146,7 +146,7 @@ def test_import_beside_a_running_host_says_why_not(
     host = Host.start(store=SqliteStore(other))
     try:
         code, _, err = agenthost(capsys, "import", str(tmp_path / "s.json"), "--store", str(other))
-        assert code == 1
+        assert code == 2  # a --store naming no usable store
         one_line(err, "other.db", "in use by another agenthost process", "stop it")
     finally:
         host.stop()
@@ -183,11 +183,13 @@ def test_a_session_of_a_manifests_provider_is_imported_with_providers(
     code, _, err = agenthost(capsys, "import", str(tmp_path / "s.json"), *into)
     assert code == 1
     one_line(err, "'gpt'", "--providers")
+    assert not (tmp_path / "b.db").exists()  # refused before a store was made for it
     (tmp_path / "m.toml").write_text('[providers.gpt]\nkind = "scripted"\n')
     code, out, err = agenthost(
         capsys, "import", str(tmp_path / "s.json"), *into, "--providers", str(tmp_path / "m.toml")
     )
     assert (code, out) == (0, f"{session.id}\n"), err
+    assert err == f"agenthost: created a new store at {tmp_path / 'b.db'}\n"
 
 
 def test_serve_refuses_a_provider_beside_a_manifest_and_an_unknown_provider(
@@ -214,6 +216,7 @@ def test_serve_says_the_port_is_in_use(capsys: pytest.CaptureFixture[str], tmp_p
         )
     assert code == 1 and out == ""
     one_line(err, f"cannot listen on 127.0.0.1:{port}", "in use", "--port 0")
+    assert not (tmp_path / "s.db").exists()  # refused before a store was made for it
 
 
 def test_serve_says_what_is_wrong_with_a_token_file(
@@ -243,7 +246,7 @@ def test_serve_says_its_store_is_locked_or_read_only(
         code, _, err = agenthost(capsys, "serve", "--port", "0", "--store", str(store))
     finally:
         host.stop()
-    assert code == 1
+    assert code == 2  # a --store naming no usable store
     one_line(err, str(store), "in use by another agenthost process")
     if os.geteuid() == 0:  # root writes anywhere but on a read-only file system
         if not Path("/sys/fs").is_dir():
@@ -253,8 +256,8 @@ def test_serve_says_its_store_is_locked_or_read_only(
         (tmp_path / "ro").mkdir(mode=0o555)
         read_only = tmp_path / "ro" / "agenthost.db"
     code, _, err = agenthost(capsys, "serve", "--port", "0", "--store", str(read_only))
-    assert code == 1
-    one_line(err, str(read_only), "cannot open it for writing")
+    assert code == 2  # a --store naming no usable store
+    one_line(err, str(read_only), "writ")  # what cannot be written, and to make it writable
 
 
 def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path: Path) -> None:
@@ -265,8 +268,8 @@ def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path: Path) 
         text=True,
         timeout=60,
     )
-    assert done.returncode == 1 and done.stdout == ""
-    one_line(done.stderr, "no such store", str(tmp_path))
+    assert done.returncode == 2 and done.stdout == ""
+    one_line(done.stderr, "no such file", str(tmp_path))
 
 
 def test_serve_prints_its_store_its_providers_and_a_url_that_signs_the_page_in(
@@ -287,7 +290,7 @@ def test_serve_prints_its_store_its_providers_and_a_url_that_signs_the_page_in(
         token = lines[1].rsplit(" ", 1)[-1].strip()
         url = re.search(r"open (http://127\.0\.0\.1:\d+/)#token=(\S+) to chat", lines[2])
         assert url is not None and url.group(2) == token, lines
-        assert lines[3] == f"agenthost: store {store}; providers: fast\n"
+        assert lines[3] == f"agenthost: store {store} (created now); providers: fast\n"
         with urllib.request.urlopen(url.group(1)) as page:  # the page the URL opens
             assert page.status == 200
     finally:

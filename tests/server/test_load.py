@@ -89,7 +89,7 @@ def test_percentiles() -> None:
 
 def test_an_in_process_turn_that_never_ends_is_a_violation(tmp_path: Path) -> None:
     provider = ScriptedProvider(echo_deltas=2).on("chat 1 turn 0", Gate("never"))
-    config = LoadConfig(chats=2, turns=2, store_dir=tmp_path, turn_timeout_s=2.0)
+    config = LoadConfig(chats=2, turns=2, store=str(tmp_path), turn_timeout_s=2.0)
     report = run_load(config, provider=provider)
     assert report.turns_completed == 2
     assert report.violations[0] == "1 turns did not complete (first: chat 1 turn 0: timeout)"

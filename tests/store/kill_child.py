@@ -1,6 +1,6 @@
 """A host under load that prints what it acknowledged; the durability test kills it.
 
-Usage: python kill_child.py DB_PATH CHATS. Prints `create` before each
+Usage: python kill_child.py STORE CHATS (STORE as --store takes it). Prints `create` before each
 create_session call, `session <id>` once created, `ack <session> <turn> <text>`
 once a turn's outcome was delivered (so committed), forever.
 """
@@ -14,7 +14,7 @@ import structlog
 
 from agenthost.actors import Host
 from agenthost.providers import ScriptedProvider
-from agenthost.store import SqliteStore
+from agenthost.store import store_from_spec
 
 
 def say(line: str) -> None:
@@ -34,9 +34,9 @@ async def chat_loop(host: Host, index: int) -> None:
         say(f"ack {session.id} {outcome.turn_id} {text} {outcome.state.value}")
 
 
-async def main(db_path: str, chats: int) -> None:
+async def main(store: str, chats: int) -> None:
     host = Host.start(
-        store=SqliteStore(db_path),
+        store=store_from_spec(store),
         providers={"scripted": ScriptedProvider(echo_deltas=4, delta_s=0.001)},
     )
     await asyncio.gather(*(chat_loop(host, i) for i in range(chats)))

@@ -10,33 +10,31 @@ from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnStat
 from agenthost.messages.events import TurnCompleted
 from agenthost.messages.state import Attachment, with_attachments
 from agenthost.providers.scripted import Gate, NoFinishReason, Reject, Say, ScriptedProvider
-from agenthost.store import SqliteStore
+from agenthost.store import SqliteStore, Store
+from agenthost.store.sql import migrations
 from agenthost.testing import DeterministicRunner, FakeClock
-from tests.fakes.stores import GatedCommitStore
+from tests.fakes.stores import GatedCommitStore, StoreFactory
 
 
 def start(
-    db_path: Path, provider: ScriptedProvider | None = None, store: SqliteStore | None = None
+    stores: StoreFactory, provider: ScriptedProvider | None = None, store: Store | None = None
 ) -> Host:
     return Host.start(
-        store=store or SqliteStore(db_path),
+        store=store or stores(),
         providers={"scripted": provider or ScriptedProvider()},
         clock=FakeClock(),
     )
 
 
-def stored_turn(db_path: Path, turn_id: str) -> tuple[str | None, str]:
+def stored_turn(stores: StoreFactory, turn_id: str) -> tuple[str | None, str]:
     """Read a turn row as another process would: committed data only."""
-    with sqlite3.connect(db_path) as db:
-        row = db.execute(
-            "SELECT state, assistant_text FROM turns WHERE id = ?", (turn_id,)
-        ).fetchone()
-    return (None, "") if row is None else (row[0], row[1])
+    rows = stores.query("SELECT state, assistant_text FROM turns WHERE id = ?", (turn_id,))
+    return (None, "") if not rows else (rows[0][0], rows[0][1])
 
 
-def test_a_restarted_host_restores_every_session_and_turn(db_path: Path) -> None:
+def test_a_restarted_host_restores_every_session_and_turn(store_factory: StoreFactory) -> None:
     provider = ScriptedProvider().on("fail", Say("some"), Reject("no"))
-    host = start(db_path, provider)
+    host = start(store_factory, provider)
     expected = {}
     for n in range(3):
         session = host.create_session()
@@ -48,7 +46,7 @@ def test_a_restarted_host_restores_every_session_and_turn(db_path: Path) -> None
         ]
     host.stop()
 
-    host = start(db_path, provider)
+    host = start(store_factory, provider)
     try:
         assert {s.id for s in host.list_sessions()} == set(expected)
         for session_id, turns in expected.items():
@@ -63,26 +61,28 @@ def test_a_restarted_host_restores_every_session_and_turn(db_path: Path) -> None
 
 
 def test_the_final_assistant_text_is_stored_when_the_stream_has_no_finish_reason(
-    db_path: Path,
+    store_factory: StoreFactory,
 ) -> None:
     provider = ScriptedProvider().on("q", Say("the "), Say("answer"), NoFinishReason())
-    host = start(db_path, provider)
+    host = start(store_factory, provider)
     session = host.create_session()
     turn = session.chat().send("q")
     assert turn.result(timeout=10).state is OutcomeState.COMPLETE
     host.stop()
-    assert stored_turn(db_path, turn.id) == ("complete", "the answer")
-    host = start(db_path, provider)
+    assert stored_turn(store_factory, turn.id) == ("complete", "the answer")
+    host = start(store_factory, provider)
     try:
         assert host.open_session(session.id).chat().state().turns[0].assistant_text == "the answer"
     finally:
         host.stop()
 
 
-def test_a_turn_end_reaches_subscribers_only_after_it_is_committed(db_path: Path) -> None:
-    store = GatedCommitStore(db_path)
+def test_a_turn_end_reaches_subscribers_only_after_it_is_committed(
+    store_factory: StoreFactory,
+) -> None:
+    store = GatedCommitStore(store_factory())
     with use_runtime(DeterministicRunner(own_threads=True)) as runner:
-        host = start(db_path, store=store)
+        host = start(store_factory, store=store)
         chat = host.create_session().chat()
         sub = chat.subscribe()
         turn = chat.send("hello")
@@ -91,21 +91,23 @@ def test_a_turn_end_reaches_subscribers_only_after_it_is_committed(db_path: Path
         while (event := sub.next_nowait()) is not None:
             seen.append(event)
         assert not any(isinstance(e, TurnCompleted) for e in seen)
-        assert stored_turn(db_path, turn.id)[0] is None
+        assert stored_turn(store_factory, turn.id)[0] is None
         assert not turn.done()
         store.release()
         assert turn.result(timeout=10).state is OutcomeState.COMPLETE
-        assert stored_turn(db_path, turn.id) == ("complete", "echo: hello")
+        assert stored_turn(store_factory, turn.id) == ("complete", "echo: hello")
         while not isinstance(event := sub.next(10), TurnCompleted):
             pass
         host.stop()
 
 
-def test_queued_messages_are_durable_with_their_attachments(db_path: Path, tmp_path: Path) -> None:
+def test_queued_messages_are_durable_with_their_attachments(
+    store_factory: StoreFactory, tmp_path: Path
+) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("the attached notes")
     provider = ScriptedProvider().on("hold", Gate("never"))
-    host = start(db_path, provider)
+    host = start(store_factory, provider)
     session = host.create_session()
     chat = session.chat()
     chat.send("hold")
@@ -114,7 +116,7 @@ def test_queued_messages_are_durable_with_their_attachments(db_path: Path, tmp_p
     provider.wait_reached("never", timeout=10)
     host.stop()
 
-    host = start(db_path, provider)
+    host = start(store_factory, provider)
     try:
         chat = host.open_session(session.id).chat()
         later, plain = chat.state().pending
@@ -138,15 +140,17 @@ def test_queued_messages_are_durable_with_their_attachments(db_path: Path, tmp_p
         host.stop()
 
 
-def test_a_turn_running_when_the_host_stopped_is_restored_as_abandoned(db_path: Path) -> None:
+def test_a_turn_running_when_the_host_stopped_is_restored_as_abandoned(
+    store_factory: StoreFactory,
+) -> None:
     provider = ScriptedProvider().on("hold", Say("partial"), Gate("never"))
-    host = start(db_path, provider)
+    host = start(store_factory, provider)
     session = host.create_session()
     turn = session.chat().send("hold")
     provider.wait_reached("never", timeout=10)
     host.stop()
 
-    host = start(db_path, provider)
+    host = start(store_factory, provider)
     try:
         state = host.open_session(session.id).chat().state()
         assert state.active_turn is None
@@ -158,62 +162,77 @@ def test_a_turn_running_when_the_host_stopped_is_restored_as_abandoned(db_path: 
         host.stop()
 
 
-def test_a_second_host_on_the_same_store_fails_at_once(db_path: Path) -> None:
-    host = start(db_path)
+def test_a_second_host_on_the_same_sqlite_store_fails_at_once(db_path: Path) -> None:
+    host = Host.start(store=SqliteStore(db_path), clock=FakeClock())
     try:
         with pytest.raises(AgentHostError) as caught:
-            start(db_path)
+            Host.start(store=SqliteStore(db_path), clock=FakeClock())
         assert caught.value.code is ErrorCode.STORE_ERROR
         assert "in use" in caught.value.message
     finally:
         host.stop()
 
 
-def test_migrations_are_numbered_and_recorded(db_path: Path) -> None:
+def test_migrations_are_numbered_and_recorded(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    store.open()
+    store.close()
+    assert store.created
+    [(version,)] = store_factory.query("SELECT MAX(version) FROM schema_version")
+    assert version == migrations()[-1][0]
+    store = store_factory()
+    store.open()  # reopening applies nothing twice
+    store.close()
+    assert not store.created
+    assert store_factory.query("SELECT COUNT(*) FROM schema_version") == [(version,)]
+
+
+def test_a_sqlite_store_is_kept_in_wal_mode(db_path: Path) -> None:
     store = SqliteStore(db_path)
     store.open()
     store.close()
     with sqlite3.connect(db_path) as db:
-        assert db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] >= 1
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    store = SqliteStore(db_path)
-    store.open()  # reopening applies nothing twice
-    store.close()
 
 
-def test_a_store_written_by_the_first_schema_is_upgraded_in_place(db_path: Path) -> None:
-    import importlib.resources
+def test_each_store_has_the_same_numbered_migrations() -> None:
+    assert [v for v, _ in migrations()] == [v for v, _ in migrations("migrations/postgresql")]
+    assert [v for v, _ in migrations()] == list(range(1, len(migrations()) + 1))
 
-    migrations = importlib.resources.files("agenthost.store") / "migrations"
-    first = (migrations / "0001_initial.sql").read_text()
-    with sqlite3.connect(db_path) as db:
-        db.executescript(first)
-        db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-        db.execute("INSERT INTO schema_version VALUES (1)")
-        db.execute("INSERT INTO sessions VALUES ('s1', 'scripted', 'old', 1, 1)")
-        db.execute("INSERT INTO chats (id, session_id, position) VALUES ('c1', 's1', 0)")
-        db.execute(
-            "INSERT INTO turns (id, chat_id, session_id, seq, user_text, assistant_text, state,"
-            " started_at) VALUES ('t1', 'c1', 's1', 0, 'hi', 'hello', 'complete', 1)"
-        )
-    host = start(db_path)
+
+def write_first_schema(stores: StoreFactory) -> None:
+    """A store as the first schema wrote it, with a session, a chat and a turn."""
+    stores.write_schema(up_to=1)
+    stores.execute("INSERT INTO sessions VALUES ('s1', 'scripted', 'old', 1, 1)", ())
+    stores.execute("INSERT INTO chats (id, session_id, position) VALUES ('c1', 's1', 0)", ())
+    stores.execute(
+        "INSERT INTO turns (id, chat_id, session_id, seq, user_text, assistant_text, state,"
+        " started_at) VALUES ('t1', 'c1', 's1', 0, 'hi', 'hello', 'complete', 1)",
+        (),
+    )
+
+
+def test_a_store_written_by_the_first_schema_is_upgraded_in_place(
+    store_factory: StoreFactory,
+) -> None:
+    write_first_schema(store_factory)
+    host = start(store_factory)
     try:
         chat = host.open_session("s1").chat()
         assert [(t.user_text, t.assistant_text) for t in chat.state().turns] == [("hi", "hello")]
         assert chat.send("again").result(timeout=10).state is OutcomeState.COMPLETE
     finally:
         host.stop()
-    with sqlite3.connect(db_path) as db:
-        latest = max(int(m.name[:4]) for m in migrations.iterdir() if m.name.endswith(".sql"))
-        assert db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == latest
+    [(version,)] = store_factory.query("SELECT MAX(version) FROM schema_version")
+    assert version == migrations()[-1][0]
 
 
-def test_find_session_takes_a_session_id_or_a_chat_id(db_path: Path) -> None:
-    host = start(db_path)
+def test_find_session_takes_a_session_id_or_a_chat_id(store_factory: StoreFactory) -> None:
+    host = start(store_factory)
     session = host.create_session()
     chat_id = session.chat().id
     host.stop()
-    store = SqliteStore(db_path)
+    store = store_factory()
     store.open()
     try:
         by_chat = store.find_session(chat_id=chat_id)

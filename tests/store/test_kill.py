@@ -4,7 +4,6 @@ nothing it did not."""
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -12,16 +11,18 @@ from pathlib import Path
 from agenthost.actors import Host
 from agenthost.messages import TurnState
 from agenthost.providers import ScriptedProvider
-from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
+from tests.fakes.stores import StoreFactory
 
 CHILD = Path(__file__).with_name("kill_child.py")
 ACKS_BEFORE_KILL = 150
 
 
-def test_a_host_killed_with_sigkill_keeps_every_acknowledged_turn(db_path: Path) -> None:
+def test_a_host_killed_with_sigkill_keeps_every_acknowledged_turn(
+    store_factory: StoreFactory,
+) -> None:
     child = subprocess.Popen(
-        [sys.executable, str(CHILD), str(db_path), "20"],
+        [sys.executable, str(CHILD), store_factory.spec, "20"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,
@@ -48,22 +49,21 @@ def test_a_host_killed_with_sigkill_keeps_every_acknowledged_turn(db_path: Path)
         child.wait(timeout=30)
     assert len(acks) >= ACKS_BEFORE_KILL, "the child stopped before it acknowledged enough"
 
-    with sqlite3.connect(db_path) as db:
-        stored_sessions = {row[0] for row in db.execute("SELECT id FROM sessions")}
-        turns = {
-            row[0]: row[1:]
-            for row in db.execute(
-                "SELECT id, session_id, user_text, assistant_text, state FROM turns"
-            )
-        }
+    stored_sessions = {row[0] for row in store_factory.query("SELECT id FROM sessions")}
+    turns = {
+        row[0]: row[1:]
+        for row in store_factory.query(
+            "SELECT id, session_id, user_text, assistant_text, state FROM turns"
+        )
+    }
     assert sessions <= stored_sessions, "a created session was lost"
     assert len(stored_sessions) <= creates, "a session appeared that was never created"
     for session_id, turn_id, text, state in acks:
         assert turns[turn_id] == (session_id, text, f"echo: {text}", state)
 
-    # The store opens again (the dead host's lock went with it), and nothing is running.
+    # The store opens again (a SQLite store's lock went with the dead host), and nothing runs.
     host = Host.start(
-        store=SqliteStore(db_path), providers={"scripted": ScriptedProvider()}, clock=FakeClock()
+        store=store_factory(), providers={"scripted": ScriptedProvider()}, clock=FakeClock()
     )
     try:
         for session_id in sorted(sessions)[:3]:

@@ -1,0 +1,333 @@
+"""PostgreSQL store (psycopg 3): SqliteStore's contract for several processes.
+
+`PostgresStore` keeps the same rows, operations and group commit as
+SqliteStore (store/sql.py holds them): one StoreActor owns it, applies
+operations inside an open transaction and commits when its mailbox drains;
+reads on its connection see writes not yet committed. Its numbered
+migrations are store/migrations/postgresql/, twins of the SQLite ones, and
+run in one transaction under an advisory lock, so processes that open the
+same store at once migrate it once.
+
+The URL is libpq's (`postgresql://user@host:port/database`, its options
+kept) plus `?schema=NAME` (default `agenthost`): the store's tables live in
+that schema, created on first open, so one database can hold several stores
+(tests make a schema each). Several processes may share a store; there is no
+lock file (a session's residence is fenced elsewhere).
+
+Differences from SQLite that callers may meet: PostgreSQL aborts a whole
+transaction on a failed statement. A failed write is still undone alone, as
+in SQLite: the store keeps the batch's writes until it commits, and after a
+failure rolls back and applies the others again (the same statements on the
+same rows; a savepoint around every write would cost two more round trips
+each). A commit refuses a batch that a failed read aborted rather than let
+PostgreSQL turn it into a silent rollback. A text with a NUL character
+cannot be stored (the write fails and its ack says so). A lost connection
+fails the batch in flight; `rollback()` connects again.
+"""
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+import structlog
+from psycopg import sql
+from psycopg.pq import TransactionStatus
+
+from agenthost.store.base import StoreReport, store_error
+from agenthost.store.records import StoreOp
+from agenthost.store.sql import DialectSql, SqlStore, migrations
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_SCHEMA = "agenthost"
+CONNECT_TIMEOUT_S = 10
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+@lru_cache(maxsize=512)
+def _pg(statement: str) -> str:
+    """A statement written with `?` placeholders, in psycopg's spelling."""
+    return statement.replace("%", "%%").replace("?", "%s")
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+def _latest() -> int:
+    return migrations("migrations/postgresql")[-1][0]
+
+
+class PostgresStore(SqlStore):
+    """A store in a PostgreSQL database (see the module docstring).
+
+    Args:
+        url: postgresql://... with an optional `schema=NAME` parameter.
+        create: make the schema and its tables where they do not exist (else refuse).
+
+    Raises:
+        AgentHostError: STORE_ERROR for a schema name that is not a plain identifier.
+    """
+
+    errors: tuple[type[Exception], ...] = (psycopg.Error,)
+    dialect = DialectSql(
+        insert_chat="INSERT INTO chats (id, session_id, position) VALUES (?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
+        insert_chat_at_end="INSERT INTO chats (id, session_id, position, origin_kind,"
+        " origin_chat, origin_tool_call) VALUES"
+        " (?, ?, (SELECT COUNT(*) FROM chats WHERE session_id = ?), ?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
+        put_steering="INSERT INTO turn_steering VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (turn_id, position) DO UPDATE"
+        " SET pending_id = excluded.pending_id, text = excluded.text",
+        # As SQLite's INSERT OR REPLACE: a replaced row is a new row (a new rowid).
+        put_pending="INSERT INTO pending_messages"
+        " (id, chat_id, session_id, kind, text, position, attachments)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+        " chat_id = excluded.chat_id, session_id = excluded.session_id, kind = excluded.kind,"
+        " text = excluded.text, position = excluded.position,"
+        " attachments = excluded.attachments, rowid = DEFAULT",
+        put_memento="INSERT INTO mementos VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (session_id, chat_id, contribution, key) DO UPDATE"
+        " SET value = excluded.value",
+    )
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        schemas = [value for key, value in query if key == "schema"]
+        self.schema = schemas[-1] if schemas else DEFAULT_SCHEMA
+        self.conninfo = urlunsplit(
+            parts._replace(query=urlencode([(k, v) for k, v in query if k != "schema"]))
+        )
+        host = parts.hostname or "localhost"
+        port = f":{parts.port}" if parts.port else ""
+        user = f"{parts.username}@" if parts.username else ""
+        self._location = f"{parts.scheme}://{user}{host}{port}{parts.path}?schema={self.schema}"
+        if not _SCHEMA_NAME.match(self.schema):
+            raise store_error(
+                f"store {self._location}: the schema name must be lowercase letters, digits and _"
+            )
+        self.create = create
+        self.created = False
+        self._db: psycopg.Connection[Any] | None = None
+        self._cursor: psycopg.Cursor[Any] | None = None
+        self._batch: list[StoreOp] = []
+        self._batch_lost = False
+
+    @property
+    def location(self) -> str:
+        return self._location
+
+    # -- lifecycle (StoreActor's thread) ------------------------------------------
+    def open(self) -> None:
+        """Connect, check and migrate.
+
+        Raises:
+            AgentHostError: STORE_ERROR when the server cannot be reached, or the
+                schema holds no store (with create=False), another program's
+                tables or a newer schema than this code knows.
+        """
+        db = self._connect()
+        try:
+            self.created = self._verify(db, create=self.create) is None
+            self._migrate(db)
+            self._use_schema(db)
+        except psycopg.Error as exc:
+            db.close()
+            raise self._refused(
+                f"cannot open it ({_one_line(exc)})", "check the user's rights on the database"
+            ) from None
+        except BaseException:
+            db.close()
+            raise
+        self._db, self._cursor = db, db.cursor()
+
+    def _refused(self, problem: str, remedy: str) -> Exception:
+        return store_error(f"store {self._location}: {problem}; {remedy}")
+
+    def _connect(self) -> "psycopg.Connection[Any]":
+        try:
+            db = psycopg.connect(self.conninfo, connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as exc:
+            raise self._refused(
+                f"cannot connect ({_one_line(exc)})", "start PostgreSQL, or correct the URL"
+            ) from None
+        return db
+
+    def _use_schema(self, db: "psycopg.Connection[Any]") -> None:
+        db.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+        db.commit()
+
+    def _verify(self, db: "psycopg.Connection[Any]", *, create: bool) -> int | None:
+        """Refuse a schema of another program or too new a version; its schema
+        version (None: nothing there yet, so it may be made, if `create`)."""
+        tables = {
+            row[0]
+            for row in db.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+                (self.schema,),
+            ).fetchall()
+        }
+        db.commit()
+        if not tables:
+            if not create:
+                raise self._refused("no agenthost store there", "give the URL of an existing one")
+            return None
+        if "schema_version" not in tables:
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise self._refused(
+                f"the schema holds another program's tables ({shown})",
+                "give agenthost a schema of its own (?schema=NAME)",
+            )
+        version = db.execute(
+            sql.SQL("SELECT MAX(version) FROM {}.schema_version").format(
+                sql.Identifier(self.schema)
+            )
+        ).fetchone()
+        db.commit()
+        current = int((version and version[0]) or 0)
+        if current > _latest():
+            raise self._refused(
+                f"its schema version {current} is newer than this agenthost knows ({_latest()})",
+                "open it with a newer agenthost",
+            )
+        return current
+
+    def _migrate(self, db: "psycopg.Connection[Any]") -> None:
+        """Apply the missing migrations in one transaction, under an advisory lock
+        that makes processes opening the store at once take turns."""
+        schema = sql.Identifier(self.schema)
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"agenthost:{self.schema}",))
+            if self.created:
+                db.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
+            db.execute(sql.SQL("SET LOCAL search_path TO {}").format(schema))
+            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            current = (row and row[0]) or 0
+            for version, script in migrations("migrations/postgresql"):
+                if version <= current:
+                    continue
+                db.execute(script.encode())
+                db.execute("INSERT INTO schema_version VALUES (%s)", (version,))
+                log.info("store_migrated", version=version, store=self._location)
+        if self.created:
+            log.info("store_created", store=self._location)
+
+    # -- writes ---------------------------------------------------------------------
+    def apply(self, op: StoreOp) -> None:
+        """Apply one write, all or nothing: a failure undoes it alone, not its batch."""
+        try:
+            self._apply(op)
+        except Exception:
+            self._undo_alone()
+            raise
+        self._batch.append(op)
+
+    def _undo_alone(self) -> None:
+        """Roll the failed write's batch back and apply its other writes again.
+        Should that fail too, the whole batch is refused at commit."""
+        db = self._conn
+        if db.broken:
+            return  # the batch is lost with the connection; its commit fails
+        batch, self._batch = self._batch, []
+        try:
+            db.rollback()
+            for done in batch:
+                self._apply(done)
+        except Exception:
+            self._batch_lost = True
+            log.error("store_batch_lost", store=self._location, writes=len(batch), exc_info=True)
+            return
+        self._batch = batch
+
+    def commit(self) -> None:
+        db = self._conn
+        if self._batch_lost or db.info.transaction_status is TransactionStatus.INERROR:
+            # PostgreSQL would answer COMMIT with a rollback and no error.
+            raise psycopg.errors.InFailedSqlTransaction(
+                "a statement failed in this batch; it was rolled back"
+            )
+        db.commit()
+        self._batch = []
+
+    def rollback(self) -> None:
+        """Drop the open batch (after a failed write or commit); connect again if
+        the connection was lost."""
+        db = self._conn
+        self._batch, self._batch_lost = [], False
+        if db.broken or db.closed:
+            log.warning("store_reconnecting", store=self._location)
+            db.close()
+            self._db = self._cursor = None
+            fresh = self._connect()
+            self._use_schema(fresh)
+            self._db, self._cursor = fresh, fresh.cursor()
+            return
+        db.rollback()
+
+    def close(self) -> None:
+        if self._db is not None:
+            try:
+                if not self._db.broken:
+                    self.commit()
+            finally:
+                self._db.close()
+                self._db = self._cursor = None
+
+    @property
+    def _conn(self) -> "psycopg.Connection[Any]":
+        if self._db is None:
+            raise store_error("the store is not open")
+        return self._db
+
+    # -- checks and backups -------------------------------------------------------------
+    def check(self) -> StoreReport:
+        """Check the store without changing it: reachable, ours, its schema
+        version (PostgreSQL keeps its own pages sound).
+
+        Raises:
+            AgentHostError: STORE_ERROR saying what is wrong and what to do.
+        """
+        db = self._connect()
+        try:
+            version = self._verify(db, create=False) or 0
+            self._use_schema(db)
+            sessions = db.execute("SELECT COUNT(*) FROM sessions").fetchone()
+            turns = db.execute("SELECT COUNT(*) FROM turns").fetchone()
+        except psycopg.Error as exc:
+            raise self._refused(f"cannot read it ({_one_line(exc)})", "check the store") from None
+        finally:
+            db.close()
+        return StoreReport(
+            location=self._location,
+            schema_version=version,
+            known_version=_latest(),
+            sessions=int(sessions[0]) if sessions else 0,
+            turns=int(turns[0]) if turns else 0,
+        )
+
+    def backup(self, dest: str | os.PathLike[str]) -> StoreReport:
+        raise self._refused(
+            "agenthost backs up SQLite stores only", "back PostgreSQL up with pg_dump"
+        )
+
+    # -- SqlStore's hooks -------------------------------------------------------------
+    def _execute(self, statement: str, params: Sequence[Any] = ()) -> "psycopg.Cursor[Any]":
+        # One cursor for every statement: each caller fetches before the next.
+        if self._cursor is None:
+            raise store_error("the store is not open")
+        return self._cursor.execute(_pg(statement), params)
+
+    def _executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
+        if self._cursor is None:
+            raise store_error("the store is not open")
+        self._cursor.executemany(_pg(statement), rows)
+
+    def _refusal(self, message: str) -> Exception:
+        return psycopg.errors.UniqueViolation(message)
