@@ -20,6 +20,7 @@ import pytest
 
 from agenthost.actors import Host
 from agenthost.providers import ScriptedProvider
+from agenthost.providers.scripted import Gate, Say
 from agenthost.server import cli
 from agenthost.store import SqliteStore
 
@@ -297,3 +298,31 @@ def test_serve_prints_its_store_its_providers_and_a_url_that_signs_the_page_in(
         child.send_signal(signal.SIGTERM)
         assert child.wait(timeout=20) == 0
         assert child.stderr is not None and child.stderr.read() == ""
+
+
+def test_export_beside_a_running_turn_leaves_that_turn_to_its_host(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    provider = ScriptedProvider().on("hold", Gate("g"), Say("held"))
+    path = tmp_path / "live.db"
+    host = Host.start(store=SqliteStore(path), providers={"scripted": provider})
+    try:
+        chat = host.create_session(session_id="busy").chat()
+        turn = chat.send("hold")
+        provider.wait_reached("g", 10)
+        code, out, err = agenthost(capsys, "export", "busy", "--store", str(path))
+        assert code == 0, err
+        (exported,) = json.loads(out)["session"]["chats"][0]["turns"]
+        # exported as a restore elsewhere would find it; the host's row is untouched
+        assert exported["state"] == "error"
+        assert exported["error"]["errorType"] == "execution_abandoned"
+        provider.open("g")
+        assert turn.result(timeout=10).text == "held"
+    finally:
+        host.stop()
+    reopened = Host.start(store=SqliteStore(path), providers={"scripted": provider})
+    try:
+        (stored,) = reopened.open_session("busy").chat().state().turns
+        assert (stored.state.value, stored.assistant_text) == ("complete", "held")
+    finally:
+        reopened.stop()
