@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from agenthost.providers import ScriptedProvider
 from agenthost.providers.scripted import Gate, Say
 from agenthost.server import cli
 from agenthost.store import SqliteStore
+from agenthost.store.records import SaveTurnStarted, StoreOp
 
 
 def agenthost(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -300,16 +302,36 @@ def test_serve_prints_its_store_its_providers_and_a_url_that_signs_the_page_in(
         assert child.stderr is not None and child.stderr.read() == ""
 
 
+class StartCommitted(SqliteStore):
+    """Says when a turn's start is committed (what another process can read)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.turn_started = threading.Event()
+        self._started = False
+
+    def apply(self, op: StoreOp) -> None:
+        super().apply(op)
+        self._started = self._started or isinstance(op, SaveTurnStarted)
+
+    def commit(self) -> None:
+        super().commit()
+        if self._started:
+            self.turn_started.set()
+
+
 def test_export_beside_a_running_turn_leaves_that_turn_to_its_host(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     provider = ScriptedProvider().on("hold", Gate("g"), Say("held"))
     path = tmp_path / "live.db"
-    host = Host.start(store=SqliteStore(path), providers={"scripted": provider})
+    store = StartCommitted(path)
+    host = Host.start(store=store, providers={"scripted": provider})
     try:
         chat = host.create_session(session_id="busy").chat()
         turn = chat.send("hold")
         provider.wait_reached("g", 10)
+        assert store.turn_started.wait(10)
         code, out, err = agenthost(capsys, "export", "busy", "--store", str(path))
         assert code == 0, err
         (exported,) = json.loads(out)["session"]["chats"][0]["turns"]
