@@ -2,9 +2,9 @@
 
 import attrs
 
-from agenthost.actors.protocol import ApplyActions, AssistantStable
+from agenthost.actors.protocol import AssistantStable
 from agenthost.messages.commands import AnswerRequest
-from agenthost.messages.events import AssistantDelta, ResponsePartAdded
+from agenthost.messages.events import AssistantDelta, ChatEvent, ResponsePartAdded
 from agenthost.messages.provider import CallSettled
 from agenthost.messages.state import Attachment, MarkdownPart, OpenRequest, Turn
 
@@ -21,20 +21,26 @@ class AssistantStream:
     part_id: str | None = None
     parts: int = 0
 
-    def delta(self, text: str) -> ApplyActions:
+    def delta(self, text: str) -> tuple[ChatEvent, ...]:
         """The actions one streamed piece of text makes (a new part starts after
         each stable point)."""
-        ids = {"session_id": self.session_id, "chat_id": self.chat_id, "turn_id": self.turn_id}
         self.unflushed.append(text)
         if self.part_id is not None:
-            return ApplyActions(actions=(AssistantDelta(**ids, part_id=self.part_id, text=text),))
+            return (
+                AssistantDelta(
+                    session_id=self.session_id,
+                    chat_id=self.chat_id,
+                    turn_id=self.turn_id,
+                    part_id=self.part_id,
+                    text=text,
+                ),
+            )
+        ids = {"session_id": self.session_id, "chat_id": self.chat_id, "turn_id": self.turn_id}
         self.parts += 1
         self.part_id = f"{self.turn_id}-md{self.parts}"
-        return ApplyActions(
-            actions=(
-                ResponsePartAdded(**ids, part=MarkdownPart(id=self.part_id)),
-                AssistantDelta(**ids, part_id=self.part_id, text=text),
-            )
+        return (
+            ResponsePartAdded(**ids, part=MarkdownPart(id=self.part_id)),
+            AssistantDelta(**ids, part_id=self.part_id, text=text),
         )
 
     def stable(self) -> AssistantStable | None:

@@ -107,6 +107,7 @@ from agenthost.messages.events import (
 )
 from agenthost.messages.ids import new_id
 from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
+from agenthost.messages.reduction import replace
 from agenthost.messages.state import (
     ChatOriginKind,
     ChatState,
@@ -406,7 +407,7 @@ class ChatActor(HostedActor):
         self._publish_ready()
 
     def _stamp(self, event: Any) -> Any:
-        return attrs.evolve(event, session_id=self.session_id, chat_id=self.chat_id)
+        return replace(event, session_id=self.session_id, chat_id=self.chat_id)
 
     def _pending(self, pending_id: str) -> PendingMessage | None:
         return next((m for m in self._state.pending if m.id == pending_id), None)

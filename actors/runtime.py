@@ -207,13 +207,11 @@ class Actor(pykka.Actor):
 
     @staticmethod
     def send(ref: ActorRef[Any] | None, message: Any) -> bool:
-        """Tell `ref`, tolerating an actor that already stopped. Returns whether it was sent."""
-        if ref is None:
+        """Tell `ref`, tolerating an actor that already stopped. Returns whether it was sent.
+        (ActorRef.tell's check and put, without its exception for a stopped actor.)"""
+        if ref is None or ref.actor_stopped.is_set():
             return False
-        try:
-            ref.tell(message)
-        except ActorDeadError:
-            return False
+        ref.actor_inbox.put(pykka_seam.Envelope(message))
         return True
 
 

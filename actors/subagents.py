@@ -14,7 +14,13 @@ from typing import Any
 import attrs
 
 from agenthost.actors.active_turn import ActiveTurn, AssistantStream
-from agenthost.actors.protocol import EndTurn, Ref, SpawnSubagentChat, StartProviderTurn
+from agenthost.actors.protocol import (
+    ApplyActions,
+    EndTurn,
+    Ref,
+    SpawnSubagentChat,
+    StartProviderTurn,
+)
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import (
     ChatEvent,
@@ -115,7 +121,7 @@ class Subagents:
             return  # its turn already ended
         match event:
             case ReplyDelta():
-                self._to_spawn(spawn, spawn.stream.delta(event.text))
+                self._to_spawn(spawn, ApplyActions(actions=spawn.stream.delta(event.text)))
             case ReplyMessage():
                 self._flush(spawn)
             case Idle():

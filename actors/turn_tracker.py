@@ -107,6 +107,7 @@ from agenthost.messages.provider import (
 )
 from agenthost.messages.provider import ToolCallCompleted as ProviderToolCallCompleted
 from agenthost.messages.provider import ToolCallStarted as ProviderToolCallStarted
+from agenthost.messages.reduction import replace
 from agenthost.messages.state import RequestKind, Usage
 
 log = structlog.get_logger(__name__)
@@ -191,19 +192,24 @@ class TurnTrackerActor(HostedActor):
 
     def _to_chat(self, message: object) -> None:
         """Queue `message` for the chat; consecutive actions merge into one ApplyActions."""
-        out = self._for_chat
-        if not isinstance(message, ApplyActions):
-            out.append(message)
-        elif out and isinstance(out[-1], list):
-            out[-1].extend(message.actions)
+        if isinstance(message, ApplyActions):
+            self._actions(message.actions)
         else:
-            out.append(list(message.actions))
+            self._for_chat.append(message)
+
+    def _actions(self, actions: tuple[ChatEvent, ...]) -> None:
+        """Queue actions for the chat (they join the run of actions queued last)."""
+        out = self._for_chat
+        if out and isinstance(out[-1], list):
+            out[-1].extend(actions)
+        else:
+            out.append(list(actions))
 
     def _apply(self, action: ChatEvent) -> None:
-        self._to_chat(ApplyActions(actions=(self._stamp(action),)))
+        self._actions((self._stamp(action),))
 
     def _stamp(self, event: E) -> E:
-        return attrs.evolve(event, session_id=self.session_id, chat_id=self.chat_id)
+        return replace(event, session_id=self.session_id, chat_id=self.chat_id)
 
     def _failed(self, turn_id: str, error: AgentHostError) -> TurnFailed:
         return self._stamp(TurnFailed(turn_id=turn_id, error=error))
@@ -378,7 +384,13 @@ class TurnTrackerActor(HostedActor):
         return super().on_receive(message)
 
     def _events(self, events: tuple[ProviderEvent, ...]) -> None:
-        self._replay([(True, event) for event in events])
+        if self._turn is not None:
+            self._turn.last_event_at = self.services.clock.now()
+        for index, event in enumerate(events):
+            if self._stall is not None:  # held until the queue drain matched the echo
+                self._stall.held.extend((True, e) for e in events[index:])
+                return
+            self._provider_event(event)
 
     def _replay(self, items: list[tuple[bool, Any]]) -> None:
         """Provider events and messages in order; a stall holds the rest."""
@@ -404,7 +416,6 @@ class TurnTrackerActor(HostedActor):
             if isinstance(event, HostRequestOpened):
                 self._desk.stale(event)
             return
-        turn.last_event_at = self.services.clock.now()
         match event:
             case ProviderToolCallStarted():
                 turn.tool_calls[event.tool_call_id] = event.name
@@ -438,7 +449,7 @@ class TurnTrackerActor(HostedActor):
             case HostRequestOpened():
                 self._desk.opened(turn, event)
             case ReplyDelta():
-                self._to_chat(turn.stream.delta(event.text))
+                self._actions(turn.stream.delta(event.text))
             case UsageUpdated():
                 usage = Usage(
                     prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens
@@ -446,7 +457,7 @@ class TurnTrackerActor(HostedActor):
                 self._apply(UsageReported(turn_id=turn.turn_id, usage=usage))
             case ReplyMessage():
                 if event.text and not turn.stream.unflushed:
-                    self._to_chat(turn.stream.delta(event.text))
+                    self._actions(turn.stream.delta(event.text))
                 turn.finish_reason = event.finish_reason
                 self._stable(turn)
             case Idle():

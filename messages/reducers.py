@@ -158,7 +158,7 @@ def _turn_started(state: ChatState, action: TurnStarted, now_ms: int) -> ChatSta
         queued = tuple(m for m in queued if m.id != action.queued_message_id)
         if slot is not None and slot.id == action.queued_message_id:
             slot = None
-    started = attrs.evolve(
+    started = replace(
         state,
         active_turn=ActiveTurn(
             id=action.turn_id, message=action.message, started_at=action.started_at
@@ -230,7 +230,7 @@ def delta_runs(actions: Sequence[ChatEvent]) -> list[list[ChatEvent]]:
 
 def joined_delta(run: Sequence[AssistantDelta]) -> AssistantDelta:
     """One delta carrying a run's text."""
-    return attrs.evolve(run[0], text="".join(delta.text for delta in run))
+    return replace(run[0], text="".join(delta.text for delta in run))
 
 
 @handles(UsageReported)
@@ -262,7 +262,7 @@ def _end_turn(
         started_at=active.started_at,
         duration=None if duration is None else max(0, duration),
     )
-    ended = attrs.evolve(
+    ended = replace(
         state,
         turns=(*state.turns, turn),
         active_turn=None,

@@ -30,29 +30,47 @@ def reduce_chat(state: ChatState, action: ChatEvent, now_ms: int = 0) -> ChatSta
 
 
 T = TypeVar("T", bound=AttrsInstance)
-_Layout = tuple[tuple[str, ...], frozenset[str]]
+
+
+@attrs.frozen
+class _Layout:
+    names: tuple[str, ...]
+    checked: dict[str, "attrs.Attribute[Any]"]  # fields with a converter or a validator
+    plain: bool  # every field is set by __init__: a copy is a faithful evolve
+
+
 _LAYOUTS: dict[type, _Layout] = {}
 
 
-def replace(value: T, **changes: Any) -> T:
-    """`attrs.evolve` for the streaming path (three per delta): the unchanged
-    fields are copied as they are, without attrs' per-call field lookup. A
-    change to a field with a validator or converter goes through evolve."""
-    cls = type(value)
+def _layout(cls: type) -> _Layout:
     layout = _LAYOUTS.get(cls)
     if layout is None:
         fields = attrs.fields(cls)
-        names = tuple(f.name for f in fields)
-        checked = frozenset(f.name for f in fields if f.validator or f.converter)
-        if not all(f.init for f in fields):  # evolve resets those: always take its path
-            checked = frozenset(names)
-        layout = _LAYOUTS[cls] = (names, checked)
-    names, checked = layout
-    if not checked.isdisjoint(changes):
+        layout = _LAYOUTS[cls] = _Layout(
+            names=tuple(f.name for f in fields),
+            checked={f.name: f for f in fields if f.validator or f.converter},
+            plain=all(f.init for f in fields),
+        )
+    return layout
+
+
+def replace(value: T, **changes: Any) -> T:
+    """`attrs.evolve`, fast (it ran several times a turn): the unchanged fields
+    are copied as they are, without attrs' per-call field lookup; a changed
+    field's converter and validator run as evolve would run them."""
+    cls = type(value)
+    layout = _layout(cls)
+    if not layout.plain:  # evolve resets fields __init__ does not take: its path
         return attrs.evolve(value, **changes)  # type: ignore[misc]  # the plugin wants a class
     copy = object.__new__(cls)
-    for name in names:
+    for name in layout.names:
         object.__setattr__(copy, name, changes[name] if name in changes else getattr(value, name))
+    for name in changes.keys() & layout.checked.keys():
+        field = layout.checked[name]
+        if field.converter is not None:
+            object.__setattr__(copy, name, field.converter(changes[name]))  # type: ignore[operator]
+        if field.validator is not None:
+            field.validator(copy, field, getattr(copy, name))
     return copy
 
 
@@ -86,7 +104,7 @@ def with_status(state: ChatState, *, unread: bool = False) -> ChatState:
     status = derived_status(state)
     if unread:
         status = with_activity(status, status, read=False)
-    return state if state.status == status else attrs.evolve(state, status=status)
+    return state if state.status == status else replace(state, status=status)
 
 
 def with_active(state: ChatState, turn_id: str, **changes: Any) -> ChatState:

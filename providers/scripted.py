@@ -504,7 +504,8 @@ class ScriptedAdapter(ProviderAdapter):
                 case Say(chunk):
                     said.append(chunk)
                     self._emit(ReplyDelta(turn_id=key, text=chunk))
-                    await self._boundary(run, said)
+                    if run.steering:  # (a step boundary reads only what was steered)
+                        await self._boundary(run, said)
                 case Gate(name):
                     await self.backend._wait_gate(name)
                     await self._boundary(run, said)

@@ -35,9 +35,11 @@ from agenthost.messages.state import (
     SessionSummary,
     Turn,
     TurnState,
+    Usage,
     UserMessage,
     Worktree,
 )
+from agenthost.messages.wire import from_wire, to_wire
 from agenthost.store.base import (
     CLIENT_KEEP_MS,
     OWNER_KEY,
@@ -213,10 +215,19 @@ class SqlStore:
                     ),
                 )
             case SaveTurnStarted():
+                origin = op.origin.kind
                 self._execute(
-                    "INSERT INTO turns (id, chat_id, session_id, seq, user_text, started_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (op.turn_id, op.chat_id, op.session_id, op.seq, op.user_text, op.started_at),
+                    "INSERT INTO turns (id, chat_id, session_id, seq, user_text, started_at,"
+                    " origin) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        op.turn_id,
+                        op.chat_id,
+                        op.session_id,
+                        op.seq,
+                        op.user_text,
+                        op.started_at,
+                        None if origin == OriginKind.USER else str(origin),
+                    ),
                 )
                 if op.attachments:  # an empty executemany still costs a statement's setup
                     self._executemany(
@@ -231,7 +242,7 @@ class SqlStore:
                 error = op.error
                 self._execute(
                     "UPDATE turns SET state = ?, assistant_text = ?, error_code = ?,"
-                    " error_message = ?, finish_reason = ?, ended_at = ? WHERE id = ?",
+                    " error_message = ?, finish_reason = ?, ended_at = ?, usage = ? WHERE id = ?",
                     (
                         op.state.value,
                         op.assistant_text,
@@ -239,6 +250,7 @@ class SqlStore:
                         None if error is None else error.message,
                         op.finish_reason,
                         op.ended_at,
+                        None if op.usage is None else json.dumps(to_wire(op.usage)),
                         op.turn_id,
                     ),
                 )
@@ -355,6 +367,7 @@ class SqlStore:
                         user_text=turn.user_text,
                         started_at=record.created_at,
                         attachments=turn.message.attachments,
+                        origin=turn.message.origin,
                     )
                 )
                 self._apply(
@@ -364,6 +377,7 @@ class SqlStore:
                         assistant_text=turn.assistant_text,
                         ended_at=record.created_at,
                         error=turn.error,
+                        usage=turn.usage,
                     )
                 )
                 for position, steering in enumerate(turn.steering):
@@ -608,8 +622,8 @@ class SqlStore:
         turns = tuple(
             _turn_from_row(r, tuple(steering.get(r[0], ())), tuple(attachments.get(r[0], ())))
             for r in self._execute(
-                "SELECT id, user_text, assistant_text, state, error_code, error_message"
-                " FROM turns WHERE chat_id = ? ORDER BY seq, rowid",
+                "SELECT id, user_text, assistant_text, state, error_code, error_message,"
+                " origin, usage FROM turns WHERE chat_id = ? ORDER BY seq, rowid",
                 (chat_id,),
             ).fetchall()
         )
@@ -636,7 +650,7 @@ def _turn_from_row(
     steering: tuple[PendingMessage, ...],
     attachments: tuple[Attachment, ...] = (),
 ) -> Turn:
-    turn_id, user_text, assistant_text, state, error_code, error_message = row
+    turn_id, user_text, assistant_text, state, error_code, error_message, origin, usage = row
     if state is None:  # read beside its running host: as a restart would find it
         state, error_code = TurnState.ERROR.value, ErrorCode.EXECUTION_ABANDONED.value
         error_message = ABANDONED_ON_RESTART
@@ -646,13 +660,17 @@ def _turn_from_row(
         else AgentHostError(code=ErrorCode(error_code), message=error_message or "")
     )
     parts = (MarkdownPart(id=f"{turn_id}-md", content=assistant_text),) if assistant_text else ()
+    kind = OriginKind.USER if origin is None else OriginKind(origin)
     return Turn(
         id=turn_id,
-        message=UserMessage(text=user_text, attachments=attachments),
+        message=UserMessage(
+            text=user_text, attachments=attachments, origin=MessageOrigin(kind=kind)
+        ),
         response_parts=parts,
         steering=steering,
         state=TurnState(state),
         error=error,
+        usage=None if usage is None else from_wire(json.loads(usage), Usage),
     )
 
 

@@ -5,7 +5,6 @@ from agenthost.actors.contributions.chat_draft import ChatDraft
 from agenthost.actors.contributions.input_needed import InputNeeded
 from agenthost.actors.contributions.local_command import LocalCommand
 from agenthost.actors.contributions.mark_unread import MarkUnread
-from agenthost.actors.contributions.persisted_usage import PersistedUsage
 from agenthost.actors.contributions.queue_drain import QueueDrain
 from agenthost.actors.contributions.session_flags import SessionFlags
 from agenthost.actors.contributions.session_instructions import SessionInstructions
@@ -22,5 +21,4 @@ BUILTINS: tuple[type[Contribution], ...] = (
     MarkUnread,
     ChatDraft,
     SessionFlags,
-    PersistedUsage,
 )

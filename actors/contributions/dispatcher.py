@@ -33,6 +33,7 @@ from agenthost.actors.contributions.base import (
     overrides,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.reduction import replace
 from agenthost.messages.state import Turn
 
 log = structlog.get_logger(__name__)
@@ -145,7 +146,7 @@ class Dispatcher:
         instructions: list[str] = []
         for contribution in self._by_hook["on_outgoing_turn"]:
             try:
-                change = contribution.on_outgoing_turn(attrs.evolve(turn, text=text))
+                change = contribution.on_outgoing_turn(replace(turn, text=text))
             except Exception:
                 log.exception("contribution_failed", contribution=contribution.id, hook="outgoing")
                 continue

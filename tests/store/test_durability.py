@@ -8,11 +8,12 @@ import pytest
 from agenthost.actors import Host, use_runtime
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import TurnCompleted
-from agenthost.messages.state import Attachment, with_attachments
+from agenthost.messages.state import Attachment, OriginKind, Usage, with_attachments
 from agenthost.providers.scripted import Gate, NoFinishReason, Reject, Say, ScriptedProvider
 from agenthost.store import SqliteStore, Store
 from agenthost.store.sql import migrations
 from agenthost.testing import DeterministicRunner, FakeClock
+from tests.fakes.events import drain_events
 from tests.fakes.stores import GatedCommitStore, StoreFactory
 
 
@@ -184,7 +185,8 @@ def test_migrations_are_numbered_and_recorded(store_factory: StoreFactory) -> No
     store.open()  # reopening applies nothing twice
     store.close()
     assert not store.created
-    assert store_factory.query("SELECT COUNT(*) FROM schema_version") == [(version,)]
+    recorded = store_factory.query("SELECT version FROM schema_version ORDER BY version")
+    assert [v for (v,) in recorded] == [number for number, _ in migrations()]
 
 
 def test_a_sqlite_store_is_kept_in_wal_mode(db_path: Path) -> None:
@@ -244,3 +246,64 @@ def test_find_session_takes_a_session_id_or_a_chat_id(store_factory: StoreFactor
                 store.find_session(**neither_or_both)
     finally:
         store.close()
+
+
+def test_a_turns_usage_kept_as_a_memento_moves_to_the_turn_when_the_store_is_upgraded(
+    store_factory: StoreFactory,
+) -> None:
+    """Before 0009 a turn's usage was a persisted_usage memento; after the
+    upgrade it is the turn's own, and the memento is gone."""
+    store_factory.write_schema(up_to=8)
+    store_factory.execute(
+        "INSERT INTO sessions (id, provider, title, created_at, modified_at)"
+        " VALUES ('s1', 'scripted', 'old', 1, 1)",
+        (),
+    )
+    store_factory.execute("INSERT INTO chats (id, session_id, position) VALUES ('c1', 's1', 0)", ())
+    store_factory.execute(
+        "INSERT INTO turns (id, chat_id, session_id, seq, user_text, assistant_text, state,"
+        " started_at) VALUES ('t1', 'c1', 's1', 0, 'hi', 'hello', 'complete', 1)",
+        (),
+    )
+    store_factory.execute(
+        "INSERT INTO mementos VALUES ('s1', 'c1', 'persisted_usage', ?, '[3, 4]')",
+        ("usage\x1ft1",),
+    )
+    host = start(store_factory)
+    try:
+        [turn] = host.open_session("s1").chat().state().turns
+        assert turn.usage == Usage(prompt_tokens=3, completion_tokens=4)
+    finally:
+        host.stop()
+    assert store_factory.query("SELECT COUNT(*) FROM mementos") == [(0,)]
+
+
+def test_a_turns_usage_and_its_messages_origin_survive_a_restart(
+    store_factory: StoreFactory,
+) -> None:
+    """Usage is written with the turn's end; a steering message's turn comes
+    back as a steering turn (not as a user's)."""
+    provider = ScriptedProvider(shape="copilot").on("first", Gate("g"), Say("a"))
+    host = Host.start(store=store_factory(), providers={"scripted": provider}, clock=FakeClock())
+    session = host.create_session()
+    chat = session.chat()
+    sub = chat.subscribe()
+    first = chat.send("first")
+    provider.wait_reached("g")
+    chat.steer("steer")
+    provider.wait_steered(1)
+    provider.open("g")
+    first.result(timeout=10)
+    drain_events(sub, turns=2)
+    live = chat.state().turns
+    host.stop()
+    assert [t.message.origin.kind for t in live] == [OriginKind.USER, OriginKind.STEERING]
+    assert live[-1].usage is not None  # the run that ended reported its usage
+    host = Host.start(store=store_factory(), providers={"scripted": provider}, clock=FakeClock())
+    try:
+        restored = host.open_session(session.id).chat().state().turns
+        assert [(t.id, t.message.origin, t.usage) for t in restored] == [
+            (t.id, t.message.origin, t.usage) for t in live
+        ]
+    finally:
+        host.stop()

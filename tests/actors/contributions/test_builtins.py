@@ -23,12 +23,11 @@ def test_the_built_in_sequence_is_pinned(host: Host) -> None:
         ("mark_unread", 500),
         ("chat_draft", 600),
         ("session_flags", 700),
-        ("persisted_usage", 800),
     ]
     assert dispatcher.ids("on_incoming_request") == ["local_command", "turn_admission"]
-    assert dispatcher.ids("on_turn_end") == ["queue_drain", "mark_unread", "persisted_usage"]
+    assert dispatcher.ids("on_turn_end") == ["queue_drain", "mark_unread"]
     assert dispatcher.ids("on_outgoing_turn") == ["session_instructions"]
-    assert dispatcher.ids("on_hydrate_turns") == ["persisted_usage"]
+    assert dispatcher.ids("on_hydrate_turns") == []
     assert dispatcher.ids("on_hydrate_chat") == ["chat_draft"]
 
 
@@ -49,7 +48,7 @@ def test_mementos_of_a_disposed_chat_or_session_are_evicted(db_path: Path, start
     other_chat.set_draft("other")
     settled(doomed)
     host.services.store.ask(Flush(), timeout=10)
-    assert (session.id, doomed.id, "persisted_usage") in rows()
+    assert (session.id, doomed.id, "chat_draft") in rows()
     session.dispose_chat(doomed.id)
     host.stop()
     assert rows() == {(session.id, kept.id, "chat_draft"), (other.id, other_chat.id, "chat_draft")}

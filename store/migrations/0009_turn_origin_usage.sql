@@ -1,0 +1,13 @@
+-- 0009: a turn keeps its message's origin (a steering or queued message's turn
+-- comes back as such) and its token usage, written with the turn's end (it was
+-- a persisted_usage memento per turn, written apart; those are moved here).
+ALTER TABLE turns ADD COLUMN origin TEXT;  -- the message origin's kind; NULL: user
+ALTER TABLE turns ADD COLUMN usage TEXT;   -- AHP UsageInfo as JSON; NULL: none reported
+UPDATE turns SET usage = (
+    SELECT json_object('inputTokens', json_extract(m.value, '$[0]'),
+                       'outputTokens', json_extract(m.value, '$[1]'))
+    FROM mementos m
+    WHERE m.contribution = 'persisted_usage' AND m.session_id = turns.session_id
+      AND m.chat_id = turns.chat_id AND m.key = 'usage' || char(31) || turns.id
+);
+DELETE FROM mementos WHERE contribution = 'persisted_usage';
