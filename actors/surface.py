@@ -17,7 +17,7 @@ import attrs
 import pykka
 import structlog
 
-from agenthost.actors import calls, collector
+from agenthost.actors import calls, collector, logs
 from agenthost.actors.calls import ChatHandle, HostCore, SessionHandle, chat_call, run_sync
 from agenthost.actors.clock import Clock, SystemClock
 from agenthost.actors.context import ActorGroup, Lifecycle, Services
@@ -115,6 +115,7 @@ def start_host(
         from agenthost.providers.scripted import ScriptedProvider
 
         providers = {"scripted": ScriptedProvider()}
+    logs.quiet_unless_configured()
     classes = (*BUILTINS, *contributions)
     check_ids(classes)
     store = store or SqliteStore(default_store_path())

@@ -434,6 +434,7 @@ class SessionSummary:
     archived: bool = False
     input_needed: bool = False
     config: tuple[tuple[str, str], ...] = ()
+    modified_at: int = 0  # the last turn's start or end (ms since the epoch), else created_at
 
 
 def chat_resource(chat_id: str) -> str:

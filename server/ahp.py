@@ -57,6 +57,7 @@ from agenthost.server.channels import (
     chat_uri,
     session_uri,
 )
+from agenthost.server.web_routes import add_web_routes
 
 log = structlog.get_logger(__name__)
 
@@ -271,6 +272,7 @@ class AhpServer:
         if self.static_dir is not None:
             app.router.add_get("/", self._index)
             app.router.add_static("/static/", self.static_dir)
+            add_web_routes(app, self.static_dir, self.tokens)
         app.on_shutdown.append(self._shutdown)
         return app
 

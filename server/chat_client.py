@@ -12,7 +12,7 @@ streams. Each input line is a message or a command:
     /approve, /deny   answer the oldest permission prompt
     /answer text  answer the oldest question
     /sessions     list your sessions
-    /open ID      open a session (its id, or the start of it)
+    /open ID      open a session (its id, or the start of it), with its history
     /new          create a session
     /quit         leave
 
@@ -20,13 +20,13 @@ The client's view of the chat comes from the snapshot it subscribed with and
 the actions that follow; `_wire_*` and `_read_action` are the only code that
 knows AHP's JSON shapes. The token goes in the upgrade request's
 Authorization header, never on the command line's output or in a log.
+
+`run_chat` (server/chat_terminal.py) connects it to a terminal.
 """
 
 import asyncio
 import itertools
 import json
-import sys
-import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +38,7 @@ ROOT = "ahp-root://"
 SESSION_PREFIX = "ahp-session:/"
 VERSIONS = ["1.1.0"]
 CALL_TIMEOUT_S = 30.0
+HISTORY_TURNS = 20  # turns /open shows of a session's history
 
 HELP = """\
 text          send a message (queued while a turn runs)
@@ -48,9 +49,9 @@ text          send a message (queued while a turn runs)
 /approve      approve the oldest permission prompt (/deny to refuse it)
 /answer text  answer the oldest question the model asked
 /sessions     list your sessions
-/open ID      open a session
+/open ID      open a session and show its history
 /new          create a session
-/quit         leave"""
+/quit         leave (or Ctrl+D)"""
 
 
 class ChatError(Exception):
@@ -74,6 +75,16 @@ class Request:
 
 
 @attrs.define
+class Turn:
+    """A finished turn as /open shows it."""
+
+    text: str
+    reply: str
+    state: str
+    error: str | None
+
+
+@attrs.define
 class ChatView:
     """The open chat as the client last saw it."""
 
@@ -82,6 +93,9 @@ class ChatView:
     queued: list[Pending] = attrs.field(factory=list)
     requests: list[Request] = attrs.field(factory=list)
     turns: int = 0
+    history: list[Turn] = attrs.field(factory=list)  # as subscribed; not kept up to date
+    active_text: str = ""  # the running turn's message and its reply so far, as subscribed
+    active_reply: str = ""
 
     @property
     def pending(self) -> list[Pending]:
@@ -107,9 +121,11 @@ def _wire_pending_removed(kind: str, pending_id: str) -> dict[str, Any]:
     return {"type": "chat/pendingMessageRemoved", "kind": kind, "id": pending_id}
 
 
-def _wire_pending(data: dict[str, Any]) -> Pending:
+def _wire_pending(data: dict[str, Any], kind: str | None = None) -> Pending:
+    """A pending message; in a chat state's lists its kind is the list's."""
     message = data.get("message") or {}
-    return Pending(id=str(data.get("id")), kind=str(data.get("kind")), text=message.get("text", ""))
+    kind = str(data.get("kind") or kind)
+    return Pending(id=str(data.get("id")), kind=kind, text=message.get("text", ""))
 
 
 def _wire_request(data: dict[str, Any]) -> Request:
@@ -125,14 +141,33 @@ def _wire_request(data: dict[str, Any]) -> Request:
     )
 
 
+def _wire_reply(turn: dict[str, Any]) -> str:
+    parts = turn.get("responseParts") or []
+    return "".join(str(p.get("content") or "") for p in parts if p.get("kind") == "markdown")
+
+
+def _wire_turn(turn: dict[str, Any]) -> Turn:
+    error = turn.get("error")
+    return Turn(
+        text=str((turn.get("message") or {}).get("text", "")),
+        reply=_wire_reply(turn),
+        state=str(turn.get("state") or "complete"),
+        error=error.get("message") if isinstance(error, dict) else None,
+    )
+
+
 def _wire_view(state: dict[str, Any]) -> ChatView:
     active = state.get("activeTurn")
+    turns = state.get("turns") or []
     return ChatView(
         active_turn=active.get("id") if isinstance(active, dict) else None,
-        steering=[_wire_pending(p) for p in state.get("steeringMessages") or []],
-        queued=[_wire_pending(p) for p in state.get("queuedMessages") or []],
+        steering=[_wire_pending(p, "steering") for p in state.get("steeringMessages") or []],
+        queued=[_wire_pending(p, "queued") for p in state.get("queuedMessages") or []],
         requests=[_wire_request(r) for r in state.get("openRequests") or []],
-        turns=len(state.get("turns") or []),
+        turns=len(turns),
+        history=[_wire_turn(t) for t in turns[-HISTORY_TURNS:]],
+        active_text=_wire_turn(active).text if isinstance(active, dict) else "",
+        active_reply=_wire_reply(active) if isinstance(active, dict) else "",
     )
 
 
@@ -160,7 +195,10 @@ def _read_action(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if kind == "chat/pendingMessageSet":
         return "pending_set", {"pending": _wire_pending(action.get("pending") or action)}
     if kind == "chat/pendingMessageRemoved":
-        return "pending_removed", {"id": action.get("pendingId") or action.get("id")}
+        pending_id = action.get("pendingId") or action.get("id")
+        return "pending_removed", {"id": pending_id, "reason": action.get("reason") or "client"}
+    if kind == "x-chat/steeringRecorded":
+        return "steering_folded", {"pending": _wire_pending(action.get("pending") or {})}
     if kind == "chat/toolCallStart":
         return "tool", {"name": action.get("displayName") or action.get("toolName")}
     if kind == "x-chat/requestOpened":
@@ -168,6 +206,21 @@ def _read_action(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if kind == "x-chat/requestClosed":
         return "request_closed", {"id": action.get("requestId")}
     return "other", {}
+
+
+# What became of a pending message, by the reason the server gave for its removal.
+REMOVED = {
+    "client": "[removed] {text}",
+    "withdrawn": "[steering withdrawn: the model never saw it] {text}",
+    "consumed": "[steering taken: it runs as the next turn] {text}",
+    "cancelled": "[dropped with the cancelled turn] {text}",
+    "requeued": "[steering queued: the provider could not take it mid-turn] {text}",
+    "rejected": "[refused when its turn came] {text}",
+}
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def status_text(status: int) -> str:
@@ -300,17 +353,24 @@ class ChatClient:
         elif what == "pending_removed":
             removed = self._drop_pending(fields["id"])
             if removed is not None:
-                self._line(f"[removed] {removed.text}")
+                said = REMOVED.get(fields["reason"], "[removed ({reason})] {text}")
+                self._line(said.format(text=removed.text, reason=fields["reason"]))
+        elif what == "steering_folded":
+            folded = self._drop_pending(fields["pending"].id) or fields["pending"]
+            self._line(f"[steering folded into the running turn] {folded.text}")
         elif what == "tool":
             self._line(f"[tool] {fields['name']}")
         elif what == "request_opened":
             request: Request = fields["request"]
             view.requests.append(request)
-            hint = {"permission": "/approve or /deny", "user_input": "/answer text"}
-            how = hint.get(request.kind, "another client answers it")
-            self._line(f"[{request.kind}] {request.label} ({how})")
+            self._request_line(request)
         elif what == "request_closed":
             view.requests = [r for r in view.requests if r.id != fields["id"]]
+
+    def _request_line(self, request: Request) -> None:
+        hint = {"permission": "/approve or /deny", "user_input": "/answer text"}
+        how = hint.get(request.kind, "another client answers it")
+        self._line(f"[{request.kind}] {request.label} ({how})")
 
     def _drop_pending(self, pending_id: str | None) -> Pending | None:
         for queue in (self.view.steering, self.view.queued):
@@ -362,12 +422,34 @@ class ChatClient:
                 )
         self.session, self.chat = uri, chat
         self._from_seq = int(subscribed.get("fromSeq") or 0)
-        self.view = _wire_view(subscribed["state"])
-        running = " (a turn is running)" if self.view.active_turn else ""
+        view = self.view = _wire_view(subscribed["state"])
+        title = snapshot["state"].get("title") or "untitled"
+        pending = f"{len(view.pending)} pending" if view.pending else "nothing pending"
+        running = ", a turn is running" if view.active_turn else ""
         self._line(
-            f"[session {uri.removeprefix(SESSION_PREFIX)}: {self.view.turns} turns,"
-            f" {len(self.view.pending)} pending{running}]"
+            f"[session {uri.removeprefix(SESSION_PREFIX)} ({title}):"
+            f" {plural(view.turns, 'turn')}, {pending}{running}]"
         )
+        self._history(view)
+
+    def _history(self, view: ChatView) -> None:
+        """The turns the session had when opened, then what is pending and running."""
+        if view.turns > len(view.history):
+            self._line(f"[{plural(view.turns - len(view.history), 'earlier turn')} not shown]")
+        for turn in view.history:
+            self._line(f"you: {turn.text}")
+            self._line(f"assistant: {turn.reply}")
+            if turn.state != "complete":
+                detail = f": {turn.error}" if turn.error else ""
+                self._line(f"[turn {turn.state}{detail}]")
+        for number, pending in enumerate(view.pending, start=1):
+            self._line(f"{number}. [{pending.kind}] {pending.text}")
+        if view.active_turn is not None:
+            self._line(f"you: {view.active_text}")
+            self.write(f"assistant: {view.active_reply}")
+            self._streaming = True
+        for request in view.requests:
+            self._request_line(request)
 
     async def _resolve(self, wanted: str) -> str | None:
         wanted = wanted.removeprefix(SESSION_PREFIX)
@@ -405,10 +487,8 @@ class ChatClient:
                 mark = "*" if uri == self.session else " "
                 title = item.get("title") or "(untitled)"
                 status = status_text(int(item.get("status") or 0))
-                turns = item.get("turnCount", 0)
-                self._line(
-                    f"{mark} {uri.removeprefix(SESSION_PREFIX)}  {status}  {turns} turns  {title}"
-                )
+                turns = plural(int(item.get("turnCount") or 0), "turn")
+                self._line(f"{mark} {uri.removeprefix(SESSION_PREFIX)}  {status}  {turns}  {title}")
         elif command == "/open":
             found = await self._resolve(rest) if rest else None
             if found is None:
@@ -473,68 +553,3 @@ class ChatClient:
         else:
             self._line(f"[error] unknown command {command}: /help lists them")
         return True
-
-
-def _stdin_lines() -> "asyncio.Queue[str | None]":
-    """Lines from stdin, read on a daemon thread (None at end of input), so a
-    read in progress never keeps the process from exiting."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[str | None] = asyncio.Queue()
-
-    def read() -> None:
-        try:
-            for line in sys.stdin:
-                loop.call_soon_threadsafe(queue.put_nowait, line)
-            loop.call_soon_threadsafe(queue.put_nowait, None)
-        except RuntimeError:  # the loop closed: the chat is over
-            return
-
-    threading.Thread(target=read, name="chat-stdin", daemon=True).start()
-    return queue
-
-
-async def run_chat(url: str, token: str, session: str | None) -> int:
-    """The `agenthost chat` loop: stdin lines in, the chat out. Returns the exit code."""
-
-    def write(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-    headers = {"Authorization": f"Bearer {token}"}
-    async with aiohttp.ClientSession() as http:
-        try:
-            ws = await http.ws_connect(url, headers=headers)
-        except aiohttp.WSServerHandshakeError as error:
-            reason = "check the token" if error.status == 401 else error.message
-            write(f"agenthost chat: the server refused the connection ({error.status}: {reason})\n")
-            return 1
-        except aiohttp.ClientError as error:
-            write(f"agenthost chat: cannot connect to {url}: {error}\n")
-            return 1
-        client = ChatClient(ws, write)
-        try:
-            version = await client.initialize()
-            write(f"[connected: AHP {version}; /help lists the commands]\n")
-            if session is None:
-                await client.create_session()
-            elif not await client.handle_line(f"/open {session}") or client.chat is None:
-                return 1
-            lines = _stdin_lines()
-            closed = asyncio.get_running_loop().create_task(client.closed.wait())
-            while True:
-                line = asyncio.get_running_loop().create_task(lines.get())
-                await asyncio.wait({line, closed}, return_when=asyncio.FIRST_COMPLETED)
-                if not line.done():
-                    line.cancel()
-                    write("[the server closed the connection]\n")
-                    return 1
-                text = line.result()
-                if text is None or not await client.handle_line(text):
-                    break
-            closed.cancel()
-        except (ChatError, TimeoutError) as error:
-            write(f"agenthost chat: {error or 'the server did not answer in time'}\n")
-            return 1
-        finally:
-            await client.close()
-    return 0

@@ -123,7 +123,8 @@ _PRUNE_SOME = (
 _SUMMARY = (
     "SELECT s.id, s.title, s.provider, s.created_at,"
     " (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id), s.is_read, s.is_archived,"
-    " s.config FROM sessions s"
+    " s.config, (SELECT MAX(COALESCE(t.ended_at, t.started_at)) FROM turns t"
+    " WHERE t.session_id = s.id) FROM sessions s"
 )
 
 
@@ -136,6 +137,7 @@ class SqlStore:
     errors: tuple[type[Exception], ...] = ()
     dialect: DialectSql
     created = False
+    read_only = False  # opened only to read: a load leaves a running turn's row alone
 
     # -- what a subclass supplies ------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
@@ -462,6 +464,7 @@ class SqlStore:
                 unread=not r[5],
                 archived=bool(r[6]),
                 config=tuple(sorted(json.loads(r[7]).items())),
+                modified_at=r[8] or r[3],
             )
             for r in rows
         ]
@@ -585,16 +588,17 @@ class SqlStore:
         return int(count)
 
     def _load_chat(self, chat_id: str, title: str, draft: str | None) -> ChatRecord:
-        self._execute(
-            "UPDATE turns SET state = ?, error_code = ?, error_message = ? "
-            "WHERE chat_id = ? AND state IS NULL",
-            (
-                TurnState.ERROR.value,
-                ErrorCode.EXECUTION_ABANDONED.value,
-                ABANDONED_ON_RESTART,
-                chat_id,
-            ),
-        )
+        if not self.read_only:
+            self._execute(
+                "UPDATE turns SET state = ?, error_code = ?, error_message = ? "
+                "WHERE chat_id = ? AND state IS NULL",
+                (
+                    TurnState.ERROR.value,
+                    ErrorCode.EXECUTION_ABANDONED.value,
+                    ABANDONED_ON_RESTART,
+                    chat_id,
+                ),
+            )
         steering: dict[str, list[PendingMessage]] = {}
         for turn_id, pending_id, text in self._execute(
             "SELECT s.turn_id, s.pending_id, s.text FROM turn_steering s"
@@ -647,6 +651,9 @@ def _turn_from_row(
     attachments: tuple[Attachment, ...] = (),
 ) -> Turn:
     turn_id, user_text, assistant_text, state, error_code, error_message, origin, usage = row
+    if state is None:  # read beside its running host: as a restart would find it
+        state, error_code = TurnState.ERROR.value, ErrorCode.EXECUTION_ABANDONED.value
+        error_message = ABANDONED_ON_RESTART
     error = (
         None
         if error_code is None

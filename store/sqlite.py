@@ -20,6 +20,8 @@ one line (AgentHostError STORE_ERROR: the file, what is wrong, what to do):
   this code knows.
 A missing file is created as a new store (`created` is then True, and
 `store_created` is logged with its path), unless `create=False`.
+`read_only=True` opens it only to read, beside a host that may hold it: no
+lock, no migration, nothing written (WAL lets it read what the host committed).
 quick_check reads the whole file, so opening costs about a second per
 gigabyte.
 """
@@ -82,6 +84,7 @@ class SqliteStore(SqlStore):
     Args:
         path: the database file.
         create: make a new store where the file does not exist (else refuse).
+        read_only: only read it: no lock, no migration, nothing written (see above).
     """
 
     errors: tuple[type[Exception], ...] = (sqlite3.Error,)
@@ -97,9 +100,12 @@ class SqliteStore(SqlStore):
         put_memento="INSERT OR REPLACE INTO mementos VALUES (?, ?, ?, ?, ?)",
     )
 
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = True) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False
+    ) -> None:
         self.path = Path(path)
-        self.create = create
+        self.create = create and not read_only
+        self.read_only = read_only
         self.created = False
         self._db: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
@@ -116,6 +122,9 @@ class SqliteStore(SqlStore):
             AgentHostError: STORE_ERROR when the store is in use by another
                 process, or is refused (one line saying what to do).
         """
+        if self.read_only:
+            self._open_read_only()
+            return
         if self.create:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -146,6 +155,30 @@ class SqliteStore(SqlStore):
         except BaseException:
             self._unlock()
             raise
+
+    def _open_read_only(self) -> None:
+        if not self.path.is_file():
+            raise self._refused("no such file", "give the path of an existing store")
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        try:
+            db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise self._damaged(exc) from None
+        try:
+            version = self._verify(db, "quick_check")
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise self._damaged(exc) from None
+        except BaseException:
+            db.close()
+            raise
+        if version != _latest():
+            db.close()
+            raise self._refused(
+                f"its schema version {version} is older than this agenthost reads ({_latest()})",
+                "open it once with a host (agenthost serve) to migrate it",
+            )
+        self._db = db
 
     def _refused(self, problem: str, remedy: str) -> Exception:
         return store_error(f"store {self.path}: {problem}; {remedy}")
@@ -315,7 +348,8 @@ class SqliteStore(SqlStore):
 
     def close(self) -> None:
         if self._db is not None:
-            self._db.execute("COMMIT")
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
             self._db.close()
             self._db = None
         self._unlock()

@@ -2,15 +2,21 @@
 //
 // `wire` is the only place that knows AHP's JSON shapes: it builds the
 // actions the page dispatches and turns what the server sends into plain
-// records the rest of the page uses. Everything is rendered with textContent
-// (never innerHTML), so nothing a model or a user writes becomes markup.
+// records the rest of the page uses. The page builds its DOM with
+// textContent; the one exception is Markdown, which the server renders and
+// sanitizes (POST /render: markdown-it-py with raw HTML off, then nh3), and
+// which the page inserts as that sanitized HTML. The Content-Security-Policy
+// (index.html) refuses inline scripts and styles besides.
 "use strict";
 
 const ROOT = "ahp-root://";
+const SESSION = "ahp-session:/";
+const STATUS = { idle: 1, error: 2, working: 8, input: 16, read: 32, archived: 64 };
+const RETRY_S = [1, 2, 4, 8, 15];
 
 const wire = {
   versions: ["1.1.0"],
-  sessionUri: (id) => `ahp-session:/${id}`,
+  sessionUri: (id) => `${SESSION}${id}`,
 
   // -- actions the page dispatches ------------------------------------------------
   turnStarted: (turnId, text) => ({ type: "chat/turnStarted", turnId, message: { text } }),
@@ -20,20 +26,37 @@ const wire = {
   toolCallConfirmed: (turnId, toolCallId, approved) =>
     ({ type: "chat/toolCallConfirmed", turnId, toolCallId, approved }),
   inputCompleted: (requestId, answer) => ({ type: "chat/inputCompleted", requestId, answer }),
+  titleChanged: (title) => ({ type: "session/titleChanged", title }),
+  isRead: () => ({ type: "session/isReadChanged", isRead: true }),
+  isArchived: (isArchived) => ({ type: "session/isArchivedChanged", isArchived }),
 
   // -- what the server sends -------------------------------------------------------
   summary: (s) => ({
-    uri: s.resource, title: s.title || "", status: s.status ?? 0, turnCount: s.turnCount,
+    uri: s.resource, title: s.title || "", status: s.status ?? STATUS.idle,
+    turnCount: s.turnCount ?? 0, provider: s.provider || "",
   }),
   pending: (p) => ({ id: p.id, kind: p.kind, text: (p.message && p.message.text) || "" }),
   request: (r) => ({
     id: r.requestId, kind: r.kind, turnId: r.turnId, toolCallId: r.toolCallId,
-    toolName: r.toolName, args: r.arguments, question: r.question,
+    toolName: r.toolName, args: r.arguments, question: r.question, clientId: r.clientId,
   }),
-  part: (p) => ({ id: p.id, kind: p.kind, text: p.content || "" }),
+  tool: (t) => ({
+    kind: "tool", id: t.toolCallId, name: t.displayName || t.toolName || "a tool",
+    input: t.toolInput ?? t.partialInput ?? "", status: t.status || "running",
+    success: t.success, confirmed: t.confirmed, reason: t.reason,
+  }),
+  part: (p) => {
+    if (p.kind === "toolCall" && p.toolCall) return wire.tool(p.toolCall);
+    return { kind: p.kind === "reasoning" ? "reasoning" : "markdown", id: p.id, text: p.content || "" };
+  },
   turn: (t, state) => ({
-    id: t.id, text: (t.message && t.message.text) || "",
-    parts: (t.responseParts || []).map(wire.part), state,
+    id: t.id,
+    text: (t.message && t.message.text) || "",
+    parts: (t.responseParts || []).map(wire.part),
+    steering: (t.steering || []).map((p) => wire.pending(p).text),
+    state: state || "complete",
+    error: (t.error && t.error.message) || null,
+    version: 0,
   }),
   chatState: (s) => ({
     turns: (s.turns || []).map((t) => wire.turn(t, t.state)),
@@ -44,29 +67,43 @@ const wire = {
   }),
   // An action envelope's action as a record: {type, ...fields the page uses}.
   action: (a) => {
+    const text = a.content ?? a.text ?? "";
     switch (a.type) {
       case "chat/turnStarted":
         return { type: "turnStarted", turnId: a.turnId, text: a.message && a.message.text,
                  pendingId: a.queuedMessageId };
-      case "chat/responsePart":
-        return { type: "part", turnId: a.turnId, part: wire.part(a.part || {}) };
-      case "chat/delta":
-        return { type: "delta", turnId: a.turnId, partId: a.partId, text: a.text ?? a.content ?? "" };
+      case "chat/responsePart": return { type: "part", turnId: a.turnId, part: wire.part(a.part || {}) };
+      case "chat/delta": return { type: "delta", turnId: a.turnId, partId: a.partId, text, kind: "markdown" };
+      case "chat/reasoning":
+        return { type: "delta", turnId: a.turnId, partId: a.partId, text, kind: "reasoning" };
       case "chat/turnComplete": return { type: "ended", turnId: a.turnId, state: "complete" };
       case "chat/turnCancelled": return { type: "ended", turnId: a.turnId, state: "cancelled" };
       case "chat/error":
-        return { type: "ended", turnId: a.turnId,
-                 state: `error: ${(a.error && a.error.message) || "the turn failed"}` };
+        return { type: "ended", turnId: a.turnId, state: "error",
+                 error: (a.error && a.error.message) || "the turn failed" };
       case "chat/toolCallStart":
-        return { type: "part", turnId: a.turnId,
-                 part: { id: a.toolCallId, kind: "tool", text: `[tool: ${a.displayName || a.toolName}]` } };
-      case "chat/pendingMessageSet":
-        return { type: "pendingSet", pending: wire.pending(a.pending || a) };
+        return { type: "tool", turnId: a.turnId, id: a.toolCallId,
+                 change: { name: a.displayName || a.toolName || "a tool", status: "streaming" } };
+      case "chat/toolCallReady":
+        return { type: "tool", turnId: a.turnId, id: a.toolCallId,
+                 change: { input: a.toolInput ?? "", status: a.confirmed ? "running" : "pending-confirmation" } };
+      case "chat/toolCallConfirmed":
+        return { type: "tool", turnId: a.turnId, id: a.toolCallId,
+                 change: a.approved ? { status: "running", confirmed: a.confirmed || "user-action" }
+                   : { status: "cancelled", reason: a.reason || "denied" } };
+      case "chat/toolCallComplete": {
+        const result = a.result || a;
+        return { type: "tool", turnId: a.turnId, id: a.toolCallId,
+                 change: { status: "completed", success: result.success !== false } };
+      }
+      case "chat/pendingMessageSet": return { type: "pendingSet", pending: wire.pending(a.pending || a) };
       case "chat/pendingMessageRemoved":
-        return { type: "pendingRemoved", id: a.pendingId ?? a.id, kind: a.kind };
+        return { type: "pendingRemoved", id: a.pendingId ?? a.id, kind: a.kind, reason: a.reason };
       case "chat/queuedMessagesReordered": return { type: "reordered", order: a.order || [] };
       case "x-chat/requestOpened": return { type: "requestOpened", request: wire.request(a.request || {}) };
       case "x-chat/requestClosed": return { type: "requestClosed", id: a.requestId };
+      case "x-chat/steeringRecorded":
+        return { type: "steered", turnId: a.turnId, text: wire.pending(a.pending || {}).text };
       case "chat/truncated": return { type: "truncated" };
       case "session/titleChanged": return { type: "title", title: a.title };
       default: return { type: "other" };
@@ -89,6 +126,7 @@ class Connection {
     this.handlers = handlers;
     this.nextId = 1;
     this.clientSeq = 0;
+    this.ready = false;
     this.waiting = new Map();
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     this.ws = new WebSocket(`${scheme}//${location.host}/ahp?token=${encodeURIComponent(token)}`);
@@ -96,13 +134,16 @@ class Connection {
       this.ws.addEventListener("open", () => resolve());
       this.ws.addEventListener("close", (e) => reject(new Error(`closed (${e.code})`)));
     });
+    this.opened.catch(() => {}); // a close before open is reported through `closed`
     this.ws.addEventListener("message", (e) => this.receive(e.data));
     this.ws.addEventListener("close", (e) => {
-      for (const { reject } of this.waiting.values()) reject(new Error("connection closed"));
+      for (const { reject } of this.waiting.values()) reject(new Error("the connection closed"));
       this.waiting.clear();
-      handlers.closed(e);
+      handlers.closed(this, e);
     });
   }
+
+  get open() { return this.ready && this.ws.readyState === WebSocket.OPEN; }
 
   receive(text) {
     let message;
@@ -119,160 +160,493 @@ class Connection {
   }
 
   call(method, params = {}) {
+    if (this.ws.readyState !== WebSocket.OPEN) return Promise.reject(new Error("not connected"));
     const id = this.nextId++;
     this.ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
     return new Promise((resolve, reject) => this.waiting.set(id, { resolve, reject }));
   }
 
   notify(method, params) {
+    if (this.ws.readyState !== WebSocket.OPEN) return false;
     this.ws.send(JSON.stringify({ jsonrpc: "2.0", method, params }));
+    return true;
   }
 
   dispatch(channel, action) {
     this.clientSeq += 1;
-    this.notify("dispatchAction", { channel, clientSeq: this.clientSeq, action });
+    return this.notify("dispatchAction", { channel, clientSeq: this.clientSeq, action });
   }
+}
+
+// Why a WebSocket closed, in words.
+function closeReason(code) {
+  const reasons = {
+    1000: "the connection was closed",
+    1001: "the server stopped or restarted",
+    1002: "the server refused the protocol",
+    1006: "the connection dropped (the server or the network went away)",
+    1008: "the server cut this page off (it fell behind or broke a limit)",
+    1011: "the server hit an internal error",
+    1012: "the server is restarting",
+  };
+  return reasons[code] || "the connection closed";
+}
+
+// -- Markdown, rendered and sanitized by the server ----------------------------------------
+const markdown = {
+  cache: new Map(), // text -> sanitized html (bounded, oldest dropped first)
+  timer: null,
+  busy: false,
+
+  html(text) { return this.cache.get(text); },
+
+  remember(text, html) {
+    this.cache.set(text, html);
+    if (this.cache.size > 2000) this.cache.delete(this.cache.keys().next().value);
+  },
+
+  // Render what the page shows and has no HTML for, soon (one request at a time).
+  want() {
+    if (this.timer === null) this.timer = setTimeout(() => this.flush(), 80);
+  },
+
+  async flush() {
+    this.timer = null;
+    if (this.busy || !page.state || !page.token) return;
+    const texts = [...new Set(shownMarkdown().filter((t) => t && !this.cache.has(t)))];
+    if (!texts.length) return;
+    this.busy = true;
+    try {
+      const response = await fetch("/render", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Authorization: `Bearer ${page.token}` },
+        body: JSON.stringify({ texts: texts.slice(0, 100) }),
+      });
+      if (response.ok) {
+        const { html } = await response.json();
+        texts.slice(0, 100).forEach((text, i) => this.remember(text, html[i]));
+        touchTurns((turn) => turn.parts.some((p) => p.kind === "markdown" && this.cache.has(p.text)));
+        renderChat();
+      }
+    } catch {
+      // offline: the text stays plain until the next render
+    } finally {
+      this.busy = false;
+    }
+    if (shownMarkdown().some((t) => t && !this.cache.has(t))) this.want();
+  },
+};
+
+function shownMarkdown() {
+  const s = page.state;
+  if (!s) return [];
+  const turns = s.active ? [...s.turns, s.active] : s.turns;
+  return turns.flatMap((t) => t.parts.filter((p) => p.kind === "markdown").map((p) => p.text));
 }
 
 // -- page state --------------------------------------------------------------------------
 const page = {
   conn: null,
-  clientId: randomId(),
+  token: null,
+  clientId: sessionStorage.getItem("agenthost.client") || randomId(),
   sessions: new Map(), // uri -> summary
   session: null, // the open session's uri
   chat: null, // its default chat's channel
   fromSeq: 0,
   state: null, // wire.chatState(...) of the open chat
-  token: null,
+  notes: [], // lines the page says in the open chat (a rename, ...)
+  outbox: [], // messages written while disconnected: {id, chat, text}
+  views: new Map(), // turn id -> {version, node}
+  retry: 0,
+  retryTimer: null,
+  readAsked: new Set(), // sessions the page asked to mark read, until the server says so
+  menu: null, // the session whose actions menu is open
+  confirmDelete: null, // the session whose deletion waits for a confirmation
+  renaming: null, // the session whose title is being edited
 };
+sessionStorage.setItem("agenthost.client", page.clientId);
 
 const $ = (id) => document.getElementById(id);
 
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(props)) {
+    if (value === undefined || value === null || value === false) continue;
     if (key === "text") node.textContent = value;
+    else if (key === "class") node.className = value;
     else if (key === "on") for (const [event, fn] of Object.entries(value)) node.addEventListener(event, fn);
-    else node.setAttribute(key, value);
+    else node.setAttribute(key, value === true ? "" : value);
   }
-  for (const child of children) node.append(child);
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
   return node;
 }
 
 function statusText(status) {
-  if (status & 64) return "archived";
-  if ((status & 24) === 24) return "waiting for input";
-  if (status & 8) return "working";
-  if (status & 2) return "error";
-  return (status & 32) ? "idle" : "idle, unread";
+  if (status & STATUS.archived) return "archived";
+  if ((status & (STATUS.working | STATUS.input)) === (STATUS.working | STATUS.input)) return "waiting for you";
+  if (status & STATUS.working) return "working";
+  if (status & STATUS.error) return "error";
+  return (status & STATUS.read) ? "" : "unread";
 }
 
-function say(text) { $("connection").textContent = text; }
+function titleOf(summary) { return (summary && summary.title) || "Untitled session"; }
+
 function notice(text) { $("notice").textContent = text; }
 
-// -- rendering ----------------------------------------------------------------------------
-function renderSessions() {
-  const list = $("sessions");
-  list.replaceChildren();
-  for (const s of page.sessions.values()) {
-    const name = s.title || `Session ${s.uri.slice(-8)}`;
-    const button = el("button", { type: "button", "data-session": s.uri, on: { click: () => openSession(s.uri) } },
-      el("span", { class: "title", text: name }), " ",
-      el("span", { class: "status", text: `(${statusText(s.status)})` }));
-    if (s.uri === page.session) button.setAttribute("aria-current", "true");
-    list.append(el("li", {}, button));
-  }
+function link(text, online) {
+  const node = $("link");
+  node.textContent = text;
+  node.className = `link-state ${online ? "online" : "offline"}`;
 }
 
-function replyText(turn) { return turn.parts.map((p) => p.text).join(""); }
-
-function renderTurn(turn, active) {
-  const li = el("li", { class: "turn", "data-turn": turn.id },
-    el("p", { class: "user", text: turn.text }),
-    el("p", { class: "reply", text: replyText(turn) }),
-    el("p", { class: "turn-state", text: turn.state }));
-  if (active) li.id = "active-turn";
-  return li;
-}
-
-function render() {
+function touchTurns(matches) {
   const s = page.state;
   if (!s) return;
-  const turns = s.turns.map((t) => renderTurn(t, false));
-  if (s.active) turns.push(renderTurn(s.active, true));
-  $("turns").replaceChildren(...turns);
+  for (const turn of s.active ? [...s.turns, s.active] : s.turns) if (matches(turn)) turn.version += 1;
+}
+
+// -- the sidebar ---------------------------------------------------------------------------
+function renderSessions() {
+  const query = $("search").value.trim().toLowerCase();
+  const showArchived = $("show-archived").checked;
+  const rows = [];
+  for (const s of [...page.sessions.values()].reverse()) {
+    const archived = (s.status & STATUS.archived) !== 0;
+    if (archived && !showArchived && s.uri !== page.session) continue;
+    const id = s.uri.slice(SESSION.length);
+    if (query && !titleOf(s).toLowerCase().includes(query) && !id.startsWith(query)) continue;
+    rows.push(sessionRow(s));
+  }
+  $("sessions").replaceChildren(...rows);
+  $("sessions-empty").hidden = rows.length > 0;
+  $("sessions-empty").textContent = page.sessions.size ? "No session matches." : "No sessions yet.";
+}
+
+function sessionRow(s) {
+  const status = statusText(s.status);
+  const classes = ["session"];
+  if (s.uri === page.session) classes.push("current");
+  if (!(s.status & STATUS.read)) classes.push("unread");
+  if (s.status & STATUS.archived) classes.push("archived");
+  if ((s.status & (STATUS.working | STATUS.input)) === (STATUS.working | STATUS.input)) classes.push("needs-input");
+  else if (s.status & STATUS.working) classes.push("working");
+  else if (s.status & STATUS.error) classes.push("failed");
+  const row = el("li", { class: classes.join(" "), "data-session": s.uri });
+  if (page.renaming === s.uri) {
+    const input = el("input", { class: "rename", value: titleOf(s), "aria-label": "New title" });
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") { e.preventDefault(); finishRename(s.uri, input.value); }
+      if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); finishRename(s.uri, null); }
+    });
+    input.addEventListener("blur", () => finishRename(s.uri, input.value));
+    row.append(input);
+    setTimeout(() => { input.focus(); input.select(); });
+    return row;
+  }
+  const open = el("button", {
+    type: "button", class: "open", "data-session": s.uri, title: titleOf(s),
+    "aria-current": s.uri === page.session ? "true" : null, on: { click: () => openSession(s.uri) },
+  }, el("span", { class: "dot", "aria-hidden": "true" }), el("span", { class: "title", text: titleOf(s) }),
+  el("span", { class: "status", text: status }));
+  const more = el("button", {
+    type: "button", class: "icon more", "aria-label": `Actions for ${titleOf(s)}`, "aria-haspopup": "menu",
+    "aria-expanded": page.menu === s.uri ? "true" : "false", text: "⋯",
+    on: { click: (e) => { e.stopPropagation(); toggleMenu(s.uri); } },
+  });
+  row.append(open, more);
+  if (page.menu === s.uri) row.append(sessionMenu(s));
+  return row;
+}
+
+function sessionMenu(s) {
+  const archived = (s.status & STATUS.archived) !== 0;
+  const menu = el("div", { class: "session-menu", role: "menu" });
+  if (page.confirmDelete === s.uri) {
+    menu.append(
+      el("p", { class: "confirm", text: `Delete “${titleOf(s)}” and its history?` }),
+      el("button", { type: "button", role: "menuitem", class: "danger", text: "Delete for good",
+                     on: { click: () => deleteSession(s.uri) } }),
+      el("button", { type: "button", role: "menuitem", text: "Keep it", on: { click: () => closeMenu() } }));
+    return menu;
+  }
+  menu.append(
+    el("button", { type: "button", role: "menuitem", text: "Rename",
+                   on: { click: () => { page.renaming = s.uri; closeMenu(); } } }),
+    el("button", { type: "button", role: "menuitem", text: archived ? "Unarchive" : "Archive",
+                   on: { click: () => { closeMenu(); archive(s.uri, !archived); } } }),
+    el("button", { type: "button", role: "menuitem", class: "danger", text: "Delete",
+                   on: { click: (e) => { e.stopPropagation(); page.confirmDelete = s.uri; renderSessions(); } } }));
+  return menu;
+}
+
+function toggleMenu(uri) {
+  page.menu = page.menu === uri ? null : uri;
+  page.confirmDelete = null;
+  renderSessions();
+}
+
+function closeMenu() {
+  if (page.menu === null && page.confirmDelete === null && !page.renaming) return;
+  page.menu = null;
+  page.confirmDelete = null;
+  renderSessions();
+}
+
+// -- the conversation --------------------------------------------------------------------
+function renderChat() {
+  const s = page.state;
+  const open = s !== null;
+  $("welcome").hidden = open && (s.turns.length > 0 || s.active !== null || page.outbox.length > 0);
+  const summary = page.sessions.get(page.session);
+  $("chat-title").textContent = open ? titleOf(summary) : "agenthost";
+  document.title = open ? `${titleOf(summary)} · agenthost` : "agenthost";
+  if (!open) {
+    $("turns").replaceChildren();
+    $("queue").replaceChildren();
+    $("chat-status").textContent = "";
+    updateComposer();
+    return;
+  }
+  const scroller = $("scroller");
+  const atBottom = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
+
+  const nodes = [];
+  const seen = new Set();
+  for (const turn of s.active ? [...s.turns, s.active] : s.turns) {
+    seen.add(turn.id);
+    const active = turn === s.active;
+    const key = `${turn.version}:${active}:${s.requests.length}`;
+    let view = page.views.get(turn.id);
+    if (!view || view.key !== key) {
+      view = { key, node: turnNode(turn, active) };
+      page.views.set(turn.id, view);
+    }
+    nodes.push(view.node);
+  }
+  for (const id of page.views.keys()) if (!seen.has(id)) page.views.delete(id);
+  for (const item of page.outbox.filter((m) => m.chat === page.chat)) {
+    nodes.push(el("div", { class: "msg user waiting", "data-outbox": item.id },
+      el("div", { class: "stack" }, el("div", { class: "bubble", text: item.text }),
+        el("div", { class: "note", text: "Not sent yet: it goes out when the connection is back" }))));
+  }
+  for (const line of page.notes) nodes.push(el("p", { class: "system", text: line }));
+  const container = $("turns");
+  const current = [...container.childNodes];
+  if (current.length !== nodes.length || current.some((node, i) => node !== nodes[i])) {
+    container.replaceChildren(...nodes);
+  }
 
   const pending = [...s.steering, ...s.queued].map((p) =>
     el("li", { "data-pending": p.id, "data-kind": p.kind },
       el("span", { class: "kind", text: p.kind === "steering" ? "steering" : "queued" }),
-      el("span", { class: "text", text: p.text }), " ",
-      el("button", { type: "button", on: { click: () => removePending(p) } , text: "Remove from Queue" })));
+      el("span", { class: "text", text: p.text, title: p.text }),
+      el("button", { type: "button", class: "icon", "aria-label": "Remove from queue", title: "Remove",
+                     text: "✕", on: { click: () => removePending(p) } })));
   $("queue").replaceChildren(...pending);
-  $("queue-empty").hidden = pending.length > 0;
 
-  const prompts = s.requests.map((r) => {
-    if (r.kind === "permission") {
-      return el("li", { "data-request": r.id },
-        el("span", { text: `Allow ${r.toolName || "a tool"} ${r.args || ""}? ` }),
-        el("button", { type: "button", on: { click: () => confirmTool(r, true) }, text: "Approve" }), " ",
-        el("button", { type: "button", on: { click: () => confirmTool(r, false) }, text: "Deny" }));
-    }
-    if (r.kind === "user_input" || r.question) {
-      const input = el("input", { "aria-label": `Answer: ${r.question || ""}` });
-      return el("li", { "data-request": r.id }, el("span", { text: `${r.question || "Question"} ` }), input,
-        el("button", { type: "button", on: { click: () => answer(r, input.value) }, text: "Answer" }));
-    }
-    return el("li", { "data-request": r.id, text: `Waiting on ${r.kind} (${r.toolName || r.id})` });
-  });
-  $("permissions").replaceChildren(...prompts);
-  $("permissions-section").hidden = prompts.length === 0;
+  const status = summary ? summary.status : 0;
+  $("chat-status").textContent = s.active
+    ? (s.requests.length ? "Waiting for you" : "Working…")
+    : (status & STATUS.archived ? "Archived: unarchive it to send" : "Idle");
+  updateComposer();
+  if (atBottom) scroller.scrollTop = scroller.scrollHeight;
+  markdown.want();
+}
 
-  const running = s.active !== null;
-  $("steer-form").hidden = !running;
-  $("composer-mode").textContent = running ? "(queued until the running turn ends)" : "(starts a turn)";
-  $("chat-status").textContent = running ? "A turn is running" : "Idle";
+function turnNode(turn, active) {
+  const node = el("article", { class: "turn", "data-turn": turn.id, "data-state": turn.state,
+                               id: active ? "active-turn" : null });
+  node.append(el("div", { class: "msg user" }, el("div", { class: "bubble", text: turn.text })));
+  const reply = el("div", { class: "reply" });
+  for (const text of turn.steering || []) reply.append(el("p", { class: "steered", text: `↳ you steered: ${text}` }));
+  for (const part of turn.parts) reply.append(partNode(part, turn, active));
+  if (active) {
+    for (const r of page.state.requests.filter((r) => r.turnId === turn.id && !toolOf(turn, r))) {
+      reply.append(requestCard(r));
+    }
+    const last = reply.lastElementChild;
+    const waiting = page.state.requests.some((r) => r.turnId === turn.id);
+    if (waiting) {
+      // the agent waits on the user: no sign of it working
+    } else if (!turn.parts.some((p) => p.kind === "markdown" && p.text)) {
+      reply.append(el("span", { class: "typing", "aria-label": "The agent is working" }, el("i"), el("i"), el("i")));
+    } else if (last && last.classList.contains("md")) {
+      last.classList.add("cursor");
+    }
+  }
+  node.append(el("div", { class: "msg assistant" }, el("div", { class: "avatar", "aria-hidden": "true", text: "AI" }), reply));
+  if (turn.state === "error") {
+    node.append(el("div", { class: "error-box", role: "alert" },
+      el("strong", { text: "The turn failed" }), el("span", { class: "error-text", text: turn.error || "the provider gave no reason" })));
+  } else if (turn.state === "cancelled") {
+    node.append(el("p", { class: "turn-state", text: "Stopped" }));
+  }
+  return node;
+}
+
+function toolOf(turn, request) {
+  return request.toolCallId && request.kind === "permission"
+    ? turn.parts.find((p) => p.kind === "tool" && p.id === request.toolCallId) : undefined;
+}
+
+function partNode(part, turn, active) {
+  if (part.kind === "tool") return toolCard(part, turn, active);
+  if (part.kind === "reasoning") {
+    return el("details", { class: "reasoning" }, el("summary", { text: "Thinking" }), el("p", { text: part.text }));
+  }
+  const node = el("div", { class: "md", "data-part": part.id });
+  const html = markdown.html(part.text);
+  if (html !== undefined) {
+    setSanitizedHtml(node, html);
+  } else if (active && part.rendered && part.text.startsWith(part.rendered.text)) {
+    // streaming: what was rendered, then the rest as text until it is rendered too
+    setSanitizedHtml(node, part.rendered.html);
+    node.append(el("span", { class: "tail", text: part.text.slice(part.rendered.text.length) }));
+  } else {
+    node.classList.add("plain");
+    node.textContent = part.text;
+  }
+  if (active && html !== undefined) part.rendered = { text: part.text, html };
+  return node;
+}
+
+// HTML from POST /render only: markdown-it-py with raw HTML off, then nh3's allow-list.
+function setSanitizedHtml(node, html) {
+  const template = document.createElement("template");
+  template.innerHTML = html;
+  for (const pre of template.content.querySelectorAll("pre")) {
+    const code = pre.querySelector("code");
+    const language = code && /language-(\S+)/.exec(code.className || "");
+    const copy = el("button", { type: "button", class: "small copy", text: "Copy",
+      on: { click: () => copyText(copy, (code || pre).textContent) } });
+    const head = el("div", { class: "code-head" }, el("span", { text: language ? language[1] : "code" }), copy);
+    const block = el("div", { class: "codeblock" });
+    pre.replaceWith(block);
+    block.append(head, pre);
+  }
+  node.replaceChildren(template.content);
+}
+
+async function copyText(button, text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = "Copied";
+  } catch {
+    button.textContent = "Copy failed";
+  }
+  setTimeout(() => { button.textContent = "Copy"; }, 1500);
+}
+
+function toolCard(part, turn, active) {
+  const labels = {
+    "streaming": ["preparing", ""], "pending-confirmation": ["needs approval", ""],
+    "running": ["running", ""], "pending-result-confirmation": ["result to confirm", ""],
+    "completed": part.success === false ? ["failed", "failed"] : ["done", "done"],
+    "cancelled": [part.reason === "denied" ? "denied" : "cancelled", "denied"],
+  };
+  const [label, tone] = labels[part.status] || [part.status, ""];
+  const card = el("div", { class: "card tool", "data-tool": part.id },
+    el("div", { class: "card-head" }, el("span", { "aria-hidden": "true", text: "⚙" }),
+      el("span", { class: "card-title", text: part.name }), el("span", { class: `badge ${tone}`, text: label })));
+  if (part.input && part.input !== "{}") card.append(el("pre", { text: part.input }));
+  const request = active && page.state.requests.find((r) => r.kind === "permission" && r.toolCallId === part.id);
+  if (request) {
+    card.classList.add("request");
+    card.append(el("div", { class: "actions" },
+      el("button", { type: "button", class: "primary small", text: "Approve", on: { click: () => confirmTool(request, true) } }),
+      el("button", { type: "button", class: "small", text: "Deny", on: { click: () => confirmTool(request, false) } })));
+  }
+  return card;
+}
+
+function requestCard(r) {
+  const card = el("div", { class: "card request", "data-request": r.id });
+  if (r.kind === "permission") {
+    card.append(el("div", { class: "card-head" }, el("span", { class: "card-title", text: `Allow ${r.toolName || "a tool"}?` })));
+    if (r.args && r.args !== "{}") card.append(el("pre", { text: r.args }));
+    card.append(el("div", { class: "actions" },
+      el("button", { type: "button", class: "primary small", text: "Approve", on: { click: () => confirmTool(r, true) } }),
+      el("button", { type: "button", class: "small", text: "Deny", on: { click: () => confirmTool(r, false) } })));
+  } else if (r.kind === "user_input" || r.question) {
+    const input = el("input", { "aria-label": `Answer: ${r.question || ""}`, placeholder: "Your answer" });
+    const submit = () => { if (input.value.trim()) answer(r, input.value); };
+    input.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); submit(); } });
+    card.append(el("div", { class: "card-head" }, el("span", { class: "card-title", text: r.question || "The agent asks" })),
+      el("div", { class: "actions" }, input, el("button", { type: "button", class: "primary small", text: "Answer", on: { click: submit } })));
+  } else {
+    card.append(el("div", { class: "card-head" },
+      el("span", { class: "card-title", text: `Waiting for ${r.clientId || "a client"} to run ${r.toolName || "a tool"}` })));
+  }
+  return card;
+}
+
+const narrow = window.matchMedia("(max-width: 760px)");
+
+function updateComposer() {
+  const s = page.state;
+  const running = s !== null && s.active !== null;
+  $("steer").hidden = !running;
+  $("cancel").hidden = !running;
+  $("send").textContent = running ? "Queue" : "Send";
+  $("message").placeholder = narrow.matches ? (running ? "Queue or steer" : "Message")
+    : s === null ? "Message a new session (Enter to send, Shift+Enter for a new line)"
+      : running ? "Queue a message, or steer the running turn (Ctrl+Enter)"
+        : "Message (Enter to send, Shift+Enter for a new line)";
 }
 
 // -- reducing what the server sends ----------------------------------------------------------
 function onChatAction(envelope) {
   if (envelope.rejectionReason !== undefined) {
-    if (!envelope.origin || envelope.origin.clientId === page.clientId) {
-      const type = (envelope.action && envelope.action.type) || "action";
-      notice(`Refused ${type}: ${envelope.rejectionReason}`);
-    }
+    if (!envelope.origin || envelope.origin.clientId === page.clientId) notice(refusal(envelope));
     return;
   }
   if (typeof envelope.serverSeq === "number" && envelope.serverSeq <= page.fromSeq) return;
   const s = page.state;
   const a = wire.action(envelope.action || {});
+  const turn = s.active && s.active.id === a.turnId ? s.active : null;
   const dropPending = (id) => {
     s.queued = s.queued.filter((p) => p.id !== id);
     s.steering = s.steering.filter((p) => p.id !== id);
   };
   switch (a.type) {
     case "turnStarted":
-      s.active = { id: a.turnId, text: a.text || "", parts: [], state: "running" };
+      if (s.active) { s.active.state = "complete"; s.turns.push(s.active); }
+      s.active = { id: a.turnId, text: a.text || "", parts: [], steering: [], state: "running", error: null, version: 0 };
       if (a.pendingId) dropPending(a.pendingId);
       markWorking(true);
       break;
     case "part":
-      if (s.active && s.active.id === a.turnId) s.active.parts.push(a.part);
+      if (turn) { turn.parts.push(a.part); turn.version += 1; }
       break;
     case "delta": {
-      if (!s.active || s.active.id !== a.turnId) break;
-      let part = s.active.parts.find((p) => p.id === a.partId);
-      if (!part) { part = { id: a.partId, kind: "markdown", text: "" }; s.active.parts.push(part); }
+      if (!turn) break;
+      let part = turn.parts.find((p) => p.id === a.partId);
+      if (!part) { part = { id: a.partId, kind: a.kind, text: "" }; turn.parts.push(part); }
       part.text += a.text;
+      turn.version += 1;
       break;
     }
+    case "tool": {
+      if (!turn) break;
+      let part = turn.parts.find((p) => p.kind === "tool" && p.id === a.id);
+      if (!part) { part = { kind: "tool", id: a.id, name: "a tool", input: "", status: "streaming" }; turn.parts.push(part); }
+      Object.assign(part, a.change);
+      turn.version += 1;
+      break;
+    }
+    case "steered":
+      if (turn) { turn.steering.push(a.text); turn.version += 1; }
+      break;
     case "ended":
-      if (s.active && s.active.id === a.turnId) {
-        s.turns.push({ ...s.active, state: a.state });
+      if (turn) {
+        turn.state = a.state;
+        turn.error = a.error || null;
+        turn.version += 1;
+        s.turns.push(turn);
         s.active = null;
       }
       s.requests = s.requests.filter((r) => r.turnId !== a.turnId);
       markWorking(false);
-      refreshSessions();
       break;
     case "pendingSet": {
       const list = a.pending.kind === "steering" ? s.steering : s.queued;
@@ -283,7 +657,8 @@ function onChatAction(envelope) {
     case "pendingRemoved": dropPending(a.id); break;
     case "reordered": {
       const byId = new Map(s.queued.map((p) => [p.id, p]));
-      s.queued = a.order.map((id) => byId.get(id)).filter(Boolean);
+      const listed = a.order.map((id) => byId.get(id)).filter(Boolean);
+      s.queued = [...listed, ...s.queued.filter((p) => !a.order.includes(p.id))];
       break;
     }
     case "requestOpened": s.requests.push(a.request); break;
@@ -291,176 +666,413 @@ function onChatAction(envelope) {
     case "truncated": openChat(page.chat); return;
     default: return;
   }
-  render();
+  renderChat();
 }
 
-// The open session's status as its chat shows it, until listSessions says more.
+function refusal(envelope) {
+  const what = {
+    "chat/turnStarted": "Could not send", "chat/pendingMessageSet": "Could not queue",
+    "chat/pendingMessageRemoved": "Could not remove the message", "chat/turnCancelled": "Could not stop the turn",
+    "chat/toolCallConfirmed": "Could not answer", "chat/inputCompleted": "Could not answer",
+    "session/titleChanged": "Could not rename", "session/isArchivedChanged": "Could not archive",
+  }[envelope.action && envelope.action.type] || "Refused";
+  return `${what}: ${envelope.rejectionReason}`;
+}
+
+// The open session's status as its chat shows it, until the server's summary says more.
 function markWorking(working) {
   const summary = page.sessions.get(page.session);
   if (!summary) return;
-  summary.status = working ? (summary.status | 8) & ~1 : (summary.status & ~8) | 1;
+  summary.status = working ? (summary.status | STATUS.working) & ~STATUS.idle
+    : (summary.status & ~(STATUS.working | STATUS.input)) | STATUS.idle;
   renderSessions();
+}
+
+function onSummary(summary) {
+  const previous = page.sessions.get(summary.uri);
+  page.sessions.set(summary.uri, { ...(previous || {}), ...summary });
+  if (summary.status & STATUS.read) page.readAsked.delete(summary.uri);
+  markReadIfViewed();
+  renderSessions();
+  if (summary.uri === page.session) renderChat();
+}
+
+// Unread is cleared for the session the user is looking at.
+function markReadIfViewed() {
+  const s = page.sessions.get(page.session);
+  if (!s || (s.status & STATUS.read) || document.visibilityState !== "visible") return;
+  if (page.readAsked.has(s.uri) || !page.conn || !page.conn.open) return;
+  page.readAsked.add(s.uri);
+  page.conn.dispatch(s.uri, wire.isRead());
 }
 
 function onNotification(method, params) {
   if (method === "action") {
     if (params.channel === page.chat && page.state) onChatAction(params);
     else if (params.channel === page.session) {
+      if (params.rejectionReason !== undefined) {
+        if (!params.origin || params.origin.clientId === page.clientId) notice(refusal(params));
+        return;
+      }
       const a = wire.action(params.action || {});
       const s = page.sessions.get(page.session);
-      if (a.type === "title" && s) { s.title = a.title; renderSessions(); }
+      if (a.type === "title" && s) { s.title = a.title; renderSessions(); renderChat(); }
     }
   } else if (method === "root/sessionAdded" || method === "root/sessionSummaryChanged") {
-    const s = wire.summary(params.summary || {});
-    page.sessions.set(s.uri, { ...(page.sessions.get(s.uri) || {}), ...s });
-    renderSessions();
+    onSummary(wire.summary(params.summary || {}));
   } else if (method === "root/sessionRemoved") {
     page.sessions.delete(params.resource);
+    if (params.resource === page.session) closeChat();
     renderSessions();
   }
 }
 
 // -- what the user does ----------------------------------------------------------------------
 async function refreshSessions() {
-  const listed = await page.conn.call("listSessions", { limit: 1000 });
-  page.sessions = new Map(listed.items.map((i) => [i.resource, wire.summary(i)]));
+  const items = [];
+  let cursor;
+  do {
+    const listed = await page.conn.call("listSessions", cursor ? { limit: 1000, cursor } : { limit: 1000 });
+    items.push(...listed.items);
+    cursor = listed.nextCursor;
+  } while (cursor);
+  page.sessions = new Map(items.map((i) => [i.resource, wire.summary(i)]));
   renderSessions();
 }
 
 async function newSession() {
+  if (!page.conn || !page.conn.open) { notice("Not connected: the session can be created once the connection is back."); return; }
   const uri = wire.sessionUri(randomId());
   try {
     const created = await page.conn.call("createSession", { channel: uri });
-    page.sessions.set(uri, wire.summary({ resource: uri, ...created.state }));
-    renderSessions();
+    onSummary(wire.summary({ resource: uri, ...created.state }));
     await openSession(uri);
+    $("message").focus();
   } catch (error) {
     notice(`Could not create a session: ${error.message}`);
   }
 }
 
 async function openSession(uri) {
+  closeNav();
   const previous = [page.session, page.chat];
-  const subscribed = await page.conn.call("subscribe", { channel: uri });
-  page.session = uri;
-  await openChat(subscribed.snapshot.state.defaultChat);
+  try {
+    const subscribed = await page.conn.call("subscribe", { channel: uri });
+    page.session = uri;
+    sessionStorage.setItem("agenthost.session", uri);
+    page.notes = [];
+    notice("");
+    await openChat(subscribed.snapshot.state.defaultChat);
+  } catch (error) {
+    notice(`Could not open the session: ${error.message}`);
+    return;
+  }
   for (const channel of previous) {
     if (channel && channel !== page.session && channel !== page.chat) page.conn.notify("unsubscribe", { channel });
   }
-  const s = page.sessions.get(uri);
-  $("chat-title").textContent = (s && s.title) || `Session ${uri.slice(-8)}`;
-  $("chat").hidden = false;
-  notice("");
+  markReadIfViewed();
   renderSessions();
 }
 
 async function openChat(chat) {
   page.chat = chat;
-  page.state = null;
   const subscribed = await page.conn.call("subscribe", { channel: chat });
   page.fromSeq = subscribed.snapshot.fromSeq || 0;
   page.state = wire.chatState(subscribed.snapshot.state);
-  render();
+  page.views.clear();
+  renderChat();
+  $("scroller").scrollTop = $("scroller").scrollHeight;
+}
+
+function closeChat() {
+  page.session = null;
+  page.chat = null;
+  page.state = null;
+  page.views.clear();
+  sessionStorage.removeItem("agenthost.session");
+  renderChat();
+}
+
+function dispatchChat(action) {
+  return page.conn !== null && page.conn.open && page.conn.dispatch(page.chat, action);
 }
 
 function send(text) {
   notice("");
-  if (page.state.active) page.conn.dispatch(page.chat, wire.pendingSet("queued", randomId(), text));
-  else page.conn.dispatch(page.chat, wire.turnStarted(randomId(), text));
+  const item = { id: randomId(), chat: page.chat, text };
+  if (!deliver(item)) {
+    page.outbox.push(item);
+    renderChat();
+  }
+}
+
+// The first message with no session open starts a session for it.
+async function sendInNewSession(text) {
+  await newSession();
+  if (page.state) submit(text, false);
+}
+
+// Send one message now (a turn when the chat is idle, else queued); false when offline.
+function deliver(item) {
+  if (!page.conn || !page.conn.open) return false;
+  const idle = item.chat === page.chat && page.state && !page.state.active;
+  const action = idle ? wire.turnStarted(item.id, item.text) : wire.pendingSet("queued", item.id, item.text);
+  return page.conn.dispatch(item.chat, action);
+}
+
+function flushOutbox() {
+  const left = page.outbox.filter((item) => !deliver(item));
+  const sent = page.outbox.length - left.length;
+  page.outbox = left;
+  if (sent) renderChat();
 }
 
 function steer(text) {
   notice("");
-  page.conn.dispatch(page.chat, wire.pendingSet("steering", randomId(), text));
+  if (!dispatchChat(wire.pendingSet("steering", randomId(), text))) notice("Not connected: steering needs the connection.");
 }
 
 function removePending(p) {
   notice("");
-  page.conn.dispatch(page.chat, wire.pendingRemoved(p.kind, p.id));
+  if (!dispatchChat(wire.pendingRemoved(p.kind, p.id))) notice("Not connected: try again once the connection is back.");
 }
 
 function confirmTool(r, approved) {
-  page.conn.dispatch(page.chat, wire.toolCallConfirmed(r.turnId, r.toolCallId || r.id, approved));
+  dispatchChat(wire.toolCallConfirmed(r.turnId, r.toolCallId || r.id, approved));
 }
 
 function answer(r, text) {
-  page.conn.dispatch(page.chat, wire.inputCompleted(r.id, text));
+  dispatchChat(wire.inputCompleted(r.id, text));
 }
 
 function cancelTurn() {
-  if (page.state.active) page.conn.dispatch(page.chat, wire.turnCancelled(page.state.active.id));
+  if (page.state && page.state.active) dispatchChat(wire.turnCancelled(page.state.active.id));
 }
 
-async function connect(token) {
-  say("Connecting…");
-  $("reconnect").hidden = true;
-  page.token = token; // kept in memory only, for Reconnect
-  const conn = new Connection(token, {
-    notification: onNotification,
-    closed: (e) => {
-      if (page.conn !== conn) return;
-      if (conn.ready) {
-        say(`Disconnected (${e.code})`);
-        $("reconnect").hidden = false;
-      } else {
-        say("Connection refused: check the token");
-        $("login").hidden = false;
-      }
-    },
-  });
-  page.conn = conn;
+function finishRename(uri, title) {
+  if (page.renaming !== uri) return;
+  page.renaming = null;
+  renderSessions();
+  if (title !== null && title.trim()) rename(uri, title.trim());
+}
+
+function rename(uri, title) {
+  if (!page.conn || !page.conn.open || !page.conn.dispatch(uri, wire.titleChanged(title))) {
+    notice("Not connected: renaming needs the connection.");
+    return false;
+  }
+  const s = page.sessions.get(uri);
+  if (s) { s.title = title; renderSessions(); renderChat(); }
+  return true;
+}
+
+function archive(uri, archived) {
+  if (!page.conn || !page.conn.open || !page.conn.dispatch(uri, wire.isArchived(archived))) {
+    notice("Not connected: archiving needs the connection.");
+  }
+}
+
+async function deleteSession(uri) {
+  closeMenu();
   try {
-    await conn.opened;
+    await page.conn.call("disposeSession", { channel: uri });
+    page.sessions.delete(uri);
+    if (uri === page.session) closeChat();
+    renderSessions();
+  } catch (error) {
+    notice(`Could not delete the session: ${error.message}`);
+  }
+}
+
+// A line the user typed: a local command, or a message.
+function submit(text, steering) {
+  const command = /^\/(\w+)\s*(.*)$/s.exec(text.trim());
+  if (command && command[1] === "help") { showHelp(true); return; }
+  if (command && command[1] === "rename") {
+    if (!command[2].trim()) { notice("/rename needs a title: /rename Q3 report"); return; }
+    if (rename(page.session, command[2].trim())) {
+      page.notes.push(`Renamed this session “${command[2].trim()}”`);
+      renderChat();
+    }
+    return;
+  }
+  if (steering) steer(text);
+  else send(text);
+}
+
+// -- connecting -------------------------------------------------------------------------------
+function connect(token) {
+  clearTimeout(page.retryTimer);
+  page.token = token;
+  const first = page.conn === null;
+  if (first) {
+    $("connection").textContent = "Connecting…";
+    $("connection").classList.remove("refused");
+  }
+  const conn = new Connection(token, { notification: onNotification, closed: onClosed });
+  page.conn = conn;
+  conn.opened.then(async () => {
     const result = await conn.call("initialize", {
       protocolVersions: wire.versions, clientId: page.clientId, initialSubscriptions: [ROOT],
     });
     conn.ready = true;
-    say(`Connected (AHP ${result.protocolVersion})`);
+    page.retry = 0;
+    sessionStorage.setItem("agenthost.token", token);
+    $("connection").textContent = `Connected (AHP ${result.protocolVersion})`;
+    link("Connected", true);
+    $("banner").hidden = true;
     $("login").hidden = true;
     $("app").hidden = false;
+    page.readAsked.clear(); // what was asked before may never have arrived
     await refreshSessions();
-    if (page.session) await openSession(page.session);
-  } catch (error) {
-    // a closed socket was reported by `closed`; anything else is said here
-    if (conn.ws.readyState !== WebSocket.CLOSED) say(`Could not connect: ${error.message}`);
+    const wanted = page.session || sessionStorage.getItem("agenthost.session");
+    if (wanted && page.sessions.has(wanted)) await openSession(wanted);
+    else if (page.session) closeChat();
+    flushOutbox();
+    renderChat();
+  }).catch((error) => {
+    if (conn.ws.readyState === WebSocket.OPEN) link(`Could not start: ${error.message}`, false);
+  });
+}
+
+function onClosed(conn, event) {
+  if (page.conn !== conn) return;
+  if (!conn.ready && $("app").hidden) {
+    // never in: a wrong token (the server answers 401), or no server at all
+    page.conn = null;
+    $("login").hidden = false;
+    fetch("/healthz").then(
+      () => {
+        sessionStorage.removeItem("agenthost.token");
+        refused("Connection refused: check the token");
+      },
+      () => refused("Cannot reach the server: is agenthost serve running?"));
+    return;
   }
+  conn.ready = false;
+  const wait = RETRY_S[Math.min(page.retry, RETRY_S.length - 1)];
+  page.retry += 1;
+  const why = conn === page.conn && event.code ? `Disconnected (${event.code}): ${closeReason(event.code)}.` : "Disconnected.";
+  const kept = page.outbox.length ? " Messages you send meanwhile are kept and sent then." : " What you send meanwhile is kept and sent then.";
+  $("banner-text").textContent = `${why} Reconnecting in ${wait} s…${kept}`;
+  $("banner").hidden = false;
+  link("Offline", false);
+  page.retryTimer = setTimeout(() => connect(page.token), wait * 1000);
+  renderChat();
+}
+
+function refused(text) {
+  $("connection").textContent = text;
+  $("connection").classList.add("refused");
+  $("token").select();
+}
+
+function signOut() {
+  sessionStorage.removeItem("agenthost.token");
+  sessionStorage.removeItem("agenthost.session");
+  location.reload();
+}
+
+// -- the frame: navigation, help, keys --------------------------------------------------------
+function openNav() { $("app").classList.add("nav-open"); $("menu").setAttribute("aria-expanded", "true"); }
+function closeNav() { $("app").classList.remove("nav-open"); $("menu").setAttribute("aria-expanded", "false"); }
+
+function showHelp(shown) {
+  $("help").hidden = !shown;
+  if (shown) $("help-close").focus();
+  else $("message").focus();
+}
+
+function typing(target) {
+  return target instanceof HTMLElement && (target.isContentEditable || ["INPUT", "TEXTAREA"].includes(target.tagName));
+}
+
+function onKey(e) {
+  if (e.key === "Escape") {
+    if (!$("help").hidden) { e.preventDefault(); showHelp(false); return; }
+    if (page.menu || page.confirmDelete) { e.preventDefault(); closeMenu(); return; }
+    if ($("app").classList.contains("nav-open")) { e.preventDefault(); closeNav(); return; }
+    if (page.state && page.state.active) { e.preventDefault(); cancelTurn(); }
+    return;
+  }
+  if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "k") {
+    e.preventDefault();
+    if (narrow.matches) openNav();
+    $("search").focus();
+    $("search").select();
+  } else if (e.altKey && e.key.toLowerCase() === "n") {
+    e.preventDefault();
+    newSession();
+  } else if (e.key === "?" && !typing(e.target)) {
+    e.preventDefault();
+    showHelp(true);
+  }
+}
+
+function growComposer() {
+  const box = $("message");
+  box.style.height = "auto";
+  box.style.height = `${Math.min(box.scrollHeight, 192)}px`;
 }
 
 function start() {
   $("login").addEventListener("submit", (e) => {
     e.preventDefault();
+    page.conn = null;
     connect($("token").value.trim());
   });
   $("new-session").addEventListener("click", newSession);
+  $("search").addEventListener("input", renderSessions);
+  $("search").addEventListener("keydown", (e) => {
+    if (e.key === "Enter") {
+      const first = $("sessions").querySelector("button.open");
+      if (first) { e.preventDefault(); first.click(); }
+    }
+  });
+  $("show-archived").addEventListener("change", renderSessions);
   $("composer").addEventListener("submit", (e) => {
     e.preventDefault();
     const text = $("message").value;
+    if (!text.trim()) return;
+    $("message").value = "";
+    growComposer();
+    if (page.state) submit(text, false);
+    else sendInNewSession(text);
+  });
+  $("message").addEventListener("input", growComposer);
+  $("message").addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" || e.shiftKey || e.isComposing) return;
+    e.preventDefault();
+    if ((e.ctrlKey || e.metaKey) && page.state && page.state.active) $("steer").click();
+    else $("composer").requestSubmit();
+  });
+  $("steer").addEventListener("click", () => {
+    const text = $("message").value;
     if (!text.trim() || !page.state) return;
     $("message").value = "";
-    send(text);
-  });
-  $("message").addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && !e.shiftKey) {
-      e.preventDefault();
-      $("composer").requestSubmit();
-    }
-  });
-  $("steer-form").addEventListener("submit", (e) => {
-    e.preventDefault();
-    const text = $("steer").value;
-    if (!text.trim() || !page.state) return;
-    $("steer").value = "";
-    steer(text);
+    growComposer();
+    submit(text, true);
   });
   $("cancel").addEventListener("click", cancelTurn);
   $("reconnect").addEventListener("click", () => connect(page.token));
-  // A token in the fragment (#token=...) is used once and removed from the address bar.
+  $("menu").addEventListener("click", () => ($("app").classList.contains("nav-open") ? closeNav() : openNav()));
+  $("scrim").addEventListener("click", closeNav);
+  $("help-button").addEventListener("click", () => showHelp(true));
+  $("help-close").addEventListener("click", () => showHelp(false));
+  $("help").addEventListener("click", (e) => { if (e.target === $("help")) showHelp(false); });
+  $("sign-out").addEventListener("click", signOut);
+  document.addEventListener("keydown", onKey);
+  document.addEventListener("click", (e) => { if (!e.target.closest(".session-menu, .more")) closeMenu(); });
+  document.addEventListener("visibilitychange", markReadIfViewed);
+  narrow.addEventListener("change", updateComposer);
+  renderChat();
+  // A token in the fragment (#token=...) is used once and removed from the address bar;
+  // it is kept for this tab (sessionStorage), so a reload stays signed in.
   const fragment = new URLSearchParams(location.hash.slice(1));
-  const token = fragment.get("token");
-  if (token) {
-    history.replaceState(null, "", location.pathname + location.search);
-    connect(token);
-  }
+  const token = fragment.get("token") || sessionStorage.getItem("agenthost.token");
+  if (fragment.has("token")) history.replaceState(null, "", location.pathname + location.search);
+  if (token) connect(token);
+  else $("token").focus();
 }
 
 start();

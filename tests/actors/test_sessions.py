@@ -186,6 +186,15 @@ def test_a_session_gets_an_isolated_worktree_and_a_clean_one_is_removed(
     assert host.list_sessions() == []
 
 
+def test_a_worktree_of_a_path_under_home_is_given_with_a_tilde(
+    host: Host, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(repo.parent))
+    session = host.create_session(worktree_of="~/repo")
+    assert session.worktree is not None and Path(session.worktree.path, "README").exists()
+    session.dispose()
+
+
 def test_a_worktree_with_uncommitted_changes_or_unpushed_commits_is_never_removed_unforced(
     host: Host, repo: Path
 ) -> None:

@@ -12,7 +12,8 @@ import pytest
 
 from agenthost.actors import Host
 from agenthost.providers.scripted import AskUser, Gate, Reject, Say, ScriptedProvider, ToolCall
-from agenthost.server.chat_client import ChatClient, run_chat
+from agenthost.server.chat_client import ChatClient
+from agenthost.server.chat_terminal import Terminal, run_chat
 from tests.server.ahp_client import OTHER_TOKEN, TOKEN, WAIT_S, Server, running
 
 
@@ -101,7 +102,8 @@ def test_chat_streams_the_reply_and_queues_steers_and_removes(
 
             await asyncio.to_thread(provider.open, "g")
             await screen.shows("[turn complete]\n")  # the long turn
-            await screen.shows("you: faster\n")  # the steering, as its own turn here
+            # the steering, as its own turn here (the copilot shape)
+            await screen.shows("[steering taken: it runs as the next turn] faster\nyou: faster\n")
             await screen.shows("[turn complete]\n")
             assert "later" not in provider.prompts
             assert client.view.pending == []
@@ -157,7 +159,7 @@ def test_chat_lists_and_opens_sessions(host: Host) -> None:
             ]
             assert f"* {second}  idle  0 turns  (untitled)" in listed
             await client.handle_line(f"/open {first[:8]}")
-            await screen.shows(f"[session {first}: 1 turns, 0 pending]\n")
+            await screen.shows(f"[session {first} (in the first): 1 turn, nothing pending]\n")
             assert client.session == f"ahp-session:/{first}"
             await client.handle_line("/open no-such-session")
             await screen.shows("[error] no single session matches 'no-such-session'\n")
@@ -189,7 +191,10 @@ def test_chat_shows_why_a_steering_removal_was_refused(
             await screen.shows("[refused] chat/pendingMessageRemoved: ")
             assert [p.text for p in client.view.pending] == ["stop"]
             await asyncio.to_thread(provider.open, "g")
+            # the claude shape folds it into the running turn, and says so
+            await screen.shows("[steering folded into the running turn] stop\n")
             await screen.shows("[turn complete]\n")
+            assert client.view.pending == []
 
     run(host, body)
 
@@ -250,6 +255,90 @@ def test_run_chat_reports_a_refused_token(host: Host, capsys: pytest.CaptureFixt
         assert await run_chat(url, "not-a-valid-token-at-all", None) == 1
 
     run(host, body)
-    out = capsys.readouterr().out
-    assert "refused the connection (401: check the token)" in out
-    assert "not-a-valid-token" not in out
+    out, err = capsys.readouterr()
+    assert err == "agenthost: chat: the server refused the connection (401: check the token)\n"
+    assert "not-a-valid-token" not in out + err
+
+
+def test_chat_says_a_steering_message_was_withdrawn(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("long", Say("a"), Gate("g"), Say("b"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("long")
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+            await screen.shows("assistant: a")
+            await client.handle_line("/steer never mind")
+            await screen.shows("[steering] never mind\n")
+            await asyncio.to_thread(provider.wait_steered, 1, 10)
+            await client.handle_line("/remove 1")  # the model has not read it yet
+            await screen.shows("[steering withdrawn: the model never saw it] never mind\n")
+            await asyncio.to_thread(provider.open, "g")
+            await screen.shows("[turn complete]\n")
+            assert "never mind" not in provider.prompts
+
+    run(host, body)
+
+
+def test_open_shows_the_sessions_history(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("boom", Say("partial"), Reject("the model is unavailable"))
+    provider.on("long", Say("so far"), Gate("g"), Say(" and the rest"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            uri = await client.create_session()
+            for line, end in (("hello", "[turn complete]"), ("boom", "[turn error")):
+                await client.handle_line(line)
+                await screen.shows(end)
+            await client.handle_line("long")
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+            await screen.shows("assistant: so far")
+            await client.handle_line("queued one")
+            await screen.shows("[queued] queued one\n")
+        async with chat_client(server) as (client, screen):  # another terminal
+            await client.handle_line(f"/open {uri.removeprefix('ahp-session:/')}")
+            history = await screen.shows("assistant: so far")
+            assert history.endswith(
+                "(hello): 2 turns, 1 pending, a turn is running]\n"
+                "you: hello\nassistant: echo: hello\n"
+                "you: boom\nassistant: partial\n[turn error: the model is unavailable]\n"
+                "1. [queued] queued one\n"
+                "you: long\n"
+            )
+            await asyncio.to_thread(provider.open, "g")
+            await screen.shows(" and the rest\n[turn complete]\n")  # it streams on
+
+    run(host, body)
+
+
+def test_the_terminal_keeps_the_streaming_line_above_the_input_line() -> None:
+    printed: list[str] = []
+    terminal = Terminal(printed.append)
+    terminal.write("you: hi\nassistant: echo")
+    assert printed == ["you: hi"]
+    assert terminal.prompt() == "assistant: echo\n> "  # the partial line, above the input
+    terminal.write(": hi\n[turn complete]\n")
+    assert printed == ["you: hi", "assistant: echo: hi\n[turn complete]"]
+    assert terminal.prompt() == "> "
+
+
+def test_run_chat_reads_a_terminal_through_prompt_toolkit(
+    host: Host, provider: ScriptedProvider, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    provider.on("typed at the prompt", Gate("g"))
+
+    async def body(server: Server) -> None:
+        url = server.url.replace("http", "ws", 1) + "ahp"
+        with create_pipe_input() as keys:
+            keys.send_text("typed at the prompt\r/quit\r")
+            chat = run_chat(url, TOKEN, None, interactive=True, input=keys, output=DummyOutput())
+            assert await asyncio.wait_for(chat, WAIT_S) == 0
+        await asyncio.to_thread(provider.wait_reached, "g", 10)  # the line became a turn
+        provider.open("g")
+
+    run(host, body)
+    assert "[connected: AHP 1.1.0; /help lists the commands]\n" in capsys.readouterr().out
