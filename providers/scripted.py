@@ -86,6 +86,14 @@ class Say:
 
 
 @attrs.frozen
+class SayEach:
+    """Stream each of `texts` as a delta of its own, one step each (the echo reply
+    of an unscripted prompt, paced by no pause)."""
+
+    texts: tuple[str, ...]
+
+
+@attrs.frozen
 class Gate:
     """Wait until `provider.open(name)`; an opened gate stays open."""
 
@@ -168,6 +176,7 @@ class SettleCall:
 
 Step = (
     Say
+    | SayEach
     | Gate
     | Pause
     | Crash
@@ -506,6 +515,12 @@ class ScriptedAdapter(ProviderAdapter):
                     self._emit(ReplyDelta(turn_id=key, text=chunk))
                     if run.steering:  # (a step boundary reads only what was steered)
                         await self._boundary(run, said)
+                case SayEach(chunks):
+                    for chunk in chunks:
+                        said.append(chunk)
+                        self._emit(ReplyDelta(turn_id=key, text=chunk))
+                        if run.steering:
+                            await self._boundary(run, said)
                 case Gate(name):
                     await self.backend._wait_gate(name)
                     await self._boundary(run, said)
@@ -624,9 +639,10 @@ class ScriptedAdapter(ProviderAdapter):
             said: list[str] = []
             for step in self._steps_for(prompt):
                 match step:
-                    case Say(chunk):
-                        said.append(chunk)
-                        self._emit(ReplyDelta(turn_id=key, text=chunk, subagent_id=subagent_id))
+                    case Say() | SayEach():
+                        for chunk in (step.text,) if isinstance(step, Say) else step.texts:
+                            said.append(chunk)
+                            self._emit(ReplyDelta(turn_id=key, text=chunk, subagent_id=subagent_id))
                     case Gate(name):
                         await self.backend._wait_gate(name)
                     case Pause(seconds):
@@ -771,12 +787,15 @@ def _echo_steps(prompt: str, deltas: int, delta_s: float) -> tuple[Step, ...]:
     is shorter), `delta_s` apart: its pacing is then (deltas - 1) * delta_s."""
     reply = echo_reply(prompt)
     count = max(1, min(deltas, len(reply)))
-    bounds = [len(reply) * i // count for i in range(count + 1)]
+    size = len(reply)
+    chunks = tuple(reply[size * i // count : size * (i + 1) // count] for i in range(count))
+    if delta_s <= 0:
+        return (SayEach(chunks),)
     steps: list[Step] = []
-    for start, end in itertools.pairwise(bounds):
-        if delta_s > 0 and steps:
+    for chunk in chunks:
+        if steps:
             steps.append(Pause(delta_s))
-        steps.append(Say(reply[start:end]))
+        steps.append(Say(chunk))
     return tuple(steps)
 
 
