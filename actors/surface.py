@@ -244,7 +244,7 @@ class Host:
             contributions: your Contribution classes, run beside the built-ins; each is
                 constructed once, its constructor's parameters injected by name.
             rare_full_collections: while the host runs, the garbage collector runs
-                less often: young collections after 20,000 allocations, full ones
+                less often: young collections after 50,000 allocations, full ones
                 100x less often (actors/collector.py); False leaves it alone.
 
         Raises:
