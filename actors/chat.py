@@ -1075,6 +1075,7 @@ class ChatActor(HostedActor):
             turn_id=turn_id,
             outcome=turn.state.value,
             error=None if turn.error is None else turn.error.code.value,
+            reason=None if turn.error is None else turn.error.message,
             assistant_chars=len(stable),
         )
         if turn.state is TurnState.COMPLETE:
