@@ -201,3 +201,55 @@ def test_an_agent_sdk_kind_that_is_not_installed_says_which_extra_to_install(
     error = error_of(manifest('[providers.cx]\nkind = "codex"\n'))
     assert "'cx'" in error.message
     assert "agenthost[codex]" in error.message
+
+
+def test_a_copilot_entry_passes_its_byok_table_on(
+    manifest: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[dict[str, Any]] = []
+
+    class CopilotProvider(ScriptedProvider):
+        def __init__(self, **options: Any) -> None:
+            made.append(options)
+            super().__init__()
+
+    module = types.ModuleType("agenthost.providers.copilot")
+    module.CopilotProvider = CopilotProvider  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agenthost.providers.copilot", module)
+    monkeypatch.setenv("BYOK_KEY", SECRET)
+    load_manifest(
+        manifest(
+            '[providers.co]\nkind = "copilot"\nmodel = "claude-sonnet-4.5"\n'
+            '[providers.co.byok]\ntype = "anthropic"\nbase_url = "http://127.0.0.1:9"\n'
+            'api_key_env = "BYOK_KEY"\nmax_output_tokens = 512\n'
+        )
+    )
+    byok = {
+        "type": "anthropic",
+        "base_url": "http://127.0.0.1:9",
+        "api_key_env": "BYOK_KEY",
+        "max_output_tokens": 512,
+    }
+    assert made == [{"model": "claude-sonnet-4.5", "byok": byok}]
+
+
+@pytest.mark.parametrize(
+    ("byok", "key"),
+    [
+        ('api_key = "' + SECRET + '"', "byok.api_key"),
+        ('type = "' + SECRET + '"\nbase_url = "http://x"', "byok.type"),
+        ('type = "openai"', "byok.base_url"),
+        ('type = "openai"\nbase_url = "' + SECRET + '"', "byok.base_url"),
+        (
+            'type = "openai"\nbase_url = "http://x"\napi_key_env = "UNSET_BYOK_VAR"',
+            "byok.api_key_env",
+        ),
+        ('type = "openai"\nbase_url = "http://x"\nsecret = "' + SECRET + '"', "byok.secret"),
+    ],
+)
+def test_a_bad_byok_table_names_the_entry_and_key_never_the_value(
+    manifest: Any, byok: str, key: str
+) -> None:
+    error = error_of(manifest(f'[providers.co]\nkind = "copilot"\n[providers.co.byok]\n{byok}\n'))
+    assert "'co'" in error.message
+    assert f"{key!r}" in error.message

@@ -280,6 +280,66 @@ def test_resume_reopens_the_same_copilot_session(drive: Drive) -> None:
     driver.wait_for(Idle)
 
 
+BYOK_KEY = "sk-byok-do-not-leak-42"
+
+
+def test_byok_is_the_sdks_provider_option_on_create_and_on_resume(
+    drive: Drive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_BYOK_KEY", BYOK_KEY)
+    byok = {
+        "type": "anthropic",
+        "base_url": "http://127.0.0.1:9/anthropic",
+        "api_key_env": "TEST_BYOK_KEY",
+        "wire_model": "claude-fake",
+    }
+    driver = drive(byok=byok)
+    wire = {
+        "type": "anthropic",
+        "baseUrl": "http://127.0.0.1:9/anthropic",
+        "apiKey": BYOK_KEY,
+        "wireModel": "claude-fake",
+    }
+    [created] = driver.standin.requests("session.create")
+    assert created["provider"] == wire
+    driver.call(driver.adapter.resume(RESUME))
+    [resumed] = driver.standin.requests("session.resume")
+    assert resumed["provider"] == wire
+    assert BYOK_KEY not in repr(driver.standin.provider)
+
+
+def test_without_byok_no_provider_option_is_sent(drive: Drive) -> None:
+    driver = drive()
+    [created] = driver.standin.requests("session.create")
+    assert "provider" not in created
+
+
+@pytest.mark.parametrize(
+    ("byok", "says"),
+    [
+        ({"type": "gemini", "base_url": "http://x"}, "'type' must be one of"),
+        ({"type": "openai", "base_url": "ftp://x"}, "'base_url' must be"),
+        (
+            {"type": "openai", "base_url": "http://x", "api_key": BYOK_KEY, "api_key_env": "K"},
+            "not both",
+        ),
+        (
+            {"type": "openai", "base_url": "http://x", "api_key_env": "UNSET_BYOK_VARIABLE"},
+            "not set",
+        ),
+        ({"type": "openai", "base_url": "http://x", "apikey": BYOK_KEY}, "unknown key 'apikey'"),
+    ],
+)
+def test_a_bad_byok_is_refused_naming_the_key_never_the_value(
+    byok: dict[str, str], says: str
+) -> None:
+    with pytest.raises(AgentHostError) as refused:
+        CopilotProvider(cli_path=STANDIN, byok=byok)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT
+    assert says in refused.value.message
+    assert BYOK_KEY not in refused.value.message
+
+
 def test_resume_of_an_unknown_session_reports_no_history_and_opens_a_fresh_one(
     drive: Drive,
 ) -> None:

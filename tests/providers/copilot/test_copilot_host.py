@@ -1,13 +1,15 @@
 """The Copilot provider end to end: the public Host surface, the real SDK, the stand-in CLI."""
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from agenthost.actors import Chat, FakeClock, Host
-from agenthost.messages import ErrorCode, OutcomeState, TurnState
+from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import (
     AssistantDelta,
     ChatEvent,
@@ -15,6 +17,7 @@ from agenthost.messages.events import (
     PendingMessageRemoved,
     RemovalReason,
     RequestOpened,
+    TurnFailed,
 )
 from agenthost.messages.reducers import reduce_chat
 from agenthost.messages.state import ChatState, ClientTool, RequestKind
@@ -177,3 +180,53 @@ def test_a_crashed_cli_is_restarted_and_the_session_resumed(copilot_chat) -> Non
     [created] = standin.requests("session.create")
     [resumed] = standin.requests("session.resume")
     assert resumed["sessionId"] == created["sessionId"]
+
+
+NO_LOGIN = "Execution failed: InvalidArg, No GitHub OAuth token or Copilot HMAC key provided"
+
+
+def test_without_a_login_each_send_ends_with_an_error_naming_the_missing_login(
+    copilot_chat: Callable[..., Any],
+) -> None:
+    """The real CLI answers the send, then says session.error and goes idle, never
+    echoing the message: the turn ends with that error (it stayed open for good)."""
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    chat, _ = copilot_chat({"refuse_sends": NO_LOGIN})
+    follow = Follow(chat)
+    with structlog.testing.capture_logs() as logs:
+        first = chat.send("hello").result(timeout=WAIT_S)
+        second = chat.send("hello again").result(timeout=WAIT_S)
+    for outcome in (first, second):
+        assert outcome.state is OutcomeState.ERROR
+        assert outcome.error is not None
+        assert outcome.error.code is ErrorCode.PROVIDER_LOGIN_REQUIRED
+        assert "no GitHub login" in outcome.error.message
+        assert NO_LOGIN in outcome.error.message  # the CLI's own words
+    while not isinstance(event := follow.next(), TurnFailed):
+        pass
+    assert event.error == first.error
+    ended = [e for e in logs if e["event"] == "turn_ended"]
+    assert [e["turn_id"] for e in ended] == [first.turn_id, second.turn_id]
+    assert all(NO_LOGIN in e["reason"] for e in ended)
+    assert any(e["event"] == "copilot_session_error" for e in logs)
+
+
+def test_an_error_before_the_echo_ends_the_turn_in_the_cli_s_words(
+    copilot_chat: Callable[..., Any],
+) -> None:
+    chat, _ = copilot_chat({"refuse_sends": "Model is overloaded"})
+    outcome = chat.send("hello").result(timeout=WAIT_S)
+    assert outcome.state is OutcomeState.ERROR
+    assert outcome.error == AgentHostError(
+        code=ErrorCode.PROVIDER_ERROR, message="Model is overloaded"
+    )
+
+
+def test_a_cli_that_goes_idle_without_running_the_message_ends_its_turn(
+    copilot_chat: Callable[..., Any],
+) -> None:
+    chat, _ = copilot_chat({"drop_sends": True})
+    outcome = chat.send("hello").result(timeout=WAIT_S)
+    assert outcome.state is OutcomeState.ERROR
+    assert outcome.error is not None
+    assert "went idle without running the message" in outcome.error.message
