@@ -485,8 +485,15 @@ class CopilotAdapter(ProviderAdapter):
             return [Idle(turn_id=key)]
         if refused or data.aborted:
             return []
-        dropped = [origin for origin in self._origins.values() if not origin.starts_turn]
+        # Its answer to session.send may still be on its way to us (`_unsent`).
+        dropped = [
+            origin
+            for table in (self._origins, self._unsent)
+            for origin in table.values()
+            if not origin.starts_turn
+        ]
         self._origins = {k: o for k, o in self._origins.items() if o.starts_turn}
+        self._unsent = {k: o for k, o in self._unsent.items() if o.starts_turn}
         if dropped:
             self._log.warning("copilot_went_idle_unechoed", turn_ids=[o.key for o in dropped])
         error = AgentHostError(
