@@ -13,7 +13,7 @@ Scripted per test through the environment:
                         (all optional; "refuse": turn/start answers an error)
   CODEX_STANDIN_RECORD  a file to which every message received is appended
                         (one JSON object a line), so tests see each prompt;
-                        first, {"startup": {pid, sid, pgid}} of the process.
+                        first, {"startup": {pid, ppid, sid, pgid}} of the process.
   CODEX_STANDIN_HOME    threads are kept here (one file each), so a resume in a
                         new process finds the threads an earlier one started.
 
@@ -371,7 +371,8 @@ SERVER = Server()
 def main():
     if sys.argv[1:] != ["app-server", "--listen", "stdio://"]:
         sys.exit(f"standin_codex: unexpected arguments {sys.argv[1:]}")
-    record({"startup": {"pid": os.getpid(), "sid": os.getsid(0), "pgid": os.getpgid(0)}})
+    startup = {"pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0), "pgid": os.getpgid(0)}
+    record({"startup": startup})
     for line in sys.stdin:
         if line.strip():
             SERVER.handle(json.loads(line))

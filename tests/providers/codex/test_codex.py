@@ -41,6 +41,7 @@ from agenthost.providers import CodexProvider, ProviderCallError, ProviderCrashe
 from agenthost.providers.base import ProviderResumeError, RetryPolicy, resume_with_retry
 from agenthost.providers.codex import CodexAdapter
 from tests.providers.codex.harness import Standin, texts
+from tests.providers.processes import guarded
 
 WAIT_S = 10.0
 SESSION, CHAT = "s1", "c1"
@@ -448,7 +449,7 @@ def test_the_cli_runs_through_the_guard_and_is_gone_after_dispose(standin: Stand
     async def scenario() -> None:
         async with adapter_of(standin.provider()):
             [startup] = standin.startups()
-            assert startup["sid"] == startup["pid"] == startup["pgid"], "its own session"
+            assert guarded(startup), "it runs in the guard's own session"
         assert _gone(startup["pid"])
 
     run(scenario())

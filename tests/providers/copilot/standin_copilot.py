@@ -18,7 +18,7 @@ Scripted per test by a JSON file named in COPILOT_STANDIN_SCRIPT:
                    with that text and idle, never echoing the message (as the real
                    CLI does without a GitHub login)
     drop_sends     true: answer each session.send, then go idle without running it
-It records its own pid, session, group and terminal first, as method "$process".
+It records its own pid, parent, session, group and terminal first, as method "$process".
 Steps: {"say": text} a delta; {"until": signal, "count": n} wait until `signal`
 ("steer", "withdraw", "abort") was seen n times in all; {"tool": name,
 "permission": bool} a tool call (asking permission first), then steering sent
@@ -354,7 +354,13 @@ def report_process() -> None:
         tty = True
     except OSError:
         tty = False
-    process = {"pid": os.getpid(), "sid": os.getsid(0), "pgid": os.getpgid(0), "tty": tty}
+    process = {
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "sid": os.getsid(0),
+        "pgid": os.getpgid(0),
+        "tty": tty,
+    }
     record("$process", process)
 
 

@@ -38,7 +38,7 @@ from agenthost.providers.base import (
 )
 from agenthost.providers.copilot import CopilotProvider
 from tests.providers.copilot.conftest import STANDIN, WAIT_S, Driver, StandIn
-from tests.providers.processes import wait_gone
+from tests.providers.processes import guarded, wait_gone
 
 Drive = Callable[..., Driver]
 NOT_FOUND = (
@@ -447,7 +447,7 @@ def test_the_cli_runs_in_its_own_session_without_a_terminal_and_dies_with_a_kill
         assert host.stdout is not None
         assert host.stdout.readline().strip() == "ready"
         [cli] = standin.requests("$process")
-        assert (cli["sid"], cli["pgid"]) == (cli["pid"], cli["pid"]), "its own session and group"
+        assert guarded(cli), "it runs in the guard's own session and group"
         assert cli["tty"] is False
         os.kill(host.pid, signal.SIGKILL)
         assert wait_gone(cli["pid"]), "the CLI outlived its host"

@@ -1,6 +1,9 @@
 """The Copilot provider end to end: the public Host surface, the real SDK, the stand-in CLI."""
 
 import logging
+import os
+import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,8 @@ from agenthost.messages.events import (
 from agenthost.messages.reducers import reduce_chat
 from agenthost.messages.state import ChatState, ClientTool, RequestKind
 from agenthost.store import SqliteStore
-from tests.providers.copilot.conftest import WAIT_S, StandIn
+from tests.providers.copilot.conftest import LOADER, STANDIN, WAIT_S, StandIn
+from tests.providers.processes import wait_gone
 
 
 @pytest.fixture
@@ -31,9 +35,11 @@ def copilot_chat(tmp_path: Path, db_path: Path, clock: FakeClock) -> Iterator[Ca
     hosts: list[Host] = []
 
     def make(
-        script: dict[str, Any] | None = None, client_tools: tuple[ClientTool, ...] = ()
+        script: dict[str, Any] | None = None,
+        client_tools: tuple[ClientTool, ...] = (),
+        cli: Path = STANDIN,
     ) -> tuple[Chat, StandIn]:
-        standin = StandIn(tmp_path, script or {}, client_tools=client_tools)
+        standin = StandIn(tmp_path, script or {}, cli=cli, client_tools=client_tools)
         host = Host.start(
             store=SqliteStore(db_path), providers={"copilot": standin.provider}, clock=clock
         )
@@ -230,3 +236,46 @@ def test_a_cli_that_goes_idle_without_running_the_message_ends_its_turn(
     assert outcome.state is OutcomeState.ERROR
     assert outcome.error is not None
     assert "went idle without running the message" in outcome.error.message
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guard's tree is Linux's")
+def test_with_a_loader_as_cli_path_a_cli_killed_mid_turn_ends_the_turn_and_leaves_nothing(
+    copilot_chat: Callable[..., Any],
+) -> None:
+    """npm's `copilot` is a loader that starts the native CLI as its child: a kill -9
+    of that child mid-turn ends the turn, the loader goes with it (the guard ends
+    the tree) and the next send starts a new CLI."""
+    chat, standin = copilot_chat(
+        {"replies": {"long": [{"say": "a"}, {"until": "abort"}]}}, cli=LOADER
+    )
+    follow = Follow(chat)
+    long = chat.send("long")
+    follow.until_delta("a")
+    [first] = standin.requests("$process")
+    assert first["ppid"] != first["sid"], "the stand-in CLI is the loader's child"
+    os.kill(first["pid"], signal.SIGKILL)
+    outcome = long.result(timeout=WAIT_S)
+    assert outcome.state is OutcomeState.ERROR
+    assert outcome.error is not None and outcome.error.code is ErrorCode.EXECUTION_ABANDONED
+    assert wait_gone(first["ppid"]), "the loader outlived its CLI"
+    after = chat.send("after").result(timeout=WAIT_S)
+    assert (after.state, after.text) == (OutcomeState.COMPLETE, "echo: after")
+    second = standin.requests("$process")[-1]
+    assert second["pid"] != first["pid"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guard's tree is Linux's")
+def test_with_a_loader_as_cli_path_a_killed_loader_takes_its_cli_along(
+    copilot_chat: Callable[..., Any],
+) -> None:
+    chat, standin = copilot_chat(
+        {"replies": {"long": [{"say": "a"}, {"until": "abort"}]}}, cli=LOADER
+    )
+    follow = Follow(chat)
+    long = chat.send("long")
+    follow.until_delta("a")
+    [cli] = standin.requests("$process")
+    os.kill(cli["ppid"], signal.SIGKILL)
+    assert wait_gone(cli["pid"]), "the CLI outlived the loader that started it"
+    assert long.result(timeout=WAIT_S).state is OutcomeState.ERROR
+    assert chat.send("again").result(timeout=WAIT_S).text == "echo: again"
