@@ -12,9 +12,11 @@ stream-json with it on stdio. What the SDK does that matters here:
   `uuid`; frames list the uuids their turn took in (`user_message_uuids`),
   which is how steering is told apart from a turn of its own. (A CLI too old
   to report them gets its turns matched in write order only.)
-- The CLI's session id is ours, a uuid5 of (session id, chat id): passed as
-  `--session-id` on start and `--resume` on resume, so a restarted
-  connection continues the same conversation.
+- A new conversation's session id is ours, a uuid5 of (session id, chat id),
+  passed as `--session-id`. The adapter reports the id the CLI says it runs
+  under (ProviderRefReported: on start, and whenever a frame names another);
+  the host stores it with the chat and hands it back, and `--resume` takes it,
+  so a restarted connection or host continues the same conversation.
 - `interrupt()` is a control request; the turn then ends with an error
   result (`error_during_execution`).
 - `can_use_tool` is the SDK's callback for the CLI's permission requests.
@@ -55,6 +57,7 @@ from agenthost.messages.provider import (
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
+    ProviderRefReported,
     ProviderResume,
     ProviderSend,
     ProviderSteer,
@@ -216,10 +219,14 @@ class ClaudeAdapter(ProviderAdapter):
     # -- opening ---------------------------------------------------------------------------
     async def start(self) -> None:
         await self._connect(session_id=self.claude_session_id)
+        self._emit(ProviderRefReported(provider_ref=self.claude_session_id))
 
     async def resume(self, message: ProviderResume) -> None:
-        """Resume the CLI's conversation; "No conversation found" is the only
-        no-history verdict, and then a fresh conversation is opened."""
+        """Resume the conversation the host stored (the derived id when it stored
+        none); "No conversation found" is the only no-history verdict, and then a
+        fresh conversation is opened."""
+        if message.provider_ref is not None:
+            self.claude_session_id = message.provider_ref
         try:
             await self._connect(resume=self.claude_session_id)
         except Exception as exc:
@@ -229,7 +236,9 @@ class ClaudeAdapter(ProviderAdapter):
                 raise ProviderResumeError(code, str(exc)) from exc
             self._log.info("claude_resume_found_no_history")
             await self._connect(session_id=self.claude_session_id)
+            self._emit(ProviderRefReported(provider_ref=self.claude_session_id))
             raise ProviderResumeError(code, str(exc), no_history=True) from exc
+        self._emit(ProviderRefReported(provider_ref=self.claude_session_id))
 
     async def _connect(self, **session: str) -> None:
         """Spawn the CLI through the guard and run the SDK's initialize handshake."""
@@ -405,7 +414,7 @@ class ClaudeAdapter(ProviderAdapter):
         """The one mapping from an SDK message to provider-protocol events."""
         match frame:
             case sdk.SystemMessage(subtype="init"):
-                return self._begin(())
+                return self._session_named(frame.data.get("session_id")) + self._begin(())
             case sdk.StreamEvent(parent_tool_use_id=None, event=event):
                 events = self._begin(frame.user_message_uuids or ())
                 run = self._run
@@ -444,9 +453,18 @@ class ClaudeAdapter(ProviderAdapter):
                         )
                 return events
             case sdk.ResultMessage():
-                events = self._begin(frame.user_message_uuids or ())
+                events = self._session_named(frame.session_id)
+                events += self._begin(frame.user_message_uuids or ())
                 return events + self._end(frame)
         return []
+
+    def _session_named(self, session_id: Any) -> list[ProviderEvent]:
+        """A frame names the session the CLI runs under: report it if it moved."""
+        if not isinstance(session_id, str) or session_id in ("", self.claude_session_id):
+            return []
+        self._log.info("claude_session_moved", previous=self.claude_session_id)
+        self.claude_session_id = session_id
+        return [ProviderRefReported(provider_ref=session_id)]
 
     def _begin(self, uuids: Any) -> list[ProviderEvent]:
         """A frame of a turn: start the run if none is under way (with the

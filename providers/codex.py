@@ -1,7 +1,9 @@
 """Codex through its official Python SDK, openai-codex (`codex app-server` on stdio).
 
 `CodexProvider(cli_path=..., env=None, model=None)` opens one `CodexAdapter`
-per provider session: one CLI process and one codex thread each.
+per provider session: one CLI process and one codex thread each. The adapter
+reports the thread id when codex starts the thread (ProviderRefReported); the
+host stores it with the chat and hands it back on resume.
 
 What the SDK does that matters here:
 - `CodexClient` is synchronous. `start()` spawns the CLI with `subprocess.Popen`
@@ -38,7 +40,7 @@ import os
 import queue
 import threading
 import uuid
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import attrs
@@ -59,6 +61,7 @@ from agenthost.messages.provider import (
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
+    ProviderRefReported,
     ProviderResume,
     ProviderSend,
     ProviderSteer,
@@ -114,10 +117,6 @@ class CodexProvider(Provider):
         cwd: the CLI's working directory.
         rpc_timeout: seconds each request may take before it counts as timed out.
         max_timeouts: timeouts in a row that fail the connection.
-        threads: where codex thread ids are kept per chat ("session_id/chat_id"),
-            so a restarted connection resumes its thread. In memory by default;
-            pass a persistent mapping (e.g. `shelve.open(path)`) so sessions
-            restored after a host restart resume theirs too.
 
     Raises:
         AgentHostError: the CLI is missing (names `cli_path=`).
@@ -134,7 +133,6 @@ class CodexProvider(Provider):
         cwd: str | None = None,
         rpc_timeout: float = 30.0,
         max_timeouts: int = 2,
-        threads: MutableMapping[str, str] | None = None,
     ) -> None:
         self.cli = resolve_cli(cli_path, provider="codex")
         self.env = dict(env or {})
@@ -142,7 +140,6 @@ class CodexProvider(Provider):
         self.cwd = cwd
         self.rpc_timeout = rpc_timeout
         self.max_timeouts = max_timeouts
-        self.threads: MutableMapping[str, str] = {} if threads is None else threads
 
     def open_session(self, session_id: str, chat_id: str, emit: Emit) -> "CodexAdapter":
         return CodexAdapter(self, session_id, chat_id, emit)
@@ -204,7 +201,6 @@ class CodexAdapter(ProviderAdapter):
     def __init__(self, provider: CodexProvider, session_id: str, chat_id: str, emit: Emit) -> None:
         self._provider = provider
         self._emit = emit
-        self._chat_key = f"{session_id}/{chat_id}"
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: CodexClient | None = None
@@ -224,14 +220,19 @@ class CodexAdapter(ProviderAdapter):
         await self._ensure_thread()
 
     async def resume(self, message: ProviderResume) -> None:
-        """Resume this chat's codex thread; "no rollout found" means no history."""
+        """Resume the codex thread the host stored for this chat. "no rollout found",
+        or no thread stored at all, means no history: a new thread starts.
+
+        Raises:
+            ProviderResumeError: `no_history` as above (a new thread is open by
+                then); any other error of codex's, as it is.
+        """
         await self._open()
-        thread_id = self._provider.threads.get(self._chat_key)
+        thread_id = message.provider_ref
         if thread_id is None:
+            await self._ensure_thread()
             raise ProviderResumeError(
-                -32600,
-                "codex: no codex thread is known for this chat (thread ids live in memory"
-                " unless CodexProvider(threads=...) keeps them)",
+                -32600, "codex: no codex thread is stored for this chat", no_history=True
             )
         client = self._require_client()
         params = self._thread_params()
@@ -242,9 +243,10 @@ class CodexAdapter(ProviderAdapter):
         except JsonRpcError as exc:
             no_history = NO_HISTORY in exc.message.lower()
             if no_history:
-                self._provider.threads.pop(self._chat_key, None)  # the next send starts one
+                await self._ensure_thread()
             raise ProviderResumeError(exc.code, exc.message, no_history=no_history) from exc
         self._thread_id = thread_id
+        self._emit(ProviderRefReported(provider_ref=thread_id))
 
     async def _open(self) -> None:
         """Spawn the CLI (through the guard) on the calls thread and initialize."""
@@ -275,7 +277,7 @@ class CodexAdapter(ProviderAdapter):
                 "thread/start", functools.partial(client.thread_start, params)
             )
             self._thread_id = started.thread.id
-            self._provider.threads[self._chat_key] = started.thread.id
+            self._emit(ProviderRefReported(provider_ref=started.thread.id))
         return self._thread_id
 
     def _thread_params(self) -> JsonObject | None:

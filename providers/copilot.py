@@ -1,9 +1,11 @@
 """GitHub Copilot through its official SDK (github-copilot-sdk, `pip install agenthost[copilot]`).
 
 One adapter is one chat's provider session: its own `CopilotClient`, hence
-its own CLI process, and one Copilot session whose id is derived from the
-host's session and chat ids, so a restarted connection resumes the same
-conversation. What the SDK does that matters here:
+its own CLI process, and one Copilot session. A new session's id is derived
+from the host's session and chat ids; the adapter reports the id it opened
+(ProviderRefReported), the host stores it with the chat and hands it back on
+resume, so a restarted connection or host resumes the same conversation.
+What the SDK does that matters here:
 
 - The client spawns the CLI itself (`subprocess.Popen`, on this loop's
   thread) from the path it is given; with no path it would download one. We
@@ -88,6 +90,7 @@ from agenthost.messages.provider import (
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
+    ProviderRefReported,
     ProviderResume,
     ProviderSend,
     ProviderSteer,
@@ -254,15 +257,19 @@ class CopilotAdapter(ProviderAdapter):
         """Spawn the CLI and create this chat's Copilot session."""
         await self._connect()
         self._session = await self._call("session.create", self._create(), opening=True)
+        self._emit(ProviderRefReported(provider_ref=self.copilot_session_id))
 
     async def resume(self, message: ProviderResume) -> None:
-        """Resume this chat's Copilot session.
+        """Resume this chat's Copilot session: the one the host stored (the derived
+        id when it stored none).
 
         Raises:
             ProviderResumeError: `no_history` when the CLI positively reports the
                 session unknown ("Session not found", -32603); a fresh session under
                 the same id is open by then. Every other error propagates as is.
         """
+        if message.provider_ref is not None:
+            self.copilot_session_id = message.provider_ref
         await self._connect()
         try:
             self._session = await self._call("session.resume", self._resume(), opening=True)
@@ -270,7 +277,9 @@ class CopilotAdapter(ProviderAdapter):
             no_history = exc.code == -32603 and NO_HISTORY in exc.message.lower()
             if no_history:
                 self._session = await self._call("session.create", self._create(), opening=True)
+                self._emit(ProviderRefReported(provider_ref=self.copilot_session_id))
             raise ProviderResumeError(exc.code, exc.message, no_history=no_history) from exc
+        self._emit(ProviderRefReported(provider_ref=self.copilot_session_id))
 
     async def _connect(self) -> None:
         if self._client is not None:

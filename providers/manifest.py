@@ -64,6 +64,9 @@ KEYS: dict[str, frozenset[str]] = {
     "claude": frozenset({"model", "cli_path"}),
     "codex": frozenset({"model", "cli_path"}),
 }
+SDK_CLASSES = {"copilot": "CopilotProvider", "claude": "ClaudeProvider", "codex": "CodexProvider"}
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # [providers.NAME.byok] keys (the key itself never: only the variable holding it)
 BYOK_KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "type": (lambda v: v in ("openai", "azure", "anthropic"), "one of openai, azure, anthropic"),
@@ -81,9 +84,6 @@ BYOK_KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "max_prompt_tokens": (lambda v: _positive_int(v), "a positive integer"),
     "max_output_tokens": (lambda v: _positive_int(v), "a positive integer"),
 }
-SDK_CLASSES = {"copilot": "CopilotProvider", "claude": "ClaudeProvider", "codex": "CodexProvider"}
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def load_manifest(path: str | os.PathLike[str]) -> dict[str, Provider]:

@@ -51,6 +51,7 @@ from agenthost.store.records import (
     SaveChat,
     SaveChatMeta,
     SavePending,
+    SaveProviderRef,
     SaveSession,
     SaveSessionState,
     SaveSteeringRecorded,
@@ -88,6 +89,7 @@ _ONE_STATEMENT = (
     SaveChatMeta,
     SetMemento,
     DeleteMemento,
+    SaveProviderRef,
 )
 
 
@@ -228,6 +230,11 @@ class SqliteStore:
                         op.origin.chat_id,
                         op.origin.tool_call_id,
                     ),
+                )
+            case SaveProviderRef():
+                db.execute(
+                    "UPDATE chats SET provider_ref = ? WHERE id = ?",
+                    (op.provider_ref, op.chat_id),
                 )
             case SaveTurnStarted():
                 db.execute(
@@ -505,6 +512,13 @@ class SqliteStore:
                 (chat_id,),
             ).fetchall()
         )
+
+    def provider_ref(self, chat_id: str) -> str | None:
+        """The reference the chat's provider reported last (SaveProviderRef), if any."""
+        row = self._conn.execute(
+            "SELECT provider_ref FROM chats WHERE id = ?", (chat_id,)
+        ).fetchone()
+        return None if row is None else row[0]
 
     def _load_chat(self, chat_id: str, title: str, draft: str | None) -> ChatRecord:
         db = self._conn

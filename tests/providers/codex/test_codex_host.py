@@ -1,6 +1,5 @@
 """Codex end to end: the public host surface, the real SDK, the stand-in CLI."""
 
-import shelve
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -65,19 +64,19 @@ def test_a_turn_through_the_host_completes_and_its_reply_is_stored(
     assert standin.received("thread/resume") == [{"threadId": started["threadId"]}]
 
 
-def test_a_restarted_host_resumes_threads_kept_in_a_persistent_mapping(
-    start: Callable[[CodexProvider], Host], standin: Standin, tmp_path: Path
+def test_a_restarted_host_resumes_the_thread_stored_with_the_chat(
+    start: Callable[[CodexProvider], Host], standin: Standin
 ) -> None:
-    with shelve.open(str(tmp_path / "codex-threads")) as threads:
-        host = start(standin.provider(threads=threads))
-        session = host.create_session(provider="codex")
-        assert session.chat().send("hi").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
-        host.stop()
-    with shelve.open(str(tmp_path / "codex-threads")) as threads:
-        again = start(standin.provider(threads=threads))
-        chat = again.open_session(session.id).chat()
-        assert chat.send("again").result(timeout=WAIT_S).text == "echo: again"
-        again.stop()
+    """A new provider, a new host: the codex thread id lives with the chat in the
+    store, not in the provider (a user kept it in a mapping of their own before)."""
+    host = start(standin.provider())
+    session = host.create_session(provider="codex")
+    assert session.chat().send("hi").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
+    host.stop()
+    again = start(standin.provider())
+    chat = again.open_session(session.id).chat()
+    assert chat.send("again").result(timeout=WAIT_S).text == "echo: again"
+    again.stop()
     [first, second] = standin.received("turn/start")
     assert standin.received("thread/resume") == [{"threadId": first["threadId"]}]
     assert second["threadId"] == first["threadId"]

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from agenthost.messages.provider import ProviderEvent, ProviderSend
+from agenthost.messages.provider import ProviderEvent, ProviderRefReported, ProviderSend
 from agenthost.providers.base import ProviderLoop
 from agenthost.providers.copilot import CopilotAdapter, CopilotProvider
 
@@ -61,7 +61,14 @@ class Driver:
         self.loop = ProviderLoop("copilot-test")
         self.events: queue.Queue[ProviderEvent] = queue.Queue()
         self.seen: list[ProviderEvent] = []
-        self.adapter: CopilotAdapter = standin.provider.open_session("s1", "c1", self.events.put)
+        self.refs: list[str] = []  # the references reported, apart
+        self.adapter: CopilotAdapter = standin.provider.open_session("s1", "c1", self._emit)
+
+    def _emit(self, event: ProviderEvent) -> None:
+        if isinstance(event, ProviderRefReported):
+            self.refs.append(event.provider_ref)
+        else:
+            self.events.put(event)
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.submit(coro).result(WAIT_S)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
 
 from agenthost.messages import AgentHostError, ErrorCode
@@ -271,13 +272,28 @@ def test_a_question_to_the_user_is_a_user_input_request_answered_by_the_host(
 RESUME = ProviderResume(session_id="s1", chat_id="c1")
 
 
-def test_resume_reopens_the_same_copilot_session(drive: Drive) -> None:
+def test_a_new_session_reports_its_id_as_the_chat_s_reference(drive: Drive) -> None:
+    driver = drive()
+    [created] = driver.standin.requests("session.create")
+    assert driver.refs == [created["sessionId"]]
+
+
+def test_resume_reopens_the_session_whose_reference_it_is_given(drive: Drive) -> None:
+    driver = drive(start=False)
+    stored = "5d9a4f52-0000-4000-8000-00000000c0de"
+    driver.call(driver.adapter.resume(attrs.evolve(RESUME, provider_ref=stored)))
+    [resumed] = driver.standin.requests("session.resume")
+    assert resumed["sessionId"] == stored
+    assert driver.refs == [stored]
+    driver.send("hi")
+    driver.wait_for(Idle)
+
+
+def test_resume_without_a_stored_reference_reopens_the_derived_session(drive: Drive) -> None:
     driver = drive(start=False)
     driver.call(driver.adapter.resume(RESUME))
     [resumed] = driver.standin.requests("session.resume")
     assert resumed["sessionId"] == driver.adapter.copilot_session_id
-    driver.send("hi")
-    driver.wait_for(Idle)
 
 
 BYOK_KEY = "sk-byok-do-not-leak-42"
