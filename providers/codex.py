@@ -29,6 +29,12 @@ approval waits on the host, since then the SDK's reader is ours to release), and
 Codex returns early from turn/start and ends on turn/completed; steering is
 turn/steer (an error "no active turn to steer" becomes a queued message);
 cancel is turn/interrupt; nothing can be withdrawn.
+
+`approval_policy` and `sandbox` go with thread/start and thread/resume, checked
+first against what the app-server accepts there (codex 0.163: its config file
+no longer takes "untrusted", and the CLI exits at initialize if it finds it).
+A CLI that exits says why on its stderr, which the SDK drains on a thread of
+its own: a failure waits for that drain, so the error carries the CLI's words.
 """
 
 import asyncio
@@ -38,6 +44,8 @@ import functools
 import json
 import os
 import queue
+import re
+import subprocess
 import threading
 import uuid
 from collections.abc import Callable
@@ -81,6 +89,7 @@ from agenthost.providers.base import (
     ProviderResumeError,
 )
 from agenthost.providers.cli_guard import guard_env, launcher_path, resolve_cli
+from agenthost.providers.manifest import CODEX_CHOICES
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -105,6 +114,11 @@ TOOL_ITEMS = {
     "webSearch": "web_search",
 }
 FINISH = {"completed": "stop", "interrupted": "interrupted"}
+APPROVAL_POLICIES = CODEX_CHOICES["approval_policy"]
+SANDBOXES = CODEX_CHOICES["sandbox"]
+EXIT_WAIT_S = 2.0  # how long a failure waits for the exited CLI's last stderr lines
+_NOISE = re.compile(r"^\s*(\d+: |Stack backtrace:|WARNING: proceeding, even though)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class CodexProvider(Provider):
@@ -117,9 +131,15 @@ class CodexProvider(Provider):
         cwd: the CLI's working directory.
         rpc_timeout: seconds each request may take before it counts as timed out.
         max_timeouts: timeouts in a row that fail the connection.
+        approval_policy: when codex asks before it runs a command or applies a
+            change: "untrusted", "on-request" or "never"; None: the CLI's default
+            (its config.toml's, else on-request).
+        sandbox: where commands run: "read-only", "workspace-write" or
+            "danger-full-access"; None: the CLI's default.
 
     Raises:
-        AgentHostError: the CLI is missing (names `cli_path=`).
+        AgentHostError: PROVIDER_UNAVAILABLE when the CLI is missing (names
+            `cli_path=`); INVALID_ARGUMENT for a value codex does not take.
     """
 
     capabilities = CAPABILITIES
@@ -133,7 +153,11 @@ class CodexProvider(Provider):
         cwd: str | None = None,
         rpc_timeout: float = 30.0,
         max_timeouts: int = 2,
+        approval_policy: str | None = None,
+        sandbox: str | None = None,
     ) -> None:
+        self.approval_policy = _one_of("approval_policy", approval_policy, APPROVAL_POLICIES)
+        self.sandbox = _one_of("sandbox", sandbox, SANDBOXES)
         self.cli = resolve_cli(cli_path, provider="codex")
         self.env = dict(env or {})
         self.model = model
@@ -281,8 +305,16 @@ class CodexAdapter(ProviderAdapter):
         return self._thread_id
 
     def _thread_params(self) -> JsonObject | None:
-        """thread/start and thread/resume options: the model, if one was set."""
-        return None if self._provider.model is None else {"model": self._provider.model}
+        """thread/start and thread/resume options: those that were set."""
+        provider = self._provider
+        params: JsonObject = {}
+        if provider.model is not None:
+            params["model"] = provider.model
+        if provider.approval_policy is not None:
+            params["approvalPolicy"] = provider.approval_policy
+        if provider.sandbox is not None:
+            params["sandbox"] = provider.sandbox
+        return params or None
 
     # -- turns -----------------------------------------------------------------------------
     async def send(self, message: ProviderSend) -> str | None:
@@ -425,13 +457,12 @@ class CodexAdapter(ProviderAdapter):
         try:
             while True:
                 client.next_notification()
-        except Exception as exc:  # the transport closed: report it on the loop
+        except Exception:  # the transport closed: report it on the loop
             loop = self._loop
-            if loop is not None:
+            if loop is not None and not self._closing:
+                reason = _exit_reason(client, "while running")
                 with contextlib.suppress(RuntimeError):  # the loop closed
-                    loop.call_soon_threadsafe(
-                        self._connection_failed, f"the codex CLI exited: {exc}"
-                    )
+                    loop.call_soon_threadsafe(self._connection_failed, reason)
 
     def _on_notification(self, run: _Run, notification: Notification) -> None:
         for event in self._map(run, notification.method, _params(notification)):
@@ -589,7 +620,13 @@ class CodexAdapter(ProviderAdapter):
             return future.result()
         except TransportClosedError as exc:
             self._failed = True
-            raise ProviderCrashed(f"the codex CLI is gone ({what}): {exc}") from exc
+            client = self._client
+            reason = f"the codex CLI is gone ({what}): {exc}"
+            if client is not None:
+                loop = asyncio.get_running_loop()
+                reason = await loop.run_in_executor(None, _exit_reason, client, what)
+            self._log.warning("codex_cli_exited", call=what, reason=reason)
+            raise ProviderCrashed(reason) from exc
 
     async def _wait(self, event: asyncio.Event, what: str) -> None:
         try:
@@ -616,6 +653,40 @@ class CodexAdapter(ProviderAdapter):
         if self._client is None:
             raise ProviderCrashed("the codex connection is closed")
         return self._client
+
+
+def _one_of(option: str, value: str | None, accepted: tuple[str, ...]) -> str | None:
+    if value is not None and value not in accepted:
+        raise AgentHostError(
+            code=ErrorCode.INVALID_ARGUMENT,
+            message=f"codex: {option} must be one of {', '.join(accepted)} (got {value!r})",
+        )
+    return value
+
+
+def _exit_reason(client: CodexClient, what: str) -> str:
+    """Why the CLI exited, in its own words: its status and the last lines of its
+    stderr, once the SDK drained them (the SDK sees stdout close before it reads
+    the CLI's last stderr lines). Blocks up to EXIT_WAIT_S: call it off the loop.
+
+    The SDK keeps the process and the stderr it drains private (`_proc`,
+    `_stderr_thread`, `_stderr_lines` in openai-codex 0.163); this is the one
+    place that reads them, and tests/providers/codex fail if they move.
+    """
+    process: subprocess.Popen[str] | None = getattr(client, "_proc", None)
+    status = None
+    if process is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            status = process.wait(EXIT_WAIT_S)
+    drain: threading.Thread | None = getattr(client, "_stderr_thread", None)
+    if drain is not None:
+        drain.join(EXIT_WAIT_S)
+    lines = [_ANSI.sub("", line).strip() for line in getattr(client, "_stderr_lines", ())]
+    said = [line for line in lines if line and not _NOISE.match(line)]
+    errors = [line for line in said if "error" in line.lower()]
+    words = "; ".join((errors or said)[-3:]) or "it said nothing on stderr"
+    code = "" if status is None else f", status {status}"
+    return f"the codex CLI exited ({what}{code}): {words}"
 
 
 def _no_active_turn(message: str) -> ProviderCallError:

@@ -19,6 +19,12 @@
     kind = "claude"
     cli_path = "/usr/local/bin/claude"
 
+    [providers.codex]
+    kind = "codex"
+    cli_path = "/usr/local/bin/codex"
+    approval_policy = "on-request"   # or "untrusted", "never"
+    sandbox = "workspace-write"      # or "read-only", "danger-full-access"
+
     [providers.copilot]
     kind = "copilot"
     cli_path = "/usr/local/bin/copilot"
@@ -62,7 +68,14 @@ KEYS: dict[str, frozenset[str]] = {
     ),
     "copilot": frozenset({"model", "cli_path", "byok"}),
     "claude": frozenset({"model", "cli_path"}),
-    "codex": frozenset({"model", "cli_path"}),
+    "codex": frozenset({"model", "cli_path", "approval_policy", "sandbox"}),
+}
+# What codex 0.163's thread/start and thread/resume take (AskForApproval, SandboxMode;
+# `codex --help` lists on-request and never; "untrusted" is still a thread's option,
+# though its config.toml no longer takes it). CodexProvider checks the same.
+CODEX_CHOICES: dict[str, tuple[str, ...]] = {
+    "approval_policy": ("untrusted", "on-request", "never"),
+    "sandbox": ("read-only", "workspace-write", "danger-full-access"),
 }
 SDK_CLASSES = {"copilot": "CopilotProvider", "claude": "ClaudeProvider", "codex": "CodexProvider"}
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -225,6 +238,11 @@ def _sdk(entry: _Entry, kind: str) -> Provider:
         options["model"] = model
     if "byok" in entry.table:
         options["byok"] = _byok(entry)
+    for key, accepted in CODEX_CHOICES.items():
+        if key in entry.table:
+            options[key] = entry.get(
+                key, lambda v, a=accepted: v in a, f"one of {', '.join(accepted)}", None
+            )
     try:
         module = importlib.import_module(f"agenthost.providers.{kind}")
         cls = getattr(module, SDK_CLASSES[kind])

@@ -253,3 +253,38 @@ def test_a_bad_byok_table_names_the_entry_and_key_never_the_value(
     error = error_of(manifest(f'[providers.co]\nkind = "copilot"\n[providers.co.byok]\n{byok}\n'))
     assert "'co'" in error.message
     assert f"{key!r}" in error.message
+
+
+def test_a_codex_entry_passes_its_approval_policy_and_sandbox_on(
+    manifest: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[dict[str, Any]] = []
+
+    class CodexProvider(ScriptedProvider):
+        def __init__(self, **options: Any) -> None:
+            made.append(options)
+            super().__init__()
+
+    module = types.ModuleType("agenthost.providers.codex")
+    module.CodexProvider = CodexProvider  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agenthost.providers.codex", module)
+    load_manifest(
+        manifest(
+            '[providers.cx]\nkind = "codex"\napproval_policy = "never"\nsandbox = "read-only"\n'
+        )
+    )
+    assert made == [{"approval_policy": "never", "sandbox": "read-only"}]
+
+
+@pytest.mark.parametrize(
+    ("entry", "key"),
+    [
+        ('approval_policy = "on-failure"', "approval_policy"),
+        ('sandbox = "' + SECRET + '"', "sandbox"),
+    ],
+)
+def test_a_codex_choice_codex_does_not_take_names_the_entry_and_key(
+    manifest: Any, entry: str, key: str
+) -> None:
+    error = error_of(manifest(f'[providers.cx]\nkind = "codex"\n{entry}\n'))
+    assert "'cx'" in error.message and f"{key!r}" in error.message

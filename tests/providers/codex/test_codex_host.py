@@ -1,16 +1,19 @@
 """Codex end to end: the public host surface, the real SDK, the stand-in CLI."""
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
-from agenthost.actors import Chat, FakeClock, Host, Subscription
-from agenthost.messages import ErrorCode, OutcomeState, TurnState
+from agenthost.actors import Chat, FakeClock, Host, RestartPolicy, Subscription
+from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import AssistantDelta, RequestOpened
 from agenthost.messages.state import RequestKind
 from agenthost.providers import CodexProvider
+from agenthost.providers.codex import APPROVAL_POLICIES, SANDBOXES
 from agenthost.store import SqliteStore
 from tests.providers.codex.harness import Standin, texts
 
@@ -158,3 +161,69 @@ def test_no_prompt_ever_carries_an_earlier_user_message(
     assert prompts == ["first", "second fails", "third is cancelled", "fourth", "fifth"]
     for later, prompt in enumerate(prompts):
         assert not any(earlier in prompt for earlier in prompts[:later])
+
+
+NO_LONGER = 'approval_policy = "untrusted" is no longer supported; remove this setting'
+
+
+def test_a_cli_that_cannot_start_says_why_in_the_turn_s_error_and_the_log(
+    db_path: Path, clock: FakeClock, standin: Standin
+) -> None:
+    """codex 0.163 exits at initialize on a setting it no longer takes: the error a
+    user sees carries the CLI's own words, not only a count of restarts."""
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    standin.script["exit_at_initialize"] = NO_LONGER
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"codex": standin.provider()},
+        clock=clock,
+        restart_policy=RestartPolicy(intensity=0),
+    )
+    try:
+        with structlog.testing.capture_logs() as logs:
+            chat = host.create_session(provider="codex").chat()
+            outcome = chat.send("hi").result(timeout=WAIT_S)
+        assert outcome.state is OutcomeState.ERROR
+        assert outcome.error is not None
+        assert outcome.error.code is ErrorCode.PROVIDER_UNAVAILABLE
+        assert NO_LONGER in outcome.error.message
+        assert "status 1" in outcome.error.message
+        assert "PATH aliases" not in outcome.error.message  # its noise is left out
+        [unavailable] = [e for e in logs if e["event"] == "provider_marked_unavailable"]
+        assert NO_LONGER in unavailable["error"]
+    finally:
+        host.stop()
+
+
+def test_approval_policy_and_sandbox_go_with_thread_start_and_thread_resume(
+    start: Callable[[CodexProvider], Host], standin: Standin
+) -> None:
+    provider = standin.provider(approval_policy="never", sandbox="workspace-write")
+    host = start(provider)
+    session = host.create_session(provider="codex")
+    assert session.chat().send("hi").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
+    host.stop()
+    again = start(standin.provider(approval_policy="never", sandbox="workspace-write"))
+    again.open_session(session.id).chat().send("again").result(timeout=WAIT_S)
+    again.stop()
+    [started] = standin.received("thread/start")
+    [resumed] = standin.received("thread/resume")
+    for params in (started, resumed):
+        assert params["approvalPolicy"] == "never"
+        assert params["sandbox"] == "workspace-write"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("approval_policy", "on-failure"), ("approval_policy", "always"), ("sandbox", "none")],
+)
+def test_an_approval_policy_or_sandbox_codex_does_not_take_is_refused(
+    standin: Standin, option: str, value: str
+) -> None:
+    with pytest.raises(AgentHostError) as refused:
+        standin.provider(**{option: value})
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT
+    accepted = APPROVAL_POLICIES if option == "approval_policy" else SANDBOXES
+    assert refused.value.message == (
+        f"codex: {option} must be one of {', '.join(accepted)} (got {value!r})"
+    )
