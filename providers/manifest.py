@@ -241,7 +241,7 @@ def _sdk(entry: _Entry, kind: str) -> Provider:
     for key, accepted in CODEX_CHOICES.items():
         if key in entry.table:
             options[key] = entry.get(
-                key, lambda v, a=accepted: v in a, f"one of {', '.join(accepted)}", None
+                key, accepted.__contains__, f"one of {', '.join(accepted)}", None
             )
     try:
         module = importlib.import_module(f"agenthost.providers.{kind}")
