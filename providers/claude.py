@@ -214,6 +214,7 @@ class ClaudeAdapter(ProviderAdapter):
         self._open = False
         self._failed = False
         self._closing = False
+        self._process: Any = None  # the CLI's process (the guard's launcher), once spawned
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
     # -- opening ---------------------------------------------------------------------------
@@ -258,7 +259,10 @@ class ClaudeAdapter(ProviderAdapter):
         )
         self._client = sdk.ClaudeSDKClient(options)
         connecting = self._client.connect()
-        await self._rpc("initialize", connecting, fatal=True, timeout=self._p.start_timeout)
+        try:
+            await self._rpc("initialize", connecting, fatal=True, timeout=self._p.start_timeout)
+        finally:
+            self._process = _process_of(self._client)  # what a kill aims at, from now on
         self._open = True
         self._last_frame = asyncio.get_running_loop().time()
         loop = asyncio.get_running_loop()
@@ -318,10 +322,13 @@ class ClaudeAdapter(ProviderAdapter):
         client, self._client = self._client, None
         if client is None:
             return
+        if self._process is None:  # still starting
+            self._process = _process_of(client)
         try:
             await self._disconnect(client)
         except asyncio.CancelledError:  # the provider loop is stopping: no time to be graceful
-            self._kill_cli(client)
+            self._kill_cli()
+            await self._reaped()
             await self._disconnect(client)
             raise
 
@@ -331,9 +338,23 @@ class ClaudeAdapter(ProviderAdapter):
                 await client.disconnect()
         except TimeoutError:
             self._log.warning("claude_cli_kept_running")
-            self._kill_cli(client)
+            self._kill_cli()
             async with asyncio.timeout(self._p.rpc_timeout):
                 await client.disconnect()  # reaps the killed CLI
+        await self._reaped()
+
+    async def _reaped(self) -> None:
+        """Wait (bounded) until the CLI's process is reaped, so its transport is
+        closed while its loop still runs (left to the garbage collector, it
+        complains of a closed loop from inside whatever code runs then)."""
+        process = self._process
+        if process is None:
+            return
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(self._p.rpc_timeout):
+                await process.aclose()  # its pipes too: wait() is for the exit alone
+        for _ in range(3):  # the transport closes in callbacks the pipes' close scheduled
+            await asyncio.sleep(0)
 
     def turn_diagnostic_snapshot(self, turn_id: str) -> dict[str, Any]:
         run = self._run
@@ -593,8 +614,7 @@ class ClaudeAdapter(ProviderAdapter):
             return
         self._failed = True
         self._log.warning("claude_cli_failed", reason=reason)
-        if self._client is not None:
-            self._kill_cli(self._client)
+        self._kill_cli()
         for future in self._sends.values():
             if not future.done():
                 future.set_exception(ProviderCrashed(reason))
@@ -607,18 +627,25 @@ class ClaudeAdapter(ProviderAdapter):
                 )
             )
 
-    @staticmethod
-    def _kill_cli(client: Any) -> None:
-        """SIGKILL the CLI's process group (the guard made it a group leader).
-        The SDK keeps the process on its transport (private in 0.2.x)."""
-        pid = getattr(getattr(getattr(client, "_transport", None), "_process", None), "pid", None)
-        if pid is None:
+    def _kill_cli(self) -> None:
+        """SIGKILL the CLI's process group (the guard's launcher leads it), unless
+        the process is reaped already (its pid may be another's by now)."""
+        process = self._process
+        if process is None or process.returncode is not None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, signal.SIGKILL)
+            if os.getpgid(process.pid) == process.pid:
+                os.killpg(process.pid, signal.SIGKILL)
             else:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(process.pid, signal.SIGKILL)
+
+
+def _process_of(client: Any) -> Any:
+    """The SDK's handle of the CLI process (an anyio Process with pid, returncode
+    and wait()). The SDK keeps it on its transport, privately in 0.2.x: this is
+    the one place that reads it; the kill tests in tests/providers/claude fail if
+    it moves."""
+    return getattr(getattr(client, "_transport", None), "_process", None)
 
 
 async def _one(frame: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
