@@ -440,6 +440,8 @@ class CodexAdapter(ProviderAdapter):
                     loop.call_soon_threadsafe(self._on_notification, run, notification)
                     if notification.method == "turn/completed":
                         return
+            except TransportClosedError as exc:  # on this thread, the CLI's last words can wait
+                raise ProviderCrashed(_exit_reason(client, "mid-turn")) from exc
             finally:
                 client.unregister_turn_notifications(turn_id)
 
@@ -450,7 +452,7 @@ class CodexAdapter(ProviderAdapter):
         if reading.cancelled() or reading.exception() is None:
             return
         run.done.set()
-        self._connection_failed(f"the codex CLI stopped mid-turn: {reading.exception()}")
+        self._connection_failed(str(reading.exception()))
 
     def _watch(self, client: CodexClient) -> None:
         """On its own thread: drain the global queue; it fails when the CLI dies."""
