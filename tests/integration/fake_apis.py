@@ -138,6 +138,15 @@ class FakeAPI:
         error = {"error": {"message": f"no such route {request.path}"}}
         return web.json_response(error, status=404)
 
+    @staticmethod
+    async def _sse(request: web.Request, chunks: AsyncIterator[bytes]) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        async for chunk in chunks:
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+
     def _gate(self, name: str) -> Gate:
         return self._gates.setdefault(name, Gate())
 
@@ -207,20 +216,16 @@ class AnthropicAPI(FakeAPI):
         return web.json_response({"input_tokens": 10})
 
     def _user_texts(self, body: dict[str, Any]) -> list[str]:
-        texts = []
-        for message in body.get("messages", []):
-            if message.get("role") != "user":
-                continue
-            content = message.get("content")
-            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            said = [_said(b.get("text", "")) for b in blocks or [] if b.get("type") == "text"]
-            texts.extend(t for t in said if t)
-        return texts
+        return [said for text in self._texts(body, "user") if (said := _said(text))]
 
     def assistant_texts(self, body: dict[str, Any]) -> list[str]:
+        return self._texts(body, "assistant")
+
+    @staticmethod
+    def _texts(body: dict[str, Any], role: str) -> list[str]:
         texts = []
         for message in body.get("messages", []):
-            if message.get("role") != "assistant":
+            if message.get("role") != role:
                 continue
             content = message.get("content")
             blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -246,12 +251,7 @@ class AnthropicAPI(FakeAPI):
         if not body.get("stream"):
             said = "".join(s.text for s in steps if isinstance(s, Text))
             return web.json_response(self._whole(body, said))
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        async for chunk in self._stream(body, steps):
-            await response.write(chunk)
-        await response.write_eof()
-        return response
+        return await self._sse(request, self._stream(body, steps))
 
     def _whole(self, body: dict[str, Any], text: str) -> dict[str, Any]:
         return {
@@ -362,13 +362,7 @@ class ResponsesAPI(FakeAPI):
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
-        steps = self._plan(body)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        async for chunk in self._stream(body, steps):
-            await response.write(chunk)
-        await response.write_eof()
-        return response
+        return await self._sse(request, self._stream(body, self._plan(body)))
 
     async def _stream(self, body: dict[str, Any], steps: tuple[Step, ...]) -> AsyncIterator[bytes]:
         response_id = self.new_id("resp")

@@ -10,6 +10,7 @@ import pytest
 from agenthost.actors import FakeClock, Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.providers import OpenAICompatProvider, ScriptedProvider, load_manifest
+from agenthost.providers.manifest import SDK_CLASSES
 from agenthost.store import SqliteStore
 
 SECRET = "sk-very-secret-value-42"
@@ -171,26 +172,32 @@ def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     assert "cannot read" in error_of(tmp_path / "absent.toml").message
 
 
-def test_agent_sdk_kinds_are_imported_only_when_named_with_their_options(
-    manifest: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def fake_sdk_kind(monkeypatch: pytest.MonkeyPatch, kind: str) -> list[dict[str, Any]]:
+    """Stand a recording class in for `kind`'s provider; returns what each was made with."""
     made: list[dict[str, Any]] = []
 
-    class CopilotProvider(ScriptedProvider):
+    class Recording(ScriptedProvider):
         def __init__(self, **options: Any) -> None:
             made.append(options)
             super().__init__()
 
-    module = types.ModuleType("agenthost.providers.copilot")
-    module.CopilotProvider = CopilotProvider  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agenthost.providers.copilot", module)
+    module = types.ModuleType(f"agenthost.providers.{kind}")
+    setattr(module, SDK_CLASSES[kind], Recording)
+    monkeypatch.setitem(sys.modules, f"agenthost.providers.{kind}", module)
+    return made
+
+
+def test_agent_sdk_kinds_are_imported_only_when_named_with_their_options(
+    manifest: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = fake_sdk_kind(monkeypatch, "copilot")
     providers = load_manifest(
         manifest(
             '[providers.co]\nkind = "copilot"\ncli_path = "/opt/copilot"\nmodel = "gpt-5"\n'
             '[providers.bare]\nkind = "copilot"\n'
         )
     )
-    assert isinstance(providers["co"], CopilotProvider)
+    assert type(providers["co"]).__name__ == "Recording"
     assert made == [{"cli_path": "/opt/copilot", "model": "gpt-5"}, {}]
 
 
@@ -206,16 +213,7 @@ def test_an_agent_sdk_kind_that_is_not_installed_says_which_extra_to_install(
 def test_a_copilot_entry_passes_its_byok_table_on(
     manifest: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made: list[dict[str, Any]] = []
-
-    class CopilotProvider(ScriptedProvider):
-        def __init__(self, **options: Any) -> None:
-            made.append(options)
-            super().__init__()
-
-    module = types.ModuleType("agenthost.providers.copilot")
-    module.CopilotProvider = CopilotProvider  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agenthost.providers.copilot", module)
+    made = fake_sdk_kind(monkeypatch, "copilot")
     monkeypatch.setenv("BYOK_KEY", SECRET)
     load_manifest(
         manifest(
@@ -258,16 +256,7 @@ def test_a_bad_byok_table_names_the_entry_and_key_never_the_value(
 def test_a_codex_entry_passes_its_approval_policy_and_sandbox_on(
     manifest: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made: list[dict[str, Any]] = []
-
-    class CodexProvider(ScriptedProvider):
-        def __init__(self, **options: Any) -> None:
-            made.append(options)
-            super().__init__()
-
-    module = types.ModuleType("agenthost.providers.codex")
-    module.CodexProvider = CodexProvider  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agenthost.providers.codex", module)
+    made = fake_sdk_kind(monkeypatch, "codex")
     load_manifest(
         manifest(
             '[providers.cx]\nkind = "codex"\napproval_policy = "never"\nsandbox = "read-only"\n'

@@ -75,37 +75,34 @@ def _start(db_path: Path, provider: _RefProvider) -> Host:
     )
 
 
-def test_a_restarted_host_resumes_each_chat_with_the_reference_its_adapter_reported(
-    db_path: Path,
-) -> None:
-    first = _RefProvider()
+def _one_turn_then_reopened(db_path: Path, first: _RefProvider, text: str) -> _RefProvider:
+    """A turn on `first`, a restart, a turn on a provider with no memory of the
+    first: that provider, to see how its adapter was opened."""
     host = _start(db_path, first)
     session = host.create_session()
-    assert session.chat().send("hello").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
+    assert session.chat().send(text).result(timeout=WAIT_S).state is OutcomeState.COMPLETE
     host.stop()
-    assert first.opened == [("start", None)]
-
-    second = _RefProvider()  # a provider with no memory of the first
-    host = _start(db_path, second)
+    again = _RefProvider()
+    host = _start(db_path, again)
     try:
         chat = host.open_session(session.id).chat()
         assert chat.send("again").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
     finally:
         host.stop()
-    assert second.opened == [("resume", "ref-0")]
+    return again
+
+
+def test_a_restarted_host_resumes_each_chat_with_the_reference_its_adapter_reported(
+    db_path: Path,
+) -> None:
+    first = _RefProvider()
+    again = _one_turn_then_reopened(db_path, first, "hello")
+    assert first.opened == [("start", None)]
+    assert again.opened == [("resume", "ref-0")]
 
 
 def test_the_latest_reference_reported_is_the_one_resumed(db_path: Path) -> None:
-    host = _start(db_path, _RefProvider())
-    session = host.create_session()
-    assert session.chat().send("move").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
-    host.stop()
-    again = _RefProvider()
-    host = _start(db_path, again)
-    try:
-        host.open_session(session.id).chat().send("x").result(timeout=WAIT_S)
-    finally:
-        host.stop()
+    again = _one_turn_then_reopened(db_path, _RefProvider(), "move")
     assert again.opened == [("resume", "moved")]
 
 
@@ -118,16 +115,7 @@ def test_a_chat_whose_adapter_reported_nothing_resumes_with_no_reference(db_path
 
             return _Remembering(self, unreported)
 
-    host = _start(db_path, _Silent())
-    session = host.create_session()
-    session.chat().send("hello").result(timeout=WAIT_S)
-    host.stop()
-    again = _RefProvider()
-    host = _start(db_path, again)
-    try:
-        host.open_session(session.id).chat().send("x").result(timeout=WAIT_S)
-    finally:
-        host.stop()
+    again = _one_turn_then_reopened(db_path, _Silent(), "hello")
     assert again.opened == [("resume", None)]
 
 
