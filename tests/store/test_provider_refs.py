@@ -1,4 +1,4 @@
-"""A chat's provider reference (migration 0009): written, read back, replaced."""
+"""A chat's provider reference (migration 0010): written, read back, replaced."""
 
 from pathlib import Path
 
