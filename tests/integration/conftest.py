@@ -110,6 +110,7 @@ def copilot_install() -> Path:
             "--prefix",
             str(prefix),
             "--no-audit",
+            "--ignore-scripts",
             "--no-fund",
             "--no-save",
             f"@github/copilot@{COPILOT_VERSION}",
