@@ -696,6 +696,7 @@ class ChatActor(HostedActor):
             turn_id=turn_id,
             outcome=turn.state.value,
             error=None if turn.error is None else turn.error.code.value,
+            reason=None if turn.error is None else turn.error.message,
             assistant_chars=len(stable),
         )
         self._admission.turn_ended(_end_reason(turn), turn, self._state, None)

@@ -60,6 +60,22 @@ class FindSession:
 
 
 @attrs.frozen
+class LoadProviderRef:
+    """The provider reference stored with a chat, answered to `reply_to` as
+    ProviderRefLoaded (a tell: the asker is an actor that must not block)."""
+
+    chat_id: str
+    reply_to: Ref
+
+
+@attrs.frozen
+class ProviderRefLoaded:
+    chat_id: str
+    provider_ref: str | None
+    error: AgentHostError | None = None
+
+
+@attrs.frozen
 class Flush:
     """Commit now and answer once committed (used by stop paths and tests)."""
 

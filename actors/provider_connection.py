@@ -9,6 +9,11 @@ an adapter emits in one pass of the loop travel in one message, in order,
 and every burst leaves before the result of a call that ended after it. A
 crash, from the adapter or from a call, is reported once to the supervisor;
 then the actor stops.
+
+Provider references: what the adapter reports it needs to resume the chat's
+conversation (ProviderRefReported) is written with the chat, and a resume
+first reads it back from the store (LoadProviderRef, answered as a message)
+and hands it to the adapter in ProviderResume.
 """
 
 import asyncio
@@ -25,11 +30,14 @@ from agenthost.actors.protocol import (
     ConnectionOpenFailed,
     ConnectionReady,
     FromProvider,
+    LoadProviderRef,
     OpenSession,
     ProviderDiagnose,
     ProviderDiagnosed,
+    ProviderRefLoaded,
     Ref,
     ResumeFellBack,
+    Write,
 )
 from agenthost.actors.runtime import handles
 from agenthost.messages.errors import AgentHostError, ErrorCode
@@ -39,6 +47,7 @@ from agenthost.messages.provider import (
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
+    ProviderRefReported,
     ProviderResume,
     ProviderSend,
     ProviderSteer,
@@ -53,6 +62,7 @@ from agenthost.providers.base import (
     ProviderResumeError,
     resume_with_retry,
 )
+from agenthost.store.records import SaveProviderRef
 
 log = structlog.get_logger(__name__)
 
@@ -90,24 +100,42 @@ class ProviderConnectionActor(HostedActor):
         )
 
     def on_start(self) -> None:
-        if self.resume:
-            opening = resume_with_retry(
-                self._adapter,
-                ProviderResume(session_id=self.session_id, chat_id=self.chat_id),
-                self.services.resume_retry,
+        if self.resume:  # with the reference stored with the chat, once the store answers
+            self.send(
+                self.services.store, LoadProviderRef(chat_id=self.chat_id, reply_to=self.actor_ref)
             )
         else:
-            opening = self._adapter.start()
-        self._submit(OpenSession(), opening)
+            self._submit(OpenSession(), self._adapter.start())
+
+    @handles(ProviderRefLoaded)
+    def _ref_loaded(self, message: ProviderRefLoaded) -> None:
+        if self._failed:
+            return
+        if message.error is not None:
+            self._opened(ProviderCallError(message.error, taken=False))
+            return
+        resume = ProviderResume(
+            session_id=self.session_id, chat_id=self.chat_id, provider_ref=message.provider_ref
+        )
+        self._submit(
+            OpenSession(), resume_with_retry(self._adapter, resume, self.services.resume_retry)
+        )
 
     # -- the loop thread's side -------------------------------------------------------
     def _deliver(self, events: tuple[ProviderEvent, ...]) -> None:
         """A burst from the adapter (the loop thread's `Burst`): never blocks."""
-        if not self._burst.failed:  # the common case: every event is the owner's
+        if not self._burst.failed and not any(type(e) is ProviderRefReported for e in events):
             self.send(self.owner, FromProvider(generation=self.generation, events=events))
-            return
-        owned = tuple(e for e in events if not isinstance(e, ConnectionFailed))
-        if len(owned) < len(events):
+            return  # the common case: every event is the owner's
+        for event in events:
+            if isinstance(event, ProviderRefReported):
+                self._log.info("provider_ref_reported", size=len(event.provider_ref))
+                op = SaveProviderRef(chat_id=self.chat_id, provider_ref=event.provider_ref)
+                self.send(self.services.store, Write(op=op))
+        owned = tuple(
+            e for e in events if not isinstance(e, ConnectionFailed | ProviderRefReported)
+        )
+        if any(isinstance(e, ConnectionFailed) for e in events):
             self._lost = True
         if owned:
             self.send(self.owner, FromProvider(generation=self.generation, events=owned))

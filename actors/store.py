@@ -17,7 +17,9 @@ from agenthost.actors.protocol import (
     Flush,
     ListSessionPage,
     ListSessionRows,
+    LoadProviderRef,
     LoadSession,
+    ProviderRefLoaded,
     Write,
     WriteMany,
 )
@@ -87,6 +89,19 @@ class StoreActor(Actor):
         record = self._store.load_session(message.session_id)
         self._commit_if_drained()
         return record
+
+    @handles(LoadProviderRef)
+    def _load_provider_ref(self, message: LoadProviderRef) -> None:
+        try:
+            loaded = ProviderRefLoaded(
+                chat_id=message.chat_id, provider_ref=self._store.provider_ref(message.chat_id)
+            )
+        except self._store.errors as exc:
+            log.error("store_read_failed", op="provider_ref", exc_info=True)
+            error = AgentHostError(code=ErrorCode.STORE_ERROR, message=f"not read: {exc}")
+            loaded = ProviderRefLoaded(chat_id=message.chat_id, provider_ref=None, error=error)
+        self._commit_if_drained()
+        self.send(message.reply_to, loaded)
 
     @handles(ListSessionRows)
     def _list(self, message: ListSessionRows) -> list[SessionSummary]:

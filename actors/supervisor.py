@@ -126,6 +126,7 @@ class SupervisorActor(HostedActor):
                 chat_id=child.chat_id,
                 provider=child.provider,
                 restarts=len(child.restarts),
+                error=message.error.message,  # the last failure, in the provider's words
             )
             error = AgentHostError(
                 code=ErrorCode.PROVIDER_UNAVAILABLE,

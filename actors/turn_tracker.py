@@ -491,6 +491,11 @@ class TurnTrackerActor(HostedActor):
             return
         if settled.settlement is Settlement.REJECTED and settled.error is not None:
             error = settled.error  # the provider took the turn: it keeps its own error
+        elif settled.error is not None:
+            # Refused before it took the turn: abandoned, in the provider's own words.
+            error = AgentHostError(
+                code=ErrorCode.EXECUTION_ABANDONED, message=settled.error.message
+            )
         else:
             error = AgentHostError(
                 code=ErrorCode.EXECUTION_ABANDONED,

@@ -40,6 +40,7 @@ class ErrorCode(OpenStrEnum):
     PROVIDER_ERROR = "provider_error"
     PROVIDER_CRASHED = "provider_crashed"
     PROVIDER_UNAVAILABLE = "provider_unavailable"
+    PROVIDER_LOGIN_REQUIRED = "provider_login_required"  # the provider's CLI has no login
     EXECUTION_ABANDONED = "execution_abandoned"
     HOST_STOPPED = "host_stopped"
     STORE_ERROR = "store_error"

@@ -2,7 +2,8 @@
 
 Host -> provider: ProviderSend, ProviderSteer, ProviderWithdraw, ProviderCancel,
 ProviderResume. Provider -> host: UserMessageEcho, ReplyDelta, ReplyMessage,
-UsageUpdated, ToolCallStarted, ToolCallCompleted, Idle, CallSettled, ConnectionFailed.
+UsageUpdated, ToolCallStarted, ToolCallCompleted, Idle, CallSettled, ConnectionFailed,
+ProviderRefReported.
 Providers differ; each declares `Capabilities` and the host never infers them.
 """
 
@@ -89,8 +90,12 @@ class ProviderAnswer:
 
 @attrs.frozen(kw_only=True)
 class ProviderResume:
+    """Reopen the chat's provider session. `provider_ref`: the last reference the
+    adapter reported for this chat (ProviderRefReported), None if it never did."""
+
     session_id: str
     chat_id: str
+    provider_ref: str | None = None
 
 
 # -- provider -> host ---------------------------------------------------------
@@ -236,6 +241,15 @@ class CallSettled:
 
 
 @attrs.frozen(kw_only=True)
+class ProviderRefReported:
+    """What the backend needs to resume this chat's conversation (a Copilot or
+    Claude session id, a Codex thread id), opaque to the host: it is stored with
+    the chat and handed back in ProviderResume, so no user keeps such mappings."""
+
+    provider_ref: str
+
+
+@attrs.frozen(kw_only=True)
 class ConnectionFailed:
     """The provider connection died (a crashed or hung backend)."""
 
@@ -256,4 +270,5 @@ ProviderEvent = (
     | Idle
     | CallSettled
     | ConnectionFailed
+    | ProviderRefReported
 )

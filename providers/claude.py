@@ -12,9 +12,11 @@ stream-json with it on stdio. What the SDK does that matters here:
   `uuid`; frames list the uuids their turn took in (`user_message_uuids`),
   which is how steering is told apart from a turn of its own. (A CLI too old
   to report them gets its turns matched in write order only.)
-- The CLI's session id is ours, a uuid5 of (session id, chat id): passed as
-  `--session-id` on start and `--resume` on resume, so a restarted
-  connection continues the same conversation.
+- A new conversation's session id is ours, a uuid5 of (session id, chat id),
+  passed as `--session-id`. The adapter reports the id the CLI says it runs
+  under (ProviderRefReported: on start, and whenever a frame names another);
+  the host stores it with the chat and hands it back, and `--resume` takes it,
+  so a restarted connection or host continues the same conversation.
 - `interrupt()` is a control request; the turn then ends with an error
   result (`error_during_execution`).
 - `can_use_tool` is the SDK's callback for the CLI's permission requests.
@@ -55,6 +57,7 @@ from agenthost.messages.provider import (
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
+    ProviderRefReported,
     ProviderResume,
     ProviderSend,
     ProviderSteer,
@@ -211,15 +214,20 @@ class ClaudeAdapter(ProviderAdapter):
         self._open = False
         self._failed = False
         self._closing = False
+        self._process: Any = None  # the CLI's process (the guard's launcher), once spawned
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
     # -- opening ---------------------------------------------------------------------------
     async def start(self) -> None:
         await self._connect(session_id=self.claude_session_id)
+        self._emit(ProviderRefReported(provider_ref=self.claude_session_id))
 
     async def resume(self, message: ProviderResume) -> None:
-        """Resume the CLI's conversation; "No conversation found" is the only
-        no-history verdict, and then a fresh conversation is opened."""
+        """Resume the conversation the host stored (the derived id when it stored
+        none); "No conversation found" is the only no-history verdict, and then a
+        fresh conversation is opened."""
+        if message.provider_ref is not None:
+            self.claude_session_id = message.provider_ref
         try:
             await self._connect(resume=self.claude_session_id)
         except Exception as exc:
@@ -229,7 +237,9 @@ class ClaudeAdapter(ProviderAdapter):
                 raise ProviderResumeError(code, str(exc)) from exc
             self._log.info("claude_resume_found_no_history")
             await self._connect(session_id=self.claude_session_id)
+            self._emit(ProviderRefReported(provider_ref=self.claude_session_id))
             raise ProviderResumeError(code, str(exc), no_history=True) from exc
+        self._emit(ProviderRefReported(provider_ref=self.claude_session_id))
 
     async def _connect(self, **session: str) -> None:
         """Spawn the CLI through the guard and run the SDK's initialize handshake."""
@@ -249,7 +259,10 @@ class ClaudeAdapter(ProviderAdapter):
         )
         self._client = sdk.ClaudeSDKClient(options)
         connecting = self._client.connect()
-        await self._rpc("initialize", connecting, fatal=True, timeout=self._p.start_timeout)
+        try:
+            await self._rpc("initialize", connecting, fatal=True, timeout=self._p.start_timeout)
+        finally:
+            self._process = _process_of(self._client)  # what a kill aims at, from now on
         self._open = True
         self._last_frame = asyncio.get_running_loop().time()
         loop = asyncio.get_running_loop()
@@ -309,10 +322,13 @@ class ClaudeAdapter(ProviderAdapter):
         client, self._client = self._client, None
         if client is None:
             return
+        if self._process is None:  # still starting
+            self._process = _process_of(client)
         try:
             await self._disconnect(client)
         except asyncio.CancelledError:  # the provider loop is stopping: no time to be graceful
-            self._kill_cli(client)
+            self._kill_cli()
+            await self._reaped()
             await self._disconnect(client)
             raise
 
@@ -322,9 +338,23 @@ class ClaudeAdapter(ProviderAdapter):
                 await client.disconnect()
         except TimeoutError:
             self._log.warning("claude_cli_kept_running")
-            self._kill_cli(client)
+            self._kill_cli()
             async with asyncio.timeout(self._p.rpc_timeout):
                 await client.disconnect()  # reaps the killed CLI
+        await self._reaped()
+
+    async def _reaped(self) -> None:
+        """Wait (bounded) until the CLI's process is reaped, so its transport is
+        closed while its loop still runs (left to the garbage collector, it
+        complains of a closed loop from inside whatever code runs then)."""
+        process = self._process
+        if process is None:
+            return
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(self._p.rpc_timeout):
+                await process.aclose()  # its pipes too: wait() is for the exit alone
+        for _ in range(3):  # the transport closes in callbacks the pipes' close scheduled
+            await asyncio.sleep(0)
 
     def turn_diagnostic_snapshot(self, turn_id: str) -> dict[str, Any]:
         run = self._run
@@ -405,7 +435,7 @@ class ClaudeAdapter(ProviderAdapter):
         """The one mapping from an SDK message to provider-protocol events."""
         match frame:
             case sdk.SystemMessage(subtype="init"):
-                return self._begin(())
+                return self._session_named(frame.data.get("session_id")) + self._begin(())
             case sdk.StreamEvent(parent_tool_use_id=None, event=event):
                 events = self._begin(frame.user_message_uuids or ())
                 run = self._run
@@ -444,9 +474,18 @@ class ClaudeAdapter(ProviderAdapter):
                         )
                 return events
             case sdk.ResultMessage():
-                events = self._begin(frame.user_message_uuids or ())
+                events = self._session_named(frame.session_id)
+                events += self._begin(frame.user_message_uuids or ())
                 return events + self._end(frame)
         return []
+
+    def _session_named(self, session_id: Any) -> list[ProviderEvent]:
+        """A frame names the session the CLI runs under: report it if it moved."""
+        if not isinstance(session_id, str) or session_id in ("", self.claude_session_id):
+            return []
+        self._log.info("claude_session_moved", previous=self.claude_session_id)
+        self.claude_session_id = session_id
+        return [ProviderRefReported(provider_ref=session_id)]
 
     def _begin(self, uuids: Any) -> list[ProviderEvent]:
         """A frame of a turn: start the run if none is under way (with the
@@ -575,8 +614,7 @@ class ClaudeAdapter(ProviderAdapter):
             return
         self._failed = True
         self._log.warning("claude_cli_failed", reason=reason)
-        if self._client is not None:
-            self._kill_cli(self._client)
+        self._kill_cli()
         for future in self._sends.values():
             if not future.done():
                 future.set_exception(ProviderCrashed(reason))
@@ -589,18 +627,25 @@ class ClaudeAdapter(ProviderAdapter):
                 )
             )
 
-    @staticmethod
-    def _kill_cli(client: Any) -> None:
-        """SIGKILL the CLI's process group (the guard made it a group leader).
-        The SDK keeps the process on its transport (private in 0.2.x)."""
-        pid = getattr(getattr(getattr(client, "_transport", None), "_process", None), "pid", None)
-        if pid is None:
+    def _kill_cli(self) -> None:
+        """SIGKILL the CLI's process group (the guard's launcher leads it), unless
+        the process is reaped already (its pid may be another's by now)."""
+        process = self._process
+        if process is None or process.returncode is not None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, signal.SIGKILL)
+            if os.getpgid(process.pid) == process.pid:
+                os.killpg(process.pid, signal.SIGKILL)
             else:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(process.pid, signal.SIGKILL)
+
+
+def _process_of(client: Any) -> Any:
+    """The SDK's handle of the CLI process (an anyio Process with pid, returncode
+    and wait()). The SDK keeps it on its transport, privately in 0.2.x: this is
+    the one place that reads it; the kill tests in tests/providers/claude fail if
+    it moves."""
+    return getattr(getattr(client, "_transport", None), "_process", None)
 
 
 async def _one(frame: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:

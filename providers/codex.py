@@ -1,7 +1,9 @@
 """Codex through its official Python SDK, openai-codex (`codex app-server` on stdio).
 
 `CodexProvider(cli_path=..., env=None, model=None)` opens one `CodexAdapter`
-per provider session: one CLI process and one codex thread each.
+per provider session: one CLI process and one codex thread each. The adapter
+reports the thread id when codex starts the thread (ProviderRefReported); the
+host stores it with the chat and hands it back on resume.
 
 What the SDK does that matters here:
 - `CodexClient` is synchronous. `start()` spawns the CLI with `subprocess.Popen`
@@ -27,6 +29,12 @@ approval waits on the host, since then the SDK's reader is ours to release), and
 Codex returns early from turn/start and ends on turn/completed; steering is
 turn/steer (an error "no active turn to steer" becomes a queued message);
 cancel is turn/interrupt; nothing can be withdrawn.
+
+`approval_policy` and `sandbox` go with thread/start and thread/resume, checked
+first against what the app-server accepts there (codex 0.163: its config file
+no longer takes "untrusted", and the CLI exits at initialize if it finds it).
+A CLI that exits says why on its stderr, which the SDK drains on a thread of
+its own: a failure waits for that drain, so the error carries the CLI's words.
 """
 
 import asyncio
@@ -36,9 +44,11 @@ import functools
 import json
 import os
 import queue
+import re
+import subprocess
 import threading
 import uuid
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import attrs
@@ -59,6 +69,7 @@ from agenthost.messages.provider import (
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
+    ProviderRefReported,
     ProviderResume,
     ProviderSend,
     ProviderSteer,
@@ -78,6 +89,7 @@ from agenthost.providers.base import (
     ProviderResumeError,
 )
 from agenthost.providers.cli_guard import guard_env, launcher_path, resolve_cli
+from agenthost.providers.manifest import CODEX_CHOICES
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -102,6 +114,11 @@ TOOL_ITEMS = {
     "webSearch": "web_search",
 }
 FINISH = {"completed": "stop", "interrupted": "interrupted"}
+APPROVAL_POLICIES = CODEX_CHOICES["approval_policy"]
+SANDBOXES = CODEX_CHOICES["sandbox"]
+EXIT_WAIT_S = 2.0  # how long a failure waits for the exited CLI's last stderr lines
+_NOISE = re.compile(r"^\s*(\d+: |Stack backtrace:|WARNING: proceeding, even though)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class CodexProvider(Provider):
@@ -114,13 +131,15 @@ class CodexProvider(Provider):
         cwd: the CLI's working directory.
         rpc_timeout: seconds each request may take before it counts as timed out.
         max_timeouts: timeouts in a row that fail the connection.
-        threads: where codex thread ids are kept per chat ("session_id/chat_id"),
-            so a restarted connection resumes its thread. In memory by default;
-            pass a persistent mapping (e.g. `shelve.open(path)`) so sessions
-            restored after a host restart resume theirs too.
+        approval_policy: when codex asks before it runs a command or applies a
+            change: "untrusted", "on-request" or "never"; None: the CLI's default
+            (its config.toml's, else on-request).
+        sandbox: where commands run: "read-only", "workspace-write" or
+            "danger-full-access"; None: the CLI's default.
 
     Raises:
-        AgentHostError: the CLI is missing (names `cli_path=`).
+        AgentHostError: PROVIDER_UNAVAILABLE when the CLI is missing (names
+            `cli_path=`); INVALID_ARGUMENT for a value codex does not take.
     """
 
     capabilities = CAPABILITIES
@@ -134,15 +153,17 @@ class CodexProvider(Provider):
         cwd: str | None = None,
         rpc_timeout: float = 30.0,
         max_timeouts: int = 2,
-        threads: MutableMapping[str, str] | None = None,
+        approval_policy: str | None = None,
+        sandbox: str | None = None,
     ) -> None:
+        self.approval_policy = _one_of("approval_policy", approval_policy, APPROVAL_POLICIES)
+        self.sandbox = _one_of("sandbox", sandbox, SANDBOXES)
         self.cli = resolve_cli(cli_path, provider="codex")
         self.env = dict(env or {})
         self.model = model
         self.cwd = cwd
         self.rpc_timeout = rpc_timeout
         self.max_timeouts = max_timeouts
-        self.threads: MutableMapping[str, str] = {} if threads is None else threads
 
     def open_session(self, session_id: str, chat_id: str, emit: Emit) -> "CodexAdapter":
         return CodexAdapter(self, session_id, chat_id, emit)
@@ -204,7 +225,6 @@ class CodexAdapter(ProviderAdapter):
     def __init__(self, provider: CodexProvider, session_id: str, chat_id: str, emit: Emit) -> None:
         self._provider = provider
         self._emit = emit
-        self._chat_key = f"{session_id}/{chat_id}"
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: CodexClient | None = None
@@ -224,14 +244,19 @@ class CodexAdapter(ProviderAdapter):
         await self._ensure_thread()
 
     async def resume(self, message: ProviderResume) -> None:
-        """Resume this chat's codex thread; "no rollout found" means no history."""
+        """Resume the codex thread the host stored for this chat. "no rollout found",
+        or no thread stored at all, means no history: a new thread starts.
+
+        Raises:
+            ProviderResumeError: `no_history` as above (a new thread is open by
+                then); any other error of codex's, as it is.
+        """
         await self._open()
-        thread_id = self._provider.threads.get(self._chat_key)
+        thread_id = message.provider_ref
         if thread_id is None:
+            await self._ensure_thread()
             raise ProviderResumeError(
-                -32600,
-                "codex: no codex thread is known for this chat (thread ids live in memory"
-                " unless CodexProvider(threads=...) keeps them)",
+                -32600, "codex: no codex thread is stored for this chat", no_history=True
             )
         client = self._require_client()
         params = self._thread_params()
@@ -242,9 +267,10 @@ class CodexAdapter(ProviderAdapter):
         except JsonRpcError as exc:
             no_history = NO_HISTORY in exc.message.lower()
             if no_history:
-                self._provider.threads.pop(self._chat_key, None)  # the next send starts one
+                await self._ensure_thread()
             raise ProviderResumeError(exc.code, exc.message, no_history=no_history) from exc
         self._thread_id = thread_id
+        self._emit(ProviderRefReported(provider_ref=thread_id))
 
     async def _open(self) -> None:
         """Spawn the CLI (through the guard) on the calls thread and initialize."""
@@ -275,12 +301,20 @@ class CodexAdapter(ProviderAdapter):
                 "thread/start", functools.partial(client.thread_start, params)
             )
             self._thread_id = started.thread.id
-            self._provider.threads[self._chat_key] = started.thread.id
+            self._emit(ProviderRefReported(provider_ref=started.thread.id))
         return self._thread_id
 
     def _thread_params(self) -> JsonObject | None:
-        """thread/start and thread/resume options: the model, if one was set."""
-        return None if self._provider.model is None else {"model": self._provider.model}
+        """thread/start and thread/resume options: those that were set."""
+        provider = self._provider
+        params: JsonObject = {}
+        if provider.model is not None:
+            params["model"] = provider.model
+        if provider.approval_policy is not None:
+            params["approvalPolicy"] = provider.approval_policy
+        if provider.sandbox is not None:
+            params["sandbox"] = provider.sandbox
+        return params or None
 
     # -- turns -----------------------------------------------------------------------------
     async def send(self, message: ProviderSend) -> str | None:
@@ -406,6 +440,8 @@ class CodexAdapter(ProviderAdapter):
                     loop.call_soon_threadsafe(self._on_notification, run, notification)
                     if notification.method == "turn/completed":
                         return
+            except TransportClosedError as exc:  # on this thread, the CLI's last words can wait
+                raise ProviderCrashed(_exit_reason(client, "mid-turn")) from exc
             finally:
                 client.unregister_turn_notifications(turn_id)
 
@@ -416,20 +452,19 @@ class CodexAdapter(ProviderAdapter):
         if reading.cancelled() or reading.exception() is None:
             return
         run.done.set()
-        self._connection_failed(f"the codex CLI stopped mid-turn: {reading.exception()}")
+        self._connection_failed(str(reading.exception()))
 
     def _watch(self, client: CodexClient) -> None:
         """On its own thread: drain the global queue; it fails when the CLI dies."""
         try:
             while True:
                 client.next_notification()
-        except Exception as exc:  # the transport closed: report it on the loop
+        except Exception:  # the transport closed: report it on the loop
             loop = self._loop
-            if loop is not None:
+            if loop is not None and not self._closing:
+                reason = _exit_reason(client, "while running")
                 with contextlib.suppress(RuntimeError):  # the loop closed
-                    loop.call_soon_threadsafe(
-                        self._connection_failed, f"the codex CLI exited: {exc}"
-                    )
+                    loop.call_soon_threadsafe(self._connection_failed, reason)
 
     def _on_notification(self, run: _Run, notification: Notification) -> None:
         for event in self._map(run, notification.method, _params(notification)):
@@ -587,7 +622,13 @@ class CodexAdapter(ProviderAdapter):
             return future.result()
         except TransportClosedError as exc:
             self._failed = True
-            raise ProviderCrashed(f"the codex CLI is gone ({what}): {exc}") from exc
+            client = self._client
+            reason = f"the codex CLI is gone ({what}): {exc}"
+            if client is not None:
+                loop = asyncio.get_running_loop()
+                reason = await loop.run_in_executor(None, _exit_reason, client, what)
+            self._log.warning("codex_cli_exited", call=what, reason=reason)
+            raise ProviderCrashed(reason) from exc
 
     async def _wait(self, event: asyncio.Event, what: str) -> None:
         try:
@@ -614,6 +655,40 @@ class CodexAdapter(ProviderAdapter):
         if self._client is None:
             raise ProviderCrashed("the codex connection is closed")
         return self._client
+
+
+def _one_of(option: str, value: str | None, accepted: tuple[str, ...]) -> str | None:
+    if value is not None and value not in accepted:
+        raise AgentHostError(
+            code=ErrorCode.INVALID_ARGUMENT,
+            message=f"codex: {option} must be one of {', '.join(accepted)} (got {value!r})",
+        )
+    return value
+
+
+def _exit_reason(client: CodexClient, what: str) -> str:
+    """Why the CLI exited, in its own words: its status and the last lines of its
+    stderr, once the SDK drained them (the SDK sees stdout close before it reads
+    the CLI's last stderr lines). Blocks up to EXIT_WAIT_S: call it off the loop.
+
+    The SDK keeps the process and the stderr it drains private (`_proc`,
+    `_stderr_thread`, `_stderr_lines` in openai-codex 0.163); this is the one
+    place that reads them, and tests/providers/codex fail if they move.
+    """
+    process: subprocess.Popen[str] | None = getattr(client, "_proc", None)
+    status = None
+    if process is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            status = process.wait(EXIT_WAIT_S)
+    drain: threading.Thread | None = getattr(client, "_stderr_thread", None)
+    if drain is not None:
+        drain.join(EXIT_WAIT_S)
+    lines = [_ANSI.sub("", line).strip() for line in getattr(client, "_stderr_lines", ())]
+    said = [line for line in lines if line and not _NOISE.match(line)]
+    errors = [line for line in said if "error" in line.lower()]
+    words = "; ".join((errors or said)[-3:]) or "it said nothing on stderr"
+    code = "" if status is None else f", status {status}"
+    return f"the codex CLI exited ({what}{code}): {words}"
 
 
 def _no_active_turn(message: str) -> ProviderCallError:

@@ -1,9 +1,11 @@
 """GitHub Copilot through its official SDK (github-copilot-sdk, `pip install agenthost[copilot]`).
 
 One adapter is one chat's provider session: its own `CopilotClient`, hence
-its own CLI process, and one Copilot session whose id is derived from the
-host's session and chat ids, so a restarted connection resumes the same
-conversation. What the SDK does that matters here:
+its own CLI process, and one Copilot session. A new session's id is derived
+from the host's session and chat ids; the adapter reports the id it opened
+(ProviderRefReported), the host stores it with the chat and hands it back on
+resume, so a restarted connection or host resumes the same conversation.
+What the SDK does that matters here:
 
 - The client spawns the CLI itself (`subprocess.Popen`, on this loop's
   thread) from the path it is given; with no path it would download one. We
@@ -24,6 +26,16 @@ conversation. What the SDK does that matters here:
 - Permission requests, the model's questions to the user and calls to client
   tools reach us as SDK callbacks; each becomes a `HostRequestOpened` and
   waits for the host's `ProviderAnswer`.
+- A CLI that cannot run a message says so with `session.error` and goes idle,
+  without echoing it (without a GitHub login: "No GitHub OAuth token or
+  Copilot HMAC key provided"). The error ends the turn of every message it
+  had not echoed yet; a CLI that goes idle without echoing a message it
+  acknowledged ends that turn too. The missing login has its own code,
+  PROVIDER_LOGIN_REQUIRED.
+- `byok` is the SDK's own-endpoint option (`provider`, "bring your own key"),
+  passed on session create and resume: the CLI then runs against that model
+  endpoint and needs no GitHub login. (Its COPILOT_PROVIDER_* variables are
+  ignored when the SDK runs it on stdio.)
 """
 
 import asyncio
@@ -78,6 +90,7 @@ from agenthost.messages.provider import (
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
+    ProviderRefReported,
     ProviderResume,
     ProviderSend,
     ProviderSteer,
@@ -111,6 +124,28 @@ CAPABILITIES = Capabilities(
     accepts_steering=True,
 )
 NO_HISTORY = "session not found"
+NO_LOGIN = ("no github oauth token", "copilot hmac key")  # the CLI's words, lowercased
+BYOK_TYPES = ("openai", "azure", "anthropic")
+# ProviderConfig keys passed on as they are (the SDK's snake_case names)
+BYOK_KEYS = frozenset(
+    {
+        "type",
+        "base_url",
+        "api_key",
+        "api_key_env",
+        "api_key_command",
+        "bearer_token",
+        "wire_api",
+        "transport",
+        "model_provider",
+        "headers",
+        "model_id",
+        "wire_model",
+        "max_prompt_tokens",
+        "max_output_tokens",
+        "azure",
+    }
+)
 _SESSION_NAMESPACE = uuid.UUID("6f1c7c1e-2b0a-4f57-9a53-0c9e4d3b8a21")
 
 
@@ -128,9 +163,15 @@ class CopilotProvider(Provider):
         start_timeout: seconds spawning the CLI and opening the session may take.
         max_timeouts: consecutive timeouts after which the connection is failed.
         heartbeat_s: how often a CLI with a run in flight is pinged.
+        byok: your own model endpoint instead of a GitHub login (the SDK's
+            `provider` option): `type` ("openai", "azure" or "anthropic"),
+            `base_url`, and `api_key` or `api_key_env` (the name of the variable
+            holding the key, read now); other keys of the SDK's ProviderConfig
+            (`wire_api`, `model_id`, `wire_model`, `headers`, ...) pass as they are.
 
     Raises:
-        AgentHostError: PROVIDER_UNAVAILABLE naming `cli_path=` when the CLI is missing.
+        AgentHostError: PROVIDER_UNAVAILABLE naming `cli_path=` when the CLI is
+            missing; INVALID_ARGUMENT naming the `byok` key at fault.
     """
 
     capabilities = CAPABILITIES
@@ -147,8 +188,10 @@ class CopilotProvider(Provider):
         start_timeout: float = 60.0,
         max_timeouts: int = 2,
         heartbeat_s: float = 5.0,
+        byok: Mapping[str, Any] | None = None,
     ) -> None:
         self.cli = resolve_cli(cli_path, provider="copilot")
+        self.byok = None if byok is None else _byok(byok)
         self.env = dict(env or {})
         self.model = model
         self.client_tools = tuple(client_tools)
@@ -160,6 +203,10 @@ class CopilotProvider(Provider):
 
     def open_session(self, session_id: str, chat_id: str, emit: Emit) -> "CopilotAdapter":
         return CopilotAdapter(self, session_id, chat_id, emit)
+
+    def __repr__(self) -> str:  # never the byok key
+        endpoint = None if self.byok is None else self.byok.get("base_url")
+        return f"CopilotProvider(cli={self.cli!r}, model={self.model!r}, byok={endpoint!r})"
 
     def child_env(self) -> dict[str, str]:
         """The CLI's environment: the host's, the user's `env`, the launcher's."""
@@ -203,21 +250,26 @@ class CopilotAdapter(ProviderAdapter):
         self._timeouts = 0
         self._failed: ProviderCrashed | None = None
         self._heartbeat: asyncio.Task[None] | None = None
+        self._refused = False  # an error came before any echo; its idle is still to come
 
     # -- opening -------------------------------------------------------------------------------
     async def start(self) -> None:
         """Spawn the CLI and create this chat's Copilot session."""
         await self._connect()
         self._session = await self._call("session.create", self._create(), opening=True)
+        self._emit(ProviderRefReported(provider_ref=self.copilot_session_id))
 
     async def resume(self, message: ProviderResume) -> None:
-        """Resume this chat's Copilot session.
+        """Resume this chat's Copilot session: the one the host stored (the derived
+        id when it stored none).
 
         Raises:
             ProviderResumeError: `no_history` when the CLI positively reports the
                 session unknown ("Session not found", -32603); a fresh session under
                 the same id is open by then. Every other error propagates as is.
         """
+        if message.provider_ref is not None:
+            self.copilot_session_id = message.provider_ref
         await self._connect()
         try:
             self._session = await self._call("session.resume", self._resume(), opening=True)
@@ -225,7 +277,9 @@ class CopilotAdapter(ProviderAdapter):
             no_history = exc.code == -32603 and NO_HISTORY in exc.message.lower()
             if no_history:
                 self._session = await self._call("session.create", self._create(), opening=True)
+                self._emit(ProviderRefReported(provider_ref=self.copilot_session_id))
             raise ProviderResumeError(exc.code, exc.message, no_history=no_history) from exc
+        self._emit(ProviderRefReported(provider_ref=self.copilot_session_id))
 
     async def _connect(self) -> None:
         if self._client is not None:
@@ -244,6 +298,7 @@ class CopilotAdapter(ProviderAdapter):
         self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
     def _session_options(self) -> dict[str, Any]:
+        """What create and resume both pass (the SDK wants `provider` on each)."""
         return {
             "on_permission_request": self._on_permission,
             "on_user_input_request": self._on_user_input,
@@ -251,6 +306,7 @@ class CopilotAdapter(ProviderAdapter):
             "tools": [self._tool(t) for t in self.provider.client_tools] or None,
             "streaming": True,
             "on_event": self._on_event,
+            "provider": self.provider.byok,
         }
 
     def _create(self) -> Awaitable[CopilotSession]:
@@ -360,6 +416,10 @@ class CopilotAdapter(ProviderAdapter):
         """Map one SDK event onto provider-protocol messages (the one mapping function)."""
         data = event.data
         match data:
+            case SessionErrorData():
+                return self._session_error(data)
+            case SessionIdleData():
+                return self._session_idle(data)
             case UserMessageData():
                 origin = self._origin(data.message_id, data.content)
                 if origin is None:
@@ -404,13 +464,65 @@ class CopilotAdapter(ProviderAdapter):
                         success=data.success,
                     )
                 ]
-            case SessionErrorData():
-                error = AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=data.message)
-                return [CallSettled(turn_id=self._key, settlement=Settlement.REJECTED, error=error)]
-            case SessionIdleData():
-                key, self._key, self._busy = self._key, None, False
-                return [Idle(turn_id=key)]
         return []
+
+    def _session_error(self, data: SessionErrorData) -> list[ProviderEvent]:
+        """The CLI's own error ends the run it is on; before any echo, it ends the
+        turns of the messages it was given and has not echoed (it will not run them)."""
+        error = _error(data.message)
+        self._log.warning(
+            "copilot_session_error",
+            turn_id=self._key,
+            error_type=data.error_type,
+            error=data.message,
+            code=error.code.value,
+        )
+        if self._key is not None:
+            return [CallSettled(turn_id=self._key, settlement=Settlement.REJECTED, error=error)]
+        self._refused = True
+        return [
+            CallSettled(turn_id=origin.key, settlement=Settlement.REJECTED, error=error)
+            for origin in self._take_unechoed(data.originating_message_id)
+        ]
+
+    def _session_idle(self, data: SessionIdleData) -> list[ProviderEvent]:
+        """The run is over. Idle with no run of ours under way (no echo came) and
+        not after an abort or an error: the CLI dropped what it acknowledged."""
+        key, self._key, self._busy = self._key, None, False
+        refused, self._refused = self._refused, False
+        if key is not None:
+            return [Idle(turn_id=key)]
+        if refused or data.aborted:
+            return []
+        # Its answer to session.send may still be on its way to us (`_unsent`).
+        dropped = [
+            origin
+            for table in (self._origins, self._unsent)
+            for origin in table.values()
+            if not origin.starts_turn
+        ]
+        self._origins = {k: o for k, o in self._origins.items() if o.starts_turn}
+        self._unsent = {k: o for k, o in self._unsent.items() if o.starts_turn}
+        if dropped:
+            self._log.warning("copilot_went_idle_unechoed", turn_ids=[o.key for o in dropped])
+        error = AgentHostError(
+            code=ErrorCode.PROVIDER_ERROR,
+            message="copilot: the CLI went idle without running the message",
+        )
+        return [
+            CallSettled(turn_id=origin.key, settlement=Settlement.REJECTED, error=error)
+            for origin in dropped
+        ]
+
+    def _take_unechoed(self, message_id: str | None) -> list[_Origin]:
+        """The messages handed to the CLI and not echoed: the one `message_id` names,
+        else all of them (sent, or still on their way)."""
+        if message_id is not None and message_id in self._origins:
+            return [self._origins.pop(message_id)]
+        taken = [*self._origins.values(), *self._unsent.values()]
+        self._origins.clear()
+        self._unsent.clear()
+        return taken
 
     def _origin(self, message_id: str | None, text: str) -> _Origin | None:
         """By message id first; by exact text only among messages whose id we lack."""
@@ -586,6 +698,57 @@ class CopilotAdapter(ProviderAdapter):
                 return
             except Exception as exc:  # answered, if oddly: the CLI is alive
                 self._log.warning("copilot_ping_failed", error=repr(exc))
+
+
+def _error(message: str) -> AgentHostError:
+    """The CLI's error as ours: a missing GitHub login has its own code and says
+    what to do; anything else is the provider's error, in its words."""
+    if any(marker in message.lower() for marker in NO_LOGIN):
+        return AgentHostError(
+            code=ErrorCode.PROVIDER_LOGIN_REQUIRED,
+            message=(
+                "copilot: the CLI has no GitHub login (log in with `copilot login`, set"
+                " COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN in its env, or pass byok="
+                f" for your own model endpoint): {message}"
+            ),
+        )
+    return AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=message)
+
+
+def _byok(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The SDK's `provider` option from `byok=`: checked, the key read from its variable.
+
+    Raises:
+        AgentHostError: INVALID_ARGUMENT naming the key at fault (never a value).
+    """
+
+    def invalid(problem: str) -> AgentHostError:
+        return AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=f"copilot: byok {problem}")
+
+    unknown = sorted(set(options) - BYOK_KEYS)
+    if unknown:
+        raise invalid(
+            f"has an unknown key {unknown[0]!r} (it accepts: {', '.join(sorted(BYOK_KEYS))})"
+        )
+    if options.get("type") not in BYOK_TYPES:
+        raise invalid(f"'type' must be one of {', '.join(BYOK_TYPES)}")
+    base_url = options.get("base_url")
+    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        raise invalid("'base_url' must be an http:// or https:// URL")
+    if "api_key" in options and "api_key_env" in options:
+        raise invalid("takes 'api_key' or 'api_key_env', not both")
+    config = {k: v for k, v in options.items() if k != "api_key_env"}
+    variable = options.get("api_key_env")
+    if variable is not None:
+        if not isinstance(variable, str) or not variable:
+            raise invalid("'api_key_env' must be the name of an environment variable")
+        key = os.environ.get(variable, "")
+        if not key:
+            raise invalid(
+                f"'api_key_env' names the environment variable {variable}, which is not set"
+            )
+        config["api_key"] = key
+    return config
 
 
 def _permission_subject(request: PermissionRequest) -> str:

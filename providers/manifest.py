@@ -19,6 +19,21 @@
     kind = "claude"
     cli_path = "/usr/local/bin/claude"
 
+    [providers.codex]
+    kind = "codex"
+    cli_path = "/usr/local/bin/codex"
+    approval_policy = "on-request"   # or "untrusted", "never"
+    sandbox = "workspace-write"      # or "read-only", "danger-full-access"
+
+    [providers.copilot]
+    kind = "copilot"
+    cli_path = "/usr/local/bin/copilot"
+    model = "claude-sonnet-4.5"
+    [providers.copilot.byok]         # your own model endpoint instead of a GitHub login
+    type = "anthropic"               # or "openai", "azure"
+    base_url = "https://api.anthropic.com"
+    api_key_env = "ANTHROPIC_API_KEY"
+
     [providers.scripted]
     kind = "scripted"
     shape = "claude"
@@ -51,13 +66,37 @@ KEYS: dict[str, frozenset[str]] = {
     "openai": frozenset(
         {"model", "base_url", "api_key_env", "temperature", "max_output_tokens", "timeout_s"}
     ),
-    "copilot": frozenset({"model", "cli_path"}),
+    "copilot": frozenset({"model", "cli_path", "byok"}),
     "claude": frozenset({"model", "cli_path"}),
-    "codex": frozenset({"model", "cli_path"}),
+    "codex": frozenset({"model", "cli_path", "approval_policy", "sandbox"}),
+}
+# What codex 0.163's thread/start and thread/resume take (AskForApproval, SandboxMode;
+# `codex --help` lists on-request and never; "untrusted" is still a thread's option,
+# though its config.toml no longer takes it). CodexProvider checks the same.
+CODEX_CHOICES: dict[str, tuple[str, ...]] = {
+    "approval_policy": ("untrusted", "on-request", "never"),
+    "sandbox": ("read-only", "workspace-write", "danger-full-access"),
 }
 SDK_CLASSES = {"copilot": "CopilotProvider", "claude": "ClaudeProvider", "codex": "CodexProvider"}
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# [providers.NAME.byok] keys (the key itself never: only the variable holding it)
+BYOK_KEYS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "type": (lambda v: v in ("openai", "azure", "anthropic"), "one of openai, azure, anthropic"),
+    "base_url": (
+        lambda v: isinstance(v, str) and re.match(r"https?://[^/\s]+", v) is not None,
+        "an http:// or https:// URL",
+    ),
+    "api_key_env": (
+        lambda v: isinstance(v, str) and ENV_NAME.fullmatch(v) is not None,
+        "an environment variable's name",
+    ),
+    "wire_api": (lambda v: v in ("completions", "responses"), "completions or responses"),
+    "model_id": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "wire_model": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "max_prompt_tokens": (lambda v: _positive_int(v), "a positive integer"),
+    "max_output_tokens": (lambda v: _positive_int(v), "a positive integer"),
+}
 
 
 def load_manifest(path: str | os.PathLike[str]) -> dict[str, Provider]:
@@ -197,6 +236,13 @@ def _sdk(entry: _Entry, kind: str) -> Provider:
     model = entry.text("model")
     if model is not None:
         options["model"] = model
+    if "byok" in entry.table:
+        options["byok"] = _byok(entry)
+    for key, accepted in CODEX_CHOICES.items():
+        if key in entry.table:
+            options[key] = entry.get(
+                key, accepted.__contains__, f"one of {', '.join(accepted)}", None
+            )
     try:
         module = importlib.import_module(f"agenthost.providers.{kind}")
         cls = getattr(module, SDK_CLASSES[kind])
@@ -207,6 +253,31 @@ def _sdk(entry: _Entry, kind: str) -> Provider:
         ) from None
     provider: Provider = cls(**options)
     return provider
+
+
+def _byok(entry: _Entry) -> dict[str, Any]:
+    """A copilot entry's [providers.NAME.byok] table, checked key by key."""
+    table = entry.get(
+        "byok", lambda v: isinstance(v, dict), f"a table ([providers.{entry.name}.byok])", {}
+    )
+    for key, value in table.items():
+        if key == "api_key":
+            raise entry.error("byok.api_key", "is not accepted: name the variable with api_key_env")
+        if key not in BYOK_KEYS:
+            accepted = ", ".join(sorted(BYOK_KEYS))
+            raise entry.error(f"byok.{key}", f"is not a byok key (it accepts: {accepted})")
+        check, expected = BYOK_KEYS[key]
+        if not check(value):
+            raise entry.error(f"byok.{key}", f"must be {expected} (got a {_toml_type(value)})")
+    for key in ("type", "base_url"):
+        if key not in table:
+            raise entry.error(f"byok.{key}", "is required")
+    variable = table.get("api_key_env")
+    if variable is not None and not os.environ.get(variable):
+        raise entry.error(
+            "byok.api_key_env", f"names the environment variable {variable}, which is not set"
+        )
+    return dict(table)
 
 
 def _invalid(message: str) -> AgentHostError:

@@ -217,8 +217,10 @@ class OpenAICompatAdapter(ProviderAdapter):
         try:
             stream = await self._client.chat.completions.create(**request)
         except openai.APIConnectionError as exc:  # includes timeouts: it never started
+            reason = _root_cause(exc)
+            turn_log.warning("completion_unreachable", base_url=self.backend.base_url, error=reason)
             raise self._error(
-                f"could not reach {self.backend.base_url}: {exc}", taken=False
+                f"could not reach {self.backend.base_url}: {reason}", taken=False
             ) from exc
         except openai.APIStatusError as exc:
             # The endpoint read the turn and refused it: the turn keeps its words.
@@ -314,6 +316,24 @@ def _import_openai(name: str) -> "types.ModuleType":
             ),
         ) from None
     return openai
+
+
+def _root_cause(exc: BaseException) -> str:
+    """Why a request never reached the endpoint, as the system said it: the
+    innermost OS error ("connection refused"), else the innermost message
+    (the client's own "Connection error." says nothing)."""
+    causes = [exc]
+    while (cause := causes[-1].__cause__ or causes[-1].__context__) is not None:
+        if cause in causes:
+            break
+        causes.append(cause)
+    for cause in reversed(causes):
+        if isinstance(cause, OSError) and cause.errno is not None:
+            return os.strerror(cause.errno).lower()
+    for cause in reversed(causes):
+        if isinstance(cause, TimeoutError) or "timeout" in type(cause).__name__.lower():
+            return "timed out"
+    return str(causes[-1]) or type(causes[-1]).__name__
 
 
 def _status_text(exc: "APIStatusError") -> str:

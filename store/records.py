@@ -42,6 +42,17 @@ class SaveChat:
 
 
 @attrs.frozen(kw_only=True)
+class SaveProviderRef:
+    """What the chat's provider needs to resume its conversation (opaque here).
+
+    An update of the chat's row: the session's own write, which inserts the
+    row, reaches the store before any connection of the session can report."""
+
+    chat_id: str
+    provider_ref: str
+
+
+@attrs.frozen(kw_only=True)
 class SaveTurnStarted:
     session_id: str
     chat_id: str
@@ -161,6 +172,7 @@ class DeleteMemento:
 StoreOp = (
     SaveSession
     | SaveChat
+    | SaveProviderRef
     | SaveTurnStarted
     | SaveAssistantText
     | SaveTurnEnded

@@ -59,6 +59,7 @@ from agenthost.store.records import (
     SaveChat,
     SaveChatMeta,
     SavePending,
+    SaveProviderRef,
     SaveSession,
     SaveSessionState,
     SaveSteeringRecorded,
@@ -295,6 +296,10 @@ class SqlStore:
                         session_id,
                     ),
                 )
+            case SaveProviderRef(chat_id=chat_id, provider_ref=provider_ref):
+                self._execute(
+                    "UPDATE chats SET provider_ref = ? WHERE id = ?", (provider_ref, chat_id)
+                )
             case SaveChatMeta(chat_id=chat_id, title=title, read_only=read_only):
                 self._execute(
                     "UPDATE chats SET title = COALESCE(?, title),"
@@ -518,6 +523,11 @@ class SqlStore:
                 ).fetchall()
             ),
         )
+
+    def provider_ref(self, chat_id: str) -> str | None:
+        """The reference the chat's provider reported last (SaveProviderRef), if any."""
+        row = self._execute("SELECT provider_ref FROM chats WHERE id = ?", (chat_id,)).fetchone()
+        return None if row is None else row[0]
 
     def finish_reasons(self, chat_id: str) -> dict[str, str | None]:
         """Each ended turn of the chat and the finish reason its provider gave

@@ -43,6 +43,7 @@ from agenthost.store.records import (
     SaveAssistantText,
     SaveChatMeta,
     SavePending,
+    SaveProviderRef,
     SaveSessionState,
     SaveSteeringRecorded,
     SaveTurnEnded,
@@ -61,6 +62,7 @@ HEADER = b"SQLite format 3\x00"
 BACKUP_HINT = "agenthost store backup makes one"
 
 _ONE_STATEMENT = (
+    SaveProviderRef,
     SaveTurnStarted,  # with no attachments
     SaveAssistantText,
     SaveTurnEnded,

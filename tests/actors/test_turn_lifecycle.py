@@ -222,6 +222,7 @@ def test_a_call_the_provider_never_started_fails_as_execution_abandoned(start) -
     outcome = chat.send("go").result(timeout=10)
     assert outcome.error is not None
     assert outcome.error.code is ErrorCode.EXECUTION_ABANDONED
+    assert outcome.error.message == "refused"  # the provider's own words
     assert outcome.error.resumable is False
 
 

@@ -17,3 +17,9 @@ def wait_gone(pid: int, timeout: float = WAIT_S) -> bool:
         return bool(readable)
     finally:
         os.close(fd)
+
+
+def guarded(process: dict[str, int]) -> bool:
+    """A stand-in's own report (pid, ppid, sid, pgid) says it runs under the CLI
+    guard: in a session and group of their own, led by the guard, its parent."""
+    return process["sid"] == process["pgid"] == process["ppid"] != os.getsid(0)

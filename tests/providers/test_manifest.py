@@ -10,6 +10,7 @@ import pytest
 from agenthost.actors import Host
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.providers import OpenAICompatProvider, ScriptedProvider, load_manifest
+from agenthost.providers.manifest import SDK_CLASSES
 from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
 
@@ -172,26 +173,32 @@ def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     assert "cannot read" in error_of(tmp_path / "absent.toml").message
 
 
-def test_agent_sdk_kinds_are_imported_only_when_named_with_their_options(
-    manifest: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def fake_sdk_kind(monkeypatch: pytest.MonkeyPatch, kind: str) -> list[dict[str, Any]]:
+    """Stand a recording class in for `kind`'s provider; returns what each was made with."""
     made: list[dict[str, Any]] = []
 
-    class CopilotProvider(ScriptedProvider):
+    class Recording(ScriptedProvider):
         def __init__(self, **options: Any) -> None:
             made.append(options)
             super().__init__()
 
-    module = types.ModuleType("agenthost.providers.copilot")
-    module.CopilotProvider = CopilotProvider  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "agenthost.providers.copilot", module)
+    module = types.ModuleType(f"agenthost.providers.{kind}")
+    setattr(module, SDK_CLASSES[kind], Recording)
+    monkeypatch.setitem(sys.modules, f"agenthost.providers.{kind}", module)
+    return made
+
+
+def test_agent_sdk_kinds_are_imported_only_when_named_with_their_options(
+    manifest: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = fake_sdk_kind(monkeypatch, "copilot")
     providers = load_manifest(
         manifest(
             '[providers.co]\nkind = "copilot"\ncli_path = "/opt/copilot"\nmodel = "gpt-5"\n'
             '[providers.bare]\nkind = "copilot"\n'
         )
     )
-    assert isinstance(providers["co"], CopilotProvider)
+    assert type(providers["co"]).__name__ == "Recording"
     assert made == [{"cli_path": "/opt/copilot", "model": "gpt-5"}, {}]
 
 
@@ -202,3 +209,72 @@ def test_an_agent_sdk_kind_that_is_not_installed_says_which_extra_to_install(
     error = error_of(manifest('[providers.cx]\nkind = "codex"\n'))
     assert "'cx'" in error.message
     assert "agenthost[codex]" in error.message
+
+
+def test_a_copilot_entry_passes_its_byok_table_on(
+    manifest: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = fake_sdk_kind(monkeypatch, "copilot")
+    monkeypatch.setenv("BYOK_KEY", SECRET)
+    load_manifest(
+        manifest(
+            '[providers.co]\nkind = "copilot"\nmodel = "claude-sonnet-4.5"\n'
+            '[providers.co.byok]\ntype = "anthropic"\nbase_url = "http://127.0.0.1:9"\n'
+            'api_key_env = "BYOK_KEY"\nmax_output_tokens = 512\n'
+        )
+    )
+    byok = {
+        "type": "anthropic",
+        "base_url": "http://127.0.0.1:9",
+        "api_key_env": "BYOK_KEY",
+        "max_output_tokens": 512,
+    }
+    assert made == [{"model": "claude-sonnet-4.5", "byok": byok}]
+
+
+@pytest.mark.parametrize(
+    ("byok", "key"),
+    [
+        ('api_key = "' + SECRET + '"', "byok.api_key"),
+        ('type = "' + SECRET + '"\nbase_url = "http://x"', "byok.type"),
+        ('type = "openai"', "byok.base_url"),
+        ('type = "openai"\nbase_url = "' + SECRET + '"', "byok.base_url"),
+        (
+            'type = "openai"\nbase_url = "http://x"\napi_key_env = "UNSET_BYOK_VAR"',
+            "byok.api_key_env",
+        ),
+        ('type = "openai"\nbase_url = "http://x"\nsecret = "' + SECRET + '"', "byok.secret"),
+    ],
+)
+def test_a_bad_byok_table_names_the_entry_and_key_never_the_value(
+    manifest: Any, byok: str, key: str
+) -> None:
+    error = error_of(manifest(f'[providers.co]\nkind = "copilot"\n[providers.co.byok]\n{byok}\n'))
+    assert "'co'" in error.message
+    assert f"{key!r}" in error.message
+
+
+def test_a_codex_entry_passes_its_approval_policy_and_sandbox_on(
+    manifest: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = fake_sdk_kind(monkeypatch, "codex")
+    load_manifest(
+        manifest(
+            '[providers.cx]\nkind = "codex"\napproval_policy = "never"\nsandbox = "read-only"\n'
+        )
+    )
+    assert made == [{"approval_policy": "never", "sandbox": "read-only"}]
+
+
+@pytest.mark.parametrize(
+    ("entry", "key"),
+    [
+        ('approval_policy = "on-failure"', "approval_policy"),
+        ('sandbox = "' + SECRET + '"', "sandbox"),
+    ],
+)
+def test_a_codex_choice_codex_does_not_take_names_the_entry_and_key(
+    manifest: Any, entry: str, key: str
+) -> None:
+    error = error_of(manifest(f'[providers.cx]\nkind = "codex"\n{entry}\n'))
+    assert "'cx'" in error.message and f"{key!r}" in error.message

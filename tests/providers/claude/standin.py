@@ -6,7 +6,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agenthost.messages.provider import ProviderEvent, ProviderSend
+from agenthost.messages.provider import ProviderEvent, ProviderRefReported, ProviderSend
 from agenthost.providers.claude import ClaudeProvider
 
 STANDIN = Path(__file__).with_name("standin_cli.py")
@@ -56,10 +56,14 @@ class Events:
 
     def __init__(self) -> None:
         self.seen: list[ProviderEvent] = []
+        self.refs: list[str] = []  # the references reported, apart
         self._changed = asyncio.Event()
 
     def __call__(self, event: ProviderEvent) -> None:
-        self.seen.append(event)
+        if isinstance(event, ProviderRefReported):
+            self.refs.append(event.provider_ref)
+        else:
+            self.seen.append(event)
         self._changed.set()
 
     def of(self, kind: type[E]) -> list[E]:

@@ -13,7 +13,8 @@ Environment:
     CLAUDE_STANDIN_LOG     a JSON-lines file; every user message received is
                            recorded ({"event": "prompt" | "steering", "text", "uuid"}),
                            and each start ({"event": "started" | "resumed", "session",
-                           "pid", "sid", "pgid", "tty", "argv"})
+                           "pid", "ppid", "sid", "pgid", "tty",
+                           "argv"})
     CLAUDE_STANDIN_STATE   the directory of conversations
 
 Steps of a reply (an unscripted prompt is answered "echo: <prompt>"):
@@ -181,6 +182,7 @@ class Cli:
                 "event": "resumed" if resume else "started",
                 "session": self.session,
                 "pid": os.getpid(),
+                "ppid": os.getppid(),
                 "sid": os.getsid(0),
                 "pgid": os.getpgid(0),
                 "tty": has_terminal(),

@@ -305,23 +305,29 @@ def test_a_send_ignores_any_history_it_is_given(standin: StandIn) -> None:
     assert standin.received() == ["new"]
 
 
-def test_resume_continues_the_same_conversation(standin: StandIn) -> None:
+def test_resume_continues_the_conversation_whose_reference_it_is_given(standin: StandIn) -> None:
+    """The reference the first adapter reported is all a later one needs: the
+    conversation is found by it, whatever the host's ids."""
+    first_events, events = Events(), Events()
+
     async def scenario() -> None:
-        first = await opened(standin.provider(), Events())
+        first = await opened(standin.provider(), first_events)
         await first.send(send("t1", "remember me"))
         await first.dispose()
-        events = Events()
-        again = standin.provider().open_session("s1", "c1", events)
-        await again.resume(RESUME)
+        again = standin.provider().open_session("s2", "c2", events)
+        [ref] = first_events.refs
+        await again.resume(ProviderResume(session_id="s2", chat_id="c2", provider_ref=ref))
         try:
-            await again.send(send("t2", "next"))
+            await again.send(send("t2", "next", session_id="s2", chat_id="c2"))
         finally:
             await again.dispose()
 
     run(scenario)
     [started] = standin.log("started")
     [resumed] = standin.log("resumed")
+    assert first_events.refs == [started["session"]]
     assert resumed["session"] == started["session"]
+    assert events.refs == [started["session"]]
     assert standin.received() == ["remember me", "next"]
 
 

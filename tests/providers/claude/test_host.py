@@ -18,7 +18,7 @@ from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
 from tests.fakes.events import drain_events
 from tests.providers.claude.standin import WAIT_S, StandIn
-from tests.providers.processes import wait_gone
+from tests.providers.processes import guarded, wait_gone
 
 
 @pytest.fixture
@@ -161,7 +161,7 @@ def test_the_cli_has_no_terminal_and_dies_with_a_host_killed_by_sigkill(tmp_path
         assert host.stdout.readline().strip() == "running"
         [started] = StandIn(tmp_path).log("started")
         cli_pid = started["pid"]
-        assert started["sid"] == started["pgid"] == cli_pid, "the CLI leads its own session"
+        assert guarded(started), "the CLI runs in the guard's own session"
         assert started["tty"] is False
         os.kill(host.pid, signal.SIGKILL)
         assert wait_gone(cli_pid), "the CLI outlived its host"

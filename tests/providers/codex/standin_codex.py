@@ -9,11 +9,15 @@ for approvals). Shapes and error texts follow the real app-server 0.163.0
 Scripted per test through the environment:
   CODEX_STANDIN_SCRIPT  a JSON file: {"turns": {prompt: [step, ...]},
                         "resume_error": {"code": int, "message": str},
-                        "hang_on": method, "refuse": {prompt: message}}
-                        (all optional; "refuse": turn/start answers an error)
+                        "hang_on": method, "refuse": {prompt: message},
+                        "exit_at_initialize": text}
+                        (all optional; "refuse": turn/start answers an error;
+                        "exit_at_initialize": a warning, then the text, on
+                        stderr, and exit 1 unanswered, as the real CLI does
+                        with a setting it no longer supports)
   CODEX_STANDIN_RECORD  a file to which every message received is appended
                         (one JSON object a line), so tests see each prompt;
-                        first, {"startup": {pid, sid, pgid}} of the process.
+                        first, {"startup": {pid, ppid, sid, pgid}} of the process.
   CODEX_STANDIN_HOME    threads are kept here (one file each), so a resume in a
                         new process finds the threads an earlier one started.
 
@@ -33,6 +37,7 @@ the next step boundary, as the real CLI takes it at the next tool or model call.
 import json
 import os
 import sys
+import time
 import uuid
 
 SCRIPT = {}
@@ -356,6 +361,18 @@ class Server:
             if method == SCRIPT.get("hang_on"):
                 hung = True
                 return
+            if method == "initialize" and SCRIPT.get("exit_at_initialize"):
+                # As the real CLI: its stdout closes before its last words reach stderr.
+                sys.stderr.write(
+                    "WARNING: proceeding, even though we could not create PATH aliases\n"
+                )
+                sys.stderr.flush()
+                os.close(1)
+                time.sleep(0.3)
+                error = SCRIPT["exit_at_initialize"]
+                sys.stderr.write(f"Error: {error}\n\nStack backtrace:\n   0: <unknown>\n")
+                sys.stderr.flush()
+                os._exit(1)
             in_flight, self.in_flight = self.in_flight, []
             self.request(message["id"], method, message.get("params") or {})
             for name, params in in_flight:
@@ -371,7 +388,8 @@ SERVER = Server()
 def main():
     if sys.argv[1:] != ["app-server", "--listen", "stdio://"]:
         sys.exit(f"standin_codex: unexpected arguments {sys.argv[1:]}")
-    record({"startup": {"pid": os.getpid(), "sid": os.getsid(0), "pgid": os.getpgid(0)}})
+    startup = {"pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0), "pgid": os.getpgid(0)}
+    record({"startup": startup})
     for line in sys.stdin:
         if line.strip():
             SERVER.handle(json.loads(line))

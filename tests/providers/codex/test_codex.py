@@ -27,6 +27,7 @@ from agenthost.messages.provider import (
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
+    ProviderRefReported,
     ProviderResume,
     ProviderSend,
     ProviderSteer,
@@ -41,6 +42,7 @@ from agenthost.providers import CodexProvider, ProviderCallError, ProviderCrashe
 from agenthost.providers.base import ProviderResumeError, RetryPolicy, resume_with_retry
 from agenthost.providers.codex import CodexAdapter
 from tests.providers.codex.harness import Standin, texts
+from tests.providers.processes import guarded
 
 WAIT_S = 10.0
 SESSION, CHAT = "s1", "c1"
@@ -51,10 +53,14 @@ class Events:
 
     def __init__(self) -> None:
         self.seen: list[ProviderEvent] = []
+        self.refs: list[str] = []  # the references reported, apart
         self._changed = asyncio.Event()
 
     def __call__(self, event: ProviderEvent) -> None:
-        self.seen.append(event)
+        if isinstance(event, ProviderRefReported):
+            self.refs.append(event.provider_ref)
+        else:
+            self.seen.append(event)
         self._changed.set()
 
     async def wait_for(self, found: Callable[[list[ProviderEvent]], bool]) -> None:
@@ -75,13 +81,16 @@ class Events:
 
 @asynccontextmanager
 async def adapter_of(
-    provider: CodexProvider, *, resume: bool = False
+    provider: CodexProvider, *, resume: str | None = None
 ) -> AsyncIterator[tuple[CodexAdapter, Events]]:
+    """An adapter started, or resumed with the reference `resume`."""
     events = Events()
     adapter = provider.open_session(SESSION, CHAT, events)
     try:
-        if resume:
-            await adapter.resume(ProviderResume(session_id=SESSION, chat_id=CHAT))
+        if resume is not None:
+            await adapter.resume(
+                ProviderResume(session_id=SESSION, chat_id=CHAT, provider_ref=resume)
+            )
         else:
             await adapter.start()
         yield adapter, events
@@ -321,7 +330,9 @@ def test_a_restarted_connection_resumes_its_codex_thread(standin: Standin) -> No
         async with adapter_of(provider) as (adapter, events):
             await adapter.send(send("t1", "remember this"))
             await events.wait_kind(Idle)
-        async with adapter_of(provider, resume=True) as (adapter, events):
+            [thread] = events.refs  # reported as codex started it
+        async with adapter_of(provider, resume=thread) as (adapter, events):
+            assert events.refs == [thread]
             await adapter.send(send("t2", "and now"))
             await events.wait_kind(Idle)
         assert len(standin.received("thread/start")) == 1, "resume starts no new thread"
@@ -333,20 +344,28 @@ def test_a_restarted_connection_resumes_its_codex_thread(standin: Standin) -> No
     run(scenario())
 
 
-def test_resume_of_a_thread_codex_has_no_rollout_for_means_no_history(standin: Standin) -> None:
+@pytest.mark.parametrize("stored", ["thread-the-cli-never-saw", None])
+def test_resume_of_a_thread_codex_has_no_rollout_for_or_of_none_means_no_history(
+    standin: Standin, stored: str | None
+) -> None:
     provider = standin.provider()
-    provider.threads[f"{SESSION}/{CHAT}"] = "thread-the-cli-never-saw"
 
     async def scenario() -> None:
         events = Events()
         adapter = provider.open_session(SESSION, CHAT, events)
         try:
             with pytest.raises(ProviderResumeError) as failed:
-                await adapter.resume(ProviderResume(session_id=SESSION, chat_id=CHAT))
+                await adapter.resume(
+                    ProviderResume(session_id=SESSION, chat_id=CHAT, provider_ref=stored)
+                )
             assert failed.value.no_history
             assert failed.value.code == -32600
-            assert failed.value.message == "no rollout found for thread id thread-the-cli-never-saw"
-            await adapter.send(send("t1", "fresh start"))  # a new thread, as the fallback wants
+            if stored is not None:
+                assert failed.value.message == f"no rollout found for thread id {stored}"
+            # a new thread, as the fallback wants, reported for the host to store
+            assert len(standin.received("thread/start")) == 1
+            assert len(events.refs) == 1 and events.refs[0] != stored
+            await adapter.send(send("t1", "fresh start"))
             await events.wait_kind(Idle)
             assert len(standin.received("thread/start")) == 1
         finally:
@@ -358,7 +377,6 @@ def test_resume_of_a_thread_codex_has_no_rollout_for_means_no_history(standin: S
 def test_a_transient_resume_error_is_retried_and_then_propagates(standin: Standin) -> None:
     standin.script["resume_error"] = {"code": -32603, "message": "network fetch failed"}
     provider = standin.provider()
-    provider.threads[f"{SESSION}/{CHAT}"] = "some-thread"
     slept: list[float] = []
 
     async def no_sleep(seconds: float) -> None:
@@ -370,7 +388,7 @@ def test_a_transient_resume_error_is_retried_and_then_propagates(standin: Standi
             with pytest.raises(ProviderResumeError) as failed:
                 await resume_with_retry(
                     adapter,
-                    ProviderResume(session_id=SESSION, chat_id=CHAT),
+                    ProviderResume(session_id=SESSION, chat_id=CHAT, provider_ref="some-thread"),
                     RetryPolicy(attempts=3, sleep=no_sleep),
                 )
             assert not failed.value.no_history
@@ -448,7 +466,7 @@ def test_the_cli_runs_through_the_guard_and_is_gone_after_dispose(standin: Stand
     async def scenario() -> None:
         async with adapter_of(standin.provider()):
             [startup] = standin.startups()
-            assert startup["sid"] == startup["pid"] == startup["pgid"], "its own session"
+            assert guarded(startup), "it runs in the guard's own session"
         assert _gone(startup["pid"])
 
     run(scenario())

@@ -1,17 +1,19 @@
 """Codex end to end: the public host surface, the real SDK, the stand-in CLI."""
 
-import shelve
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
-from agenthost.actors import Chat, Host, Subscription
-from agenthost.messages import ErrorCode, OutcomeState, TurnState
+from agenthost.actors import Chat, Host, RestartPolicy, Subscription
+from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import AssistantDelta, RequestOpened
 from agenthost.messages.state import RequestKind
 from agenthost.providers import CodexProvider
+from agenthost.providers.codex import APPROVAL_POLICIES, SANDBOXES
 from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
 from tests.providers.codex.harness import Standin, texts
@@ -66,19 +68,19 @@ def test_a_turn_through_the_host_completes_and_its_reply_is_stored(
     assert standin.received("thread/resume") == [{"threadId": started["threadId"]}]
 
 
-def test_a_restarted_host_resumes_threads_kept_in_a_persistent_mapping(
-    start: Callable[[CodexProvider], Host], standin: Standin, tmp_path: Path
+def test_a_restarted_host_resumes_the_thread_stored_with_the_chat(
+    start: Callable[[CodexProvider], Host], standin: Standin
 ) -> None:
-    with shelve.open(str(tmp_path / "codex-threads")) as threads:
-        host = start(standin.provider(threads=threads))
-        session = host.create_session(provider="codex")
-        assert session.chat().send("hi").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
-        host.stop()
-    with shelve.open(str(tmp_path / "codex-threads")) as threads:
-        again = start(standin.provider(threads=threads))
-        chat = again.open_session(session.id).chat()
-        assert chat.send("again").result(timeout=WAIT_S).text == "echo: again"
-        again.stop()
+    """A new provider, a new host: the codex thread id lives with the chat in the
+    store, not in the provider (a user kept it in a mapping of their own before)."""
+    host = start(standin.provider())
+    session = host.create_session(provider="codex")
+    assert session.chat().send("hi").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
+    host.stop()
+    again = start(standin.provider())
+    chat = again.open_session(session.id).chat()
+    assert chat.send("again").result(timeout=WAIT_S).text == "echo: again"
+    again.stop()
     [first, second] = standin.received("turn/start")
     assert standin.received("thread/resume") == [{"threadId": first["threadId"]}]
     assert second["threadId"] == first["threadId"]
@@ -160,3 +162,69 @@ def test_no_prompt_ever_carries_an_earlier_user_message(
     assert prompts == ["first", "second fails", "third is cancelled", "fourth", "fifth"]
     for later, prompt in enumerate(prompts):
         assert not any(earlier in prompt for earlier in prompts[:later])
+
+
+NO_LONGER = 'approval_policy = "untrusted" is no longer supported; remove this setting'
+
+
+def test_a_cli_that_cannot_start_says_why_in_the_turn_s_error_and_the_log(
+    db_path: Path, clock: FakeClock, standin: Standin
+) -> None:
+    """codex 0.163 exits at initialize on a setting it no longer takes: the error a
+    user sees carries the CLI's own words, not only a count of restarts."""
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    standin.script["exit_at_initialize"] = NO_LONGER
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"codex": standin.provider()},
+        clock=clock,
+        restart_policy=RestartPolicy(intensity=0),
+    )
+    try:
+        with structlog.testing.capture_logs() as logs:
+            chat = host.create_session(provider="codex").chat()
+            outcome = chat.send("hi").result(timeout=WAIT_S)
+        assert outcome.state is OutcomeState.ERROR
+        assert outcome.error is not None
+        assert outcome.error.code is ErrorCode.PROVIDER_UNAVAILABLE
+        assert NO_LONGER in outcome.error.message
+        assert "status 1" in outcome.error.message
+        assert "PATH aliases" not in outcome.error.message  # its noise is left out
+        [unavailable] = [e for e in logs if e["event"] == "provider_marked_unavailable"]
+        assert NO_LONGER in unavailable["error"]
+    finally:
+        host.stop()
+
+
+def test_approval_policy_and_sandbox_go_with_thread_start_and_thread_resume(
+    start: Callable[[CodexProvider], Host], standin: Standin
+) -> None:
+    provider = standin.provider(approval_policy="never", sandbox="workspace-write")
+    host = start(provider)
+    session = host.create_session(provider="codex")
+    assert session.chat().send("hi").result(timeout=WAIT_S).state is OutcomeState.COMPLETE
+    host.stop()
+    again = start(standin.provider(approval_policy="never", sandbox="workspace-write"))
+    again.open_session(session.id).chat().send("again").result(timeout=WAIT_S)
+    again.stop()
+    [started] = standin.received("thread/start")
+    [resumed] = standin.received("thread/resume")
+    for params in (started, resumed):
+        assert params["approvalPolicy"] == "never"
+        assert params["sandbox"] == "workspace-write"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("approval_policy", "on-failure"), ("approval_policy", "always"), ("sandbox", "none")],
+)
+def test_an_approval_policy_or_sandbox_codex_does_not_take_is_refused(
+    standin: Standin, option: str, value: str
+) -> None:
+    with pytest.raises(AgentHostError) as refused:
+        standin.provider(**{option: value})
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT
+    accepted = APPROVAL_POLICIES if option == "approval_policy" else SANDBOXES
+    assert refused.value.message == (
+        f"codex: {option} must be one of {', '.join(accepted)} (got {value!r})"
+    )

@@ -12,11 +12,12 @@ from typing import Any, TypeVar
 
 import pytest
 
-from agenthost.messages.provider import ProviderEvent, ProviderSend
+from agenthost.messages.provider import ProviderEvent, ProviderRefReported, ProviderSend
 from agenthost.providers.base import ProviderLoop
 from agenthost.providers.copilot import CopilotAdapter, CopilotProvider
 
 STANDIN = Path(__file__).with_name("standin_copilot.py")
+LOADER = Path(__file__).with_name("copilot_loader.sh")  # starts STANDIN as its child
 WAIT_S = 10.0
 E = TypeVar("E")
 T = TypeVar("T")
@@ -30,13 +31,15 @@ def _no_cli_download(monkeypatch: pytest.MonkeyPatch) -> None:
 class StandIn:
     """One scripted stand-in CLI: its script, the requests it received, a provider on it."""
 
-    def __init__(self, tmp_path: Path, script: dict[str, Any], **options: Any) -> None:
+    def __init__(
+        self, tmp_path: Path, script: dict[str, Any], cli: Path = STANDIN, **options: Any
+    ) -> None:
         self.record = tmp_path / "requests.jsonl"
         path = tmp_path / "script.json"
         path.write_text(json.dumps({"record": str(self.record), **script}))
         options.setdefault("heartbeat_s", 0.05)
         self.provider = CopilotProvider(
-            cli_path=STANDIN, env={"COPILOT_STANDIN_SCRIPT": str(path)}, **options
+            cli_path=cli, env={"COPILOT_STANDIN_SCRIPT": str(path)}, **options
         )
 
     def requests(self, method: str) -> list[dict[str, Any]]:
@@ -58,7 +61,14 @@ class Driver:
         self.loop = ProviderLoop("copilot-test")
         self.events: queue.Queue[ProviderEvent] = queue.Queue()
         self.seen: list[ProviderEvent] = []
-        self.adapter: CopilotAdapter = standin.provider.open_session("s1", "c1", self.events.put)
+        self.refs: list[str] = []  # the references reported, apart
+        self.adapter: CopilotAdapter = standin.provider.open_session("s1", "c1", self._emit)
+
+    def _emit(self, event: ProviderEvent) -> None:
+        if isinstance(event, ProviderRefReported):
+            self.refs.append(event.provider_ref)
+        else:
+            self.events.put(event)
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.submit(coro).result(WAIT_S)

@@ -14,7 +14,11 @@ Scripted per test by a JSON file named in COPILOT_STANDIN_SCRIPT:
     resume   {"code": int, "message": str}: every session.resume fails with it
     outlive_stdin  true: run on after stdin closes (only a signal ends it)
     exit_at_start  true: exit before answering anything
-It records its own pid, session, group and terminal first, as method "$process".
+    refuse_sends   text: answer each session.send, then run nothing: a session.error
+                   with that text and idle, never echoing the message (as the real
+                   CLI does without a GitHub login)
+    drop_sends     true: answer each session.send, then go idle without running it
+It records its own pid, parent, session, group and terminal first, as method "$process".
 Steps: {"say": text} a delta; {"until": signal, "count": n} wait until `signal`
 ("steer", "withdraw", "abort") was seen n times in all; {"tool": name,
 "permission": bool} a tool call (asking permission first), then steering sent
@@ -275,6 +279,15 @@ def handle(message: dict[str, Any]) -> Any:
     if method == "session.send":
         message_id = str(uuid.uuid4())
         mode = params.get("mode", "enqueue")
+        if SCRIPT.get("refuse_sends") or SCRIPT.get("drop_sends"):
+            reply(message["id"], {"messageId": message_id})
+            session.event("pending_messages.modified", {}, ephemeral=True)
+            if SCRIPT.get("refuse_sends"):
+                error = {"errorType": "query", "message": SCRIPT["refuse_sends"]}
+                session.event("session.error", error)
+            session.event("assistant.idle", {}, ephemeral=True)
+            session.event("session.idle", {"mode": "interactive"}, ephemeral=True)
+            return NO_REPLY
         if mode == "immediate":
             session.seen["steer"] = session.seen.get("steer", 0) + 1
         if session.run is None:
@@ -341,7 +354,13 @@ def report_process() -> None:
         tty = True
     except OSError:
         tty = False
-    process = {"pid": os.getpid(), "sid": os.getsid(0), "pgid": os.getpgid(0), "tty": tty}
+    process = {
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "sid": os.getsid(0),
+        "pgid": os.getpgid(0),
+        "tty": tty,
+    }
     record("$process", process)
 
 

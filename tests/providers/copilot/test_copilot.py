@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
 
 from agenthost.messages import AgentHostError, ErrorCode
@@ -38,7 +39,7 @@ from agenthost.providers.base import (
 )
 from agenthost.providers.copilot import CopilotProvider
 from tests.providers.copilot.conftest import STANDIN, WAIT_S, Driver, StandIn
-from tests.providers.processes import wait_gone
+from tests.providers.processes import guarded, wait_gone
 
 Drive = Callable[..., Driver]
 NOT_FOUND = (
@@ -271,13 +272,88 @@ def test_a_question_to_the_user_is_a_user_input_request_answered_by_the_host(
 RESUME = ProviderResume(session_id="s1", chat_id="c1")
 
 
-def test_resume_reopens_the_same_copilot_session(drive: Drive) -> None:
+def test_a_new_session_reports_its_id_as_the_chat_s_reference(drive: Drive) -> None:
+    driver = drive()
+    [created] = driver.standin.requests("session.create")
+    assert driver.refs == [created["sessionId"]]
+
+
+def test_resume_reopens_the_session_whose_reference_it_is_given(drive: Drive) -> None:
+    driver = drive(start=False)
+    stored = "5d9a4f52-0000-4000-8000-00000000c0de"
+    driver.call(driver.adapter.resume(attrs.evolve(RESUME, provider_ref=stored)))
+    [resumed] = driver.standin.requests("session.resume")
+    assert resumed["sessionId"] == stored
+    assert driver.refs == [stored]
+    driver.send("hi")
+    driver.wait_for(Idle)
+
+
+def test_resume_without_a_stored_reference_reopens_the_derived_session(drive: Drive) -> None:
     driver = drive(start=False)
     driver.call(driver.adapter.resume(RESUME))
     [resumed] = driver.standin.requests("session.resume")
     assert resumed["sessionId"] == driver.adapter.copilot_session_id
-    driver.send("hi")
-    driver.wait_for(Idle)
+
+
+BYOK_KEY = "sk-byok-do-not-leak-42"
+
+
+def test_byok_is_the_sdks_provider_option_on_create_and_on_resume(
+    drive: Drive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_BYOK_KEY", BYOK_KEY)
+    byok = {
+        "type": "anthropic",
+        "base_url": "http://127.0.0.1:9/anthropic",
+        "api_key_env": "TEST_BYOK_KEY",
+        "wire_model": "claude-fake",
+    }
+    driver = drive(byok=byok)
+    wire = {
+        "type": "anthropic",
+        "baseUrl": "http://127.0.0.1:9/anthropic",
+        "apiKey": BYOK_KEY,
+        "wireModel": "claude-fake",
+    }
+    [created] = driver.standin.requests("session.create")
+    assert created["provider"] == wire
+    driver.call(driver.adapter.resume(RESUME))
+    [resumed] = driver.standin.requests("session.resume")
+    assert resumed["provider"] == wire
+    assert BYOK_KEY not in repr(driver.standin.provider)
+
+
+def test_without_byok_no_provider_option_is_sent(drive: Drive) -> None:
+    driver = drive()
+    [created] = driver.standin.requests("session.create")
+    assert "provider" not in created
+
+
+@pytest.mark.parametrize(
+    ("byok", "says"),
+    [
+        ({"type": "gemini", "base_url": "http://x"}, "'type' must be one of"),
+        ({"type": "openai", "base_url": "ftp://x"}, "'base_url' must be"),
+        (
+            {"type": "openai", "base_url": "http://x", "api_key": BYOK_KEY, "api_key_env": "K"},
+            "not both",
+        ),
+        (
+            {"type": "openai", "base_url": "http://x", "api_key_env": "UNSET_BYOK_VARIABLE"},
+            "not set",
+        ),
+        ({"type": "openai", "base_url": "http://x", "apikey": BYOK_KEY}, "unknown key 'apikey'"),
+    ],
+)
+def test_a_bad_byok_is_refused_naming_the_key_never_the_value(
+    byok: dict[str, str], says: str
+) -> None:
+    with pytest.raises(AgentHostError) as refused:
+        CopilotProvider(cli_path=STANDIN, byok=byok)
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT
+    assert says in refused.value.message
+    assert BYOK_KEY not in refused.value.message
 
 
 def test_resume_of_an_unknown_session_reports_no_history_and_opens_a_fresh_one(
@@ -387,7 +463,7 @@ def test_the_cli_runs_in_its_own_session_without_a_terminal_and_dies_with_a_kill
         assert host.stdout is not None
         assert host.stdout.readline().strip() == "ready"
         [cli] = standin.requests("$process")
-        assert (cli["sid"], cli["pgid"]) == (cli["pid"], cli["pid"]), "its own session and group"
+        assert guarded(cli), "it runs in the guard's own session and group"
         assert cli["tty"] is False
         os.kill(host.pid, signal.SIGKILL)
         assert wait_gone(cli["pid"]), "the CLI outlived its host"

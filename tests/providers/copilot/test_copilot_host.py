@@ -1,13 +1,18 @@
 """The Copilot provider end to end: the public Host surface, the real SDK, the stand-in CLI."""
 
+import logging
+import os
+import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from agenthost.actors import Chat, Host
-from agenthost.messages import ErrorCode, OutcomeState, TurnState
+from agenthost.messages import AgentHostError, ErrorCode, OutcomeState, TurnState
 from agenthost.messages.events import (
     AssistantDelta,
     ChatEvent,
@@ -15,12 +20,14 @@ from agenthost.messages.events import (
     PendingMessageRemoved,
     RemovalReason,
     RequestOpened,
+    TurnFailed,
 )
 from agenthost.messages.reducers import reduce_chat
 from agenthost.messages.state import ChatState, ClientTool, RequestKind
 from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
-from tests.providers.copilot.conftest import WAIT_S, StandIn
+from tests.providers.copilot.conftest import LOADER, STANDIN, WAIT_S, StandIn
+from tests.providers.processes import wait_gone
 
 
 @pytest.fixture
@@ -29,9 +36,11 @@ def copilot_chat(tmp_path: Path, db_path: Path, clock: FakeClock) -> Iterator[Ca
     hosts: list[Host] = []
 
     def make(
-        script: dict[str, Any] | None = None, client_tools: tuple[ClientTool, ...] = ()
+        script: dict[str, Any] | None = None,
+        client_tools: tuple[ClientTool, ...] = (),
+        cli: Path = STANDIN,
     ) -> tuple[Chat, StandIn]:
-        standin = StandIn(tmp_path, script or {}, client_tools=client_tools)
+        standin = StandIn(tmp_path, script or {}, cli=cli, client_tools=client_tools)
         host = Host.start(
             store=SqliteStore(db_path), providers={"copilot": standin.provider}, clock=clock
         )
@@ -178,3 +187,79 @@ def test_a_crashed_cli_is_restarted_and_the_session_resumed(copilot_chat) -> Non
     [created] = standin.requests("session.create")
     [resumed] = standin.requests("session.resume")
     assert resumed["sessionId"] == created["sessionId"]
+
+
+NO_LOGIN = "Execution failed: InvalidArg, No GitHub OAuth token or Copilot HMAC key provided"
+
+
+def test_without_a_login_each_send_ends_with_an_error_naming_the_missing_login(
+    copilot_chat: Callable[..., Any],
+) -> None:
+    """The real CLI answers the send, then says session.error and goes idle, never
+    echoing the message: the turn ends with that error (it stayed open for good)."""
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    chat, _ = copilot_chat({"refuse_sends": NO_LOGIN})
+    follow = Follow(chat)
+    with structlog.testing.capture_logs() as logs:
+        first = chat.send("hello").result(timeout=WAIT_S)
+        second = chat.send("hello again").result(timeout=WAIT_S)
+    for outcome in (first, second):
+        assert outcome.state is OutcomeState.ERROR
+        assert outcome.error is not None
+        assert outcome.error.code is ErrorCode.PROVIDER_LOGIN_REQUIRED
+        assert "no GitHub login" in outcome.error.message
+        assert NO_LOGIN in outcome.error.message  # the CLI's own words
+    while not isinstance(event := follow.next(), TurnFailed):
+        pass
+    assert event.error == first.error
+    ended = [e for e in logs if e["event"] == "turn_ended"]
+    assert [e["turn_id"] for e in ended] == [first.turn_id, second.turn_id]
+    assert all(NO_LOGIN in e["reason"] for e in ended)
+    assert any(e["event"] == "copilot_session_error" for e in logs)
+
+
+def test_an_error_before_the_echo_ends_the_turn_in_the_cli_s_words(
+    copilot_chat: Callable[..., Any],
+) -> None:
+    chat, _ = copilot_chat({"refuse_sends": "Model is overloaded"})
+    outcome = chat.send("hello").result(timeout=WAIT_S)
+    assert outcome.state is OutcomeState.ERROR
+    assert outcome.error == AgentHostError(
+        code=ErrorCode.PROVIDER_ERROR, message="Model is overloaded"
+    )
+
+
+def test_a_cli_that_goes_idle_without_running_the_message_ends_its_turn(
+    copilot_chat: Callable[..., Any],
+) -> None:
+    chat, _ = copilot_chat({"drop_sends": True})
+    outcome = chat.send("hello").result(timeout=WAIT_S)
+    assert outcome.state is OutcomeState.ERROR
+    assert outcome.error is not None
+    assert "went idle without running the message" in outcome.error.message
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the guard's tree is Linux's")
+@pytest.mark.parametrize(("killed", "gone"), [("pid", "ppid"), ("ppid", "pid")])
+def test_with_a_loader_as_cli_path_a_kill_mid_turn_ends_the_turn_and_leaves_nothing(
+    copilot_chat: Callable[..., Any], killed: str, gone: str
+) -> None:
+    """npm's `copilot` is a loader that starts the native CLI as its child: a kill -9
+    of either mid-turn ends the turn, the other goes with it (the guard ends the
+    tree) and the next send starts a new CLI."""
+    chat, standin = copilot_chat(
+        {"replies": {"long": [{"say": "a"}, {"until": "abort"}]}}, cli=LOADER
+    )
+    follow = Follow(chat)
+    long = chat.send("long")
+    follow.until_delta("a")
+    [first] = standin.requests("$process")
+    assert first["ppid"] != first["sid"], "the stand-in CLI is the loader's child"
+    os.kill(first[killed], signal.SIGKILL)
+    assert wait_gone(first[gone]), "the rest of the tree outlived the kill"
+    outcome = long.result(timeout=WAIT_S)
+    assert outcome.state is OutcomeState.ERROR
+    assert outcome.error is not None and outcome.error.code is ErrorCode.EXECUTION_ABANDONED
+    after = chat.send("after").result(timeout=WAIT_S)
+    assert (after.state, after.text) == (OutcomeState.COMPLETE, "echo: after")
+    assert standin.requests("$process")[-1]["pid"] != first["pid"]

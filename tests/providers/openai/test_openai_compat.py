@@ -10,7 +10,7 @@ import structlog
 
 from agenthost.actors import Host, Subscription
 from agenthost.messages import ErrorCode, OutcomeState
-from agenthost.messages.events import AssistantDelta
+from agenthost.messages.events import AssistantDelta, TurnFailed
 from agenthost.messages.state import TurnState, Usage
 from agenthost.store import SqliteStore
 from tests.fakes.events import drain_events
@@ -199,13 +199,26 @@ def test_an_error_status_before_the_stream_keeps_the_providers_error_and_a_place
 def test_a_refused_connection_abandons_the_turn_and_never_shows_the_key(
     start_openai_host: StartHost, standin: StandIn, unused_port: int
 ) -> None:
-    host = start_openai_host(base_url=f"http://127.0.0.1:{unused_port}/v1")
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    base_url = f"http://127.0.0.1:{unused_port}/v1"
+    host = start_openai_host(base_url=base_url)
     chat = host.create_session(provider="openai").chat()
+    sub = chat.subscribe()
     with structlog.testing.capture_logs() as logs:
         failed = chat.send("secret prompt text").result(timeout=10)
     assert failed.state is OutcomeState.ERROR
     assert failed.error is not None
     assert failed.error.code is ErrorCode.EXECUTION_ABANDONED  # never taken
+    # The provider's own words, not a generic "never started".
+    reason = f"openai: could not reach {base_url}: connection refused"
+    assert failed.error.message == reason
+    event = sub.next(10)
+    while not isinstance(event, TurnFailed):
+        event = sub.next(10)
+    assert event.error.message == reason
+    ended = [entry for entry in logs if entry["event"] == "turn_ended"]
+    assert len(ended) == 1, ended
+    assert ended[0]["reason"] == reason
     logged = repr(logs)
     assert KEY not in logged
     assert "secret prompt text" not in logged
