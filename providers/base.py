@@ -325,7 +325,10 @@ class Burst:
             self.failed = True
         self._events.append(event)
         if len(self._events) == 1:
-            loop.call_soon(self.flush)
+            # Two passes of the loop away: a call that emitted these and ends in this
+            # pass delivers them itself, its result riding behind them (the call's
+            # done callback runs in the next pass, before this flush).
+            loop.call_soon(loop.call_soon, self.flush)
 
     def on_loop(self) -> bool:
         """Whether this is the loop's thread, where an emitted event joins the burst."""

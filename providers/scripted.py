@@ -461,6 +461,11 @@ class ScriptedAdapter(ProviderAdapter):
             # The call itself fails: run the steps up to the rejection inline.
             await self._run(run, message.text, steps, message_id, starts_turn=False)
             return message_id
+        if all(isinstance(step, _IMMEDIATE) for step in steps):
+            # Nothing in the reply waits (no pause, gate or question): the model
+            # answers within the call, as a fast one would, without a task of its own.
+            await self._guarded(run, message.text, steps, message_id, starts_turn=False)
+            return message_id
         run.settled = asyncio.get_running_loop().create_future()
         self._launch(run, message.text, steps, message_id, starts_turn=False)
         if self.capabilities.call_settles_with_turn:
@@ -780,6 +785,10 @@ def _means_no_history(code: int, text: str) -> bool:
 def echo_reply(prompt: str) -> str:
     """What an unscripted prompt is answered with."""
     return f"echo: {prompt}"
+
+
+_IMMEDIATE = (Say, SayEach, NoFinishReason, DropCompletion)
+"""Steps that never wait: a script of only these is answered within the send."""
 
 
 def _echo_steps(prompt: str, deltas: int, delta_s: float) -> tuple[Step, ...]:

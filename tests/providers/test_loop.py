@@ -138,7 +138,8 @@ def test_events_emitted_in_one_pass_of_the_loop_are_delivered_together_in_order(
     async def reply() -> None:
         for text in "abc":
             burst.emit(ReplyDelta(turn_id="t", text=text))
-        await asyncio.sleep(0)  # allowed-sleep: a yield to the next loop pass, not a wait
+        for _ in range(3):  # a burst waits two passes (a call's result may ride it)
+            await asyncio.sleep(0)  # allowed-sleep: a yield to the next loop pass, not a wait
         burst.emit(Idle(turn_id="t"))
 
     provider_loop.submit(reply()).result(WAIT_S)
