@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import os
 import time
+import weakref
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -254,7 +255,7 @@ async def wait(future: RuntimeFuture, timeout: float | None) -> Any:
         except pykka.ActorDeadError:
             raise _stopped() from None
     loop = asyncio.get_running_loop()
-    calls = LoopCalls.of(loop)
+    calls, deadlines = _loop_parts(loop)
     done: asyncio.Future[Any] = loop.create_future()
 
     def transfer(f: RuntimeFuture) -> None:
@@ -264,11 +265,26 @@ async def wait(future: RuntimeFuture, timeout: float | None) -> Any:
     future.add_done_callback(transfer)
     if timeout is None:
         return await done
-    expiry = Deadlines.of(loop).add(done, timeout)
+    expiry = deadlines.add(done, timeout)
     try:
         return await done
     finally:
         expiry.discard(done)
+
+
+_last_loop: tuple["weakref.ref[asyncio.AbstractEventLoop]", LoopCalls, Deadlines] | None = None
+
+
+def _loop_parts(loop: asyncio.AbstractEventLoop) -> tuple[LoopCalls, Deadlines]:
+    """The loop's LoopCalls and Deadlines (the last loop's without a lookup: a
+    client waits on one loop, thousands of times a second)."""
+    global _last_loop
+    last = _last_loop
+    if last is not None and last[0]() is loop:
+        return last[1], last[2]
+    parts = LoopCalls.of(loop), Deadlines.of(loop)
+    _last_loop = (weakref.ref(loop), *parts)
+    return parts
 
 
 def config_values(model: str | None, instructions: str | None) -> Mapping[str, str]:

@@ -352,9 +352,12 @@ class ChatActor(HostedActor):
         the caller publishes a whole burst itself."""
         before = self._state
         self._state = reduce_chat(before, action, self.services.clock.wall_ms())
-        self._publisher.add(
-            Publication(after_write=after_write, state=self._state, event=action, ticket=ticket)
-        )
+        if after_write or ticket is not None:
+            self._publisher.add(
+                Publication(after_write=after_write, state=self._state, event=action, ticket=ticket)
+            )
+        else:
+            self._publisher.event(action, self._state)
         if publish:
             self._publish_ready()
         self._admission.dispatched(action, before, self._state, origin)
@@ -652,8 +655,7 @@ class ChatActor(HostedActor):
 
     def _apply_run(self, run: Sequence[AssistantDelta]) -> None:
         self._state = reduce_chat(self._state, joined_delta(run), self.services.clock.wall_ms())
-        for delta in run:  # each published as it came, all with the run's end state
-            self._publisher.add(Publication(after_write=0, state=self._state, event=delta))
+        self._publisher.events(run, self._state)  # each as it came, with the run's end state
 
     @handles(AssistantStable)
     def _assistant_stable(self, message: AssistantStable) -> None:

@@ -62,6 +62,26 @@ class Publisher:
         else:
             self._published(publication)
 
+    def event(self, event: ChatEvent, state: ChatState) -> None:
+        """`add` of an event that waits for no write of its own (most of them: no
+        outbox entry is made unless something waits ahead of it)."""
+        if self._outbox:
+            self._outbox.append(Publication(after_write=0, state=state, event=event))
+            return
+        self.published = state
+        if self.subscribers:
+            self._events.append(event)
+
+    def events(self, events: list[ChatEvent] | tuple[ChatEvent, ...], state: ChatState) -> None:
+        """`event` of each of a run reduced at once, all with the run's end state."""
+        if self._outbox:
+            for event in events:
+                self._outbox.append(Publication(after_write=0, state=state, event=event))
+            return
+        self.published = state
+        if self.subscribers:
+            self._events.extend(events)
+
     def _published(self, publication: Publication) -> None:
         self.published = publication.state
         if publication.event is not None and self.subscribers:

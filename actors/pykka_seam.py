@@ -68,23 +68,24 @@ def stop_now(actor: pykka.Actor) -> None:
     actor._stop()
 
 
-def process(actor: pykka.Actor, envelope: Envelope[Any], flush: Any) -> None:
+def process(actor: pykka.Actor, envelope: Envelope[Any]) -> None:
     """Handle one message as pykka's `_actor_loop_running` does: the reply, or
     the failure hooks for a tell. A message to a stopped actor is answered
-    with ActorDeadError. `flush()` runs before a reply is set, so a reply
-    never overtakes what its handler sent."""
+    with ActorDeadError. The actor's `flush()`, if it has one, runs before a
+    reply is set, so a reply never overtakes what its handler sent."""
     if actor.actor_stopped.is_set():
         answer_dead(actor, envelope)
         return
+    reply_to = envelope.reply_to
     try:
         response = actor._handle_receive(envelope.message)
-        if envelope.reply_to is not None:
-            flush()
-            envelope.reply_to.set(response)
+        if reply_to is not None:
+            _flush(actor)
+            reply_to.set(response)
     except Exception:
-        if envelope.reply_to is not None:
-            flush()
-            envelope.reply_to.set_exception()
+        if reply_to is not None:
+            _flush(actor)
+            reply_to.set_exception()
         else:
             actor._handle_failure(*sys.exc_info())
             try:
@@ -101,6 +102,12 @@ def process(actor: pykka.Actor, envelope: Envelope[Any], flush: Any) -> None:
             with contextlib.suppress(Exception):
                 envelope.reply_to.set_exception()
         actor._stop()
+
+
+def _flush(actor: pykka.Actor) -> None:
+    flush = getattr(actor, "flush", None)
+    if flush is not None:
+        flush()
 
 
 def answer_dead(actor: pykka.Actor, envelope: Envelope[Any]) -> None:

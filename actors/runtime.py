@@ -217,7 +217,7 @@ class Actor(pykka.Actor):
 
 def handle(actor: Actor, envelope: Any) -> None:
     """One message, as every runtime handles it (pykka's loop semantics)."""
-    pykka_seam.process(actor, envelope, actor.flush)
+    pykka_seam.process(actor, envelope)
 
 
 def started(actor: Actor) -> None:

@@ -317,11 +317,11 @@ class Burst:
     def emit(self, event: ProviderEvent) -> None:
         """An `Emit`: never blocks."""
         loop = self._loop.loop
-        if not self.on_loop():
+        if threading.get_ident() != self._loop.thread_id:  # off the loop: hop to it
             with contextlib.suppress(RuntimeError):  # the loop closed: the host is stopping
                 loop.call_soon_threadsafe(self.emit, event)
             return
-        if isinstance(event, ConnectionFailed):
+        if type(event) is ConnectionFailed:
             self.failed = True
         self._events.append(event)
         if len(self._events) == 1:
