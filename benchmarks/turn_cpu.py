@@ -94,8 +94,9 @@ def _env(system: System) -> dict[str, str]:
     return env
 
 
-def _child_cpu(command: list[str], env: dict[str, str]) -> float:
-    """Run `command` to its end; its CPU seconds (user + system, all threads)."""
+def _child_cpu(command: list[str], env: dict[str, str], out: list[str] | None = None) -> float:
+    """Run `command` to its end; its CPU seconds (user + system, all threads).
+    With `out`, the lines it printed are appended to it."""
     with tempfile.TemporaryFile() as output:
         process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + CHILD_TIMEOUT_S
@@ -112,13 +113,20 @@ def _child_cpu(command: list[str], env: dict[str, str]) -> float:
             output.seek(0)
             tail = output.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"{command[:4]} exited {process.returncode}:\n{tail}")
+        if out is not None:
+            output.seek(0)
+            out.extend(output.read().decode(errors="replace").splitlines())
     return usage.ru_utime + usage.ru_stime
 
 
-def load_cpu(system: System, chats: int, turns: int) -> float:
-    command = [sys.executable, "-c", "from agenthost.server.cli import main; main()", "load"]
-    command += ["--chats", str(chats), "--turns", str(turns), "--deltas", str(DELTAS)]
-    return _child_cpu(command, _env(system))
+def load_cpu(system: System, chats: int, turns: int) -> tuple[float, float]:
+    """A load's CPU seconds in all: the whole process, and the turns alone (every
+    thread's CPU from the first chat's first turn to the last chat's last turn)."""
+    command = [sys.executable, "-m", "benchmarks.turn_cpu", "--load-child", str(chats), str(turns)]
+    printed: list[str] = []
+    whole = _child_cpu(command, _env(system), printed)
+    turns_only = next(float(line.split()[1]) for line in printed if line.startswith("TURNS_CPU "))
+    return whole, turns_only
 
 
 def floor_cpu(chats: int, turns: int) -> float:
@@ -195,21 +203,24 @@ def ahp_server_cpu(system: System, chats: int, turns: int) -> float:
 
 @attrs.frozen
 class Figures:
-    in_process_us: dict[str, float]
+    in_process_us: dict[str, float]  # whole runs, by difference (start-up cancels out)
+    turns_only_us: dict[str, float]  # the turns alone, every thread
     ahp_server_us: dict[str, float]
     rounds: int
 
 
 def measure(chats: int, turns: int, rounds: int, baseline: str, ahp: bool) -> Figures:
     samples: dict[str, list[float]] = {"baseline": [], "current": [], "floor": []}
+    alone: dict[str, list[float]] = {"baseline": [], "current": []}
     server: dict[str, list[float]] = {"baseline": [], "current": []}
     with checked_out(baseline) as path:
         systems = [System("baseline", path), System("current")]
         for _ in range(rounds):
             for system in systems:
-                short = load_cpu(system, chats, 1)
-                long = load_cpu(system, chats, 1 + turns)
+                short, _ = load_cpu(system, chats, 1)
+                long, turns_cpu = load_cpu(system, chats, 1 + turns)
                 samples[system.name].append(per_turn_us(long, short, chats, turns))
+                alone[system.name].append(turns_cpu / (chats * (1 + turns)) * 1e6)
             samples["floor"].append(
                 per_turn_us(floor_cpu(chats, 1 + turns), floor_cpu(chats, 1), chats, turns)
             )
@@ -218,6 +229,7 @@ def measure(chats: int, turns: int, rounds: int, baseline: str, ahp: bool) -> Fi
                     server[system.name].append(ahp_server_cpu(system, chats, turns))
     return Figures(
         in_process_us={k: statistics.median(v) for k, v in samples.items()},
+        turns_only_us={k: statistics.median(v) for k, v in alone.items()},
         ahp_server_us={k: statistics.median(v) for k, v in server.items() if v},
         rounds=rounds,
     )
@@ -231,8 +243,10 @@ def print_figures(figures: Figures, args: argparse.Namespace, console: Console) 
             f"(medians of {figures.rounds} rounds, same run)"
         )
     )
-    for column in ("system", "CPU per turn", "vs baseline", "vs asyncio floor"):
+    columns = ("system", "whole run", "vs baseline", "vs floor", "turns alone", "vs baseline")
+    for column in columns:
         table.add_column(column, justify="left" if column == "system" else "right")
+    alone = figures.turns_only_us
     for name, label in (
         ("baseline", f"baseline ({args.baseline})"),
         ("current", "this tree"),
@@ -243,8 +257,16 @@ def print_figures(figures: Figures, args: argparse.Namespace, console: Console) 
             f"{cpu[name]:,.0f} µs",
             f"{cpu[name] / cpu['baseline']:.2f}x",
             f"{cpu[name] / cpu['floor']:.1f}x",
+            f"{alone[name]:,.0f} µs" if name in alone else "",
+            f"{alone[name] / alone['baseline']:.2f}x" if name in alone else "",
         )
     console.print(table)
+    console.print(
+        "whole run: the difference of two loads (1 and 1+T turns a chat), so start-up"
+        " cancels out; it keeps what grows with the turns (the store read-back, the"
+        " invariant checks, collections). turns alone: every thread's CPU from the first"
+        " turn to the last, divided by the turns."
+    )
     if figures.ahp_server_us:
         server = figures.ahp_server_us
         table = Table(title="AHP server CPU per turn (agenthost serve, driven by load --url)")
@@ -255,6 +277,37 @@ def print_figures(figures: Figures, args: argparse.Namespace, console: Console) 
                 name, f"{server[name]:,.0f} µs", f"{server[name] / server['baseline']:.2f}x"
             )
         console.print(table)
+
+
+def _load_child(chats: int, turns: int) -> None:
+    """`agenthost load` as its CLI runs it, timing the turns' CPU: the load module's
+    `run_chat` (in this tree and the baseline alike) runs each chat's turns."""
+    import logging
+
+    import structlog
+
+    from agenthost.server import load
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    real = load.run_chat
+    phase = {"running": 0, "start": 0.0, "end": 0.0}
+
+    async def timed(*args: object, **kwargs: object) -> None:
+        if phase["running"] == 0 and not phase["start"]:
+            phase["start"] = time.process_time()
+        phase["running"] += 1
+        try:
+            await real(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            phase["running"] -= 1
+            if phase["running"] == 0:
+                phase["end"] = time.process_time()
+
+    load.run_chat = timed  # type: ignore[assignment]
+    report = load.run_load(load.LoadConfig(chats=chats, turns=turns, deltas=DELTAS))
+    if report.violations:
+        raise SystemExit(f"violations: {report.violations}")
+    print(f"TURNS_CPU {phase['end'] - phase['start']}")
 
 
 def _floor_child(chats: int, turns: int) -> None:
@@ -275,7 +328,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--ahp", action="store_true", help="also the server's CPU over AHP")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--floor-child", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--load-child", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.load_child:
+        _load_child(*args.load_child)
+        return
     if args.floor_child:
         _floor_child(*args.floor_child)
         return
