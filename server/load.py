@@ -308,8 +308,11 @@ async def _drive_local(
     gc.collect()
     before = current_rss()
     ahost = host.aio
-    sessions = await asyncio.gather(*(ahost.create_session() for _ in range(config.chats)))
-    chats: list[AsyncChat] = await asyncio.gather(*(s.chat() for s in sessions))
+    # all at once, so each waits behind the others: the turn's timeout, not a call's
+    wait = config.turn_timeout_s
+    creating = (ahost.create_session(timeout=wait) for _ in range(config.chats))
+    sessions = await asyncio.gather(*creating)
+    chats: list[AsyncChat] = await asyncio.gather(*(s.chat(timeout=wait) for s in sessions))
     targets = [LocalChat(chat, config.turn_timeout_s) for chat in chats]
     started = time.perf_counter()
     pairs = zip(targets, records, strict=True)
