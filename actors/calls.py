@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 import attrs
 import pykka
 
-from agenthost.actors.chat import Attach, Detach, SteerReply
+from agenthost.actors.chat import SteerReply
+from agenthost.actors.chat_core import Attach, Detach
 from agenthost.actors.context import Services
 from agenthost.actors.deadlines import Deadlines
 from agenthost.actors.futures import RuntimeFuture

@@ -1,19 +1,12 @@
-"""ChatActor: one chat's state, changed only through the pure reducer.
+"""ChatActor: what a chat hears, from its clients and its queue drain.
 
-It owns the chat state (turns, active turn, steering and queued messages)
-and the replies to its clients' commands. Provider work goes through its
+Client commands (send, steer, remove, edit and reorder pending messages,
+answer, cancel, truncate, draft, read-only) and the queue drain's steering
+outcomes, on top of ChatCore (actors/chat_core.py), which holds the state
+and starts and ends turns. Provider work goes through the chat's
 TurnTrackerActor; steering bookkeeping and which pending message runs next
-through its QueueDrainActor; publication through its Publisher
-(actors/publisher.py: a turn's end reaches subscribers, and resolves its
-send, only once the store committed it; a command's reply once its effect
-is published, so a caller reads its own writes).
-
-Bursts. The tracker sends what it queued for the chat as one message
-(ApplyActions, or a ChatBatch of messages handled in order); a burst of
-actions is published with one push per subscriber. The store writes the
-chat queues leave as one WriteMany when it flushes (see `Actor.flush`), and
-before anything else the chat sends, so the store sees them in the order
-the chat made them, ahead of whatever they caused elsewhere.
+through its QueueDrainActor. While the session decides to leave memory, the
+chat holds client commands and answers them once it stays.
 """
 
 from collections import deque
@@ -23,57 +16,44 @@ from typing import Any
 import attrs
 import structlog
 
-from agenthost.actors.admission import Admission, Origin, Verdict
-from agenthost.actors.context import Services
-from agenthost.actors.contributions import Accept, ChatKey, Handled, Reject, TurnEndReason
+from agenthost.actors.admission import Origin
+from agenthost.actors.chat_core import Attach, ChatCore
+from agenthost.actors.contributions import Accept, TurnEndReason
 from agenthost.actors.futures import RuntimeFuture
-from agenthost.actors.handles import Subscription, Ticket
-from agenthost.actors.hosted import HostedActor
+from agenthost.actors.handles import Ticket
 from agenthost.actors.protocol import (
     AnswerSettled,
     ApplyActions,
     AssistantStable,
-    BeginTurn,
     CancelActiveTurn,
-    ChatBatch,
     ChatReady,
-    ChatStatusChanged,
     ClientRemoved,
     ClientToolsChanged,
-    Committed,
     Diagnose,
-    DrainNow,
     EndTurn,
     HandOverSteering,
     PrepareRelease,
     RecordSteering,
-    Ref,
     ReleaseAborted,
     ReleaseVote,
     RemovalOutcome,
     RemoveSteering,
     RequeueSteering,
-    SessionStateChanged,
     SpawnSubagentChat,
     StartNext,
     StartProviderTurn,
     StartSteeringTurn,
     SteeringCancelled,
     SteeringRemovalSettled,
-    SubscribersChanged,
     TrackSteering,
-    UseTracker,
 )
-from agenthost.actors.publisher import Publication, Publisher, StoreWrites
-from agenthost.actors.queue_drain import QueueDrainActor
+from agenthost.actors.publisher import Publication
 from agenthost.actors.queue_policy import NextKind
-from agenthost.actors.runtime import Actor, handles
-from agenthost.actors.turn_tracker import TurnTrackerActor
+from agenthost.actors.runtime import handles
 from agenthost.messages.commands import (
     AnswerRequest,
     CancelTurn,
     EditPendingMessage,
-    GetChatState,
     GetDiagnostics,
     OutcomeState,
     RemovePendingMessage,
@@ -89,7 +69,6 @@ from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     AssistantDelta,
     ChatEvent,
-    ChatSnapshot,
     DraftChanged,
     PendingMessageAdded,
     PendingMessageRemoved,
@@ -103,60 +82,34 @@ from agenthost.messages.events import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
-    TurnStarted,
 )
 from agenthost.messages.ids import new_id
 from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
-from agenthost.messages.reduction import replace
 from agenthost.messages.state import (
-    ChatOriginKind,
-    ChatState,
-    ChatStatus,
     MessageOrigin,
     OriginKind,
     PendingKind,
     PendingMessage,
-    SessionState,
     Turn,
     TurnState,
     UserMessage,
-    with_attachments,
 )
 from agenthost.store.records import (
     DeletePending,
     SaveAssistantText,
     SaveChatMeta,
-    SavePending,
     SaveSteeringRecorded,
     SaveTurnEnded,
-    SaveTurnStarted,
-    StoreOp,
 )
 from agenthost.store.records import TruncateChat as TruncateStoredChat
 
 log = structlog.get_logger(__name__)
 
 STEERING_BUSY = "Cannot change a steering message while it is being processed"
-MODEL_KEY = "model"  # a session config value: the model its turns ask for
 STEERING_NOT_WITHDRAWN = AgentHostError(
     code=ErrorCode.INVALID_ARGUMENT,
     message="The model already had this steering message; it stays until the model reads it.",
 )
-HOST_STOPPED = AgentHostError(
-    code=ErrorCode.HOST_STOPPED, message="The host stopped before this turn ended."
-)
-
-
-@attrs.frozen
-class Attach:
-    """Add a subscriber; the reply is its snapshot (already queued to it)."""
-
-    subscription: Subscription
-
-
-@attrs.frozen
-class Detach:
-    subscription: Subscription
 
 
 @attrs.frozen
@@ -180,6 +133,13 @@ CLIENT_COMMANDS = (
 )
 
 
+def _not_pending(pending_id: str) -> AgentHostError:
+    return AgentHostError(
+        code=ErrorCode.NOT_FOUND,
+        message=f"message {pending_id} is not pending (it ran, or was removed)",
+    )
+
+
 ENDED_AS = {
     TurnCompleted: TurnState.COMPLETE,
     TurnCancelled: TurnState.CANCELLED,
@@ -197,398 +157,200 @@ def _end_reason(turn: Turn) -> TurnEndReason:
     return TurnEndReason.ERROR
 
 
-@attrs.define
-class _Reported:
-    """What the session was last told: the chat's status, turn count, subscribers."""
+class ChatActor(ChatCore):
+    """A chat's actor: ChatCore, and the handlers of what it hears."""
 
-    status: ChatStatus
-    turns: int
-    subscribers: int = 0
+    # -- client commands ---------------------------------------------------------------------
+    def _check_new_ids(self, *ids: str | None) -> None:
+        """Ids a client chose must be new to this chat (checked only when chosen)."""
+        for chosen in ids:
+            if chosen is None:
+                continue
+            state = self._state
+            taken = (
+                not chosen
+                or chosen == state.active_turn_id
+                or any(m.id == chosen for m in state.pending)
+                or any(t.id == chosen for t in state.turns)
+            )
+            if taken:
+                raise AgentHostError(
+                    code=ErrorCode.INVALID_ARGUMENT, message=f"id {chosen!r} is empty or in use"
+                )
 
+    @handles(SendMessage)
+    def _send(self, message: SendMessage) -> Any:
+        self._admission.refuse_if_driven()
+        self._check_new_ids(message.turn_id, message.pending_id)
+        user = UserMessage(text=message.text, attachments=message.attachments)
+        origin = Origin(message.client_id)
+        if not self._busy():
+            # A message set as queued while idle runs at once; its turn says it came
+            # from that id (AHP: a client that queued it sees it leave the queue).
+            ticket = self._admit(
+                Ticket(), user, origin, from_pending=message.pending_id, turn_id=message.turn_id
+            )
+            return self._reply(ticket)
+        pending = self._add_pending(PendingKind.QUEUED, user, origin, message.pending_id)
+        ticket = Ticket(pending_id=pending.id)
+        self._waiting.tickets[pending.id] = ticket
+        return self._reply(ticket)
 
-@attrs.define
-class _Waiting:
-    """Callers waiting on the chat: queued sends (tickets by pending id), steering
-    removals, answers, and cancels (until their turn's end is published)."""
+    @handles(SteerMessage)
+    def _steer(self, message: SteerMessage) -> Any:
+        self._admission.refuse_if_driven()
+        self._check_new_ids(message.pending_id)
+        origin = Origin(message.client_id)
+        text = UserMessage(text=message.text)
+        if not self._busy():  # while idle, steering is simply a send
+            pending_id = message.pending_id or new_id()
+            ticket = Ticket(pending_id=pending_id)
+            pending = PendingMessage(id=pending_id, kind=PendingKind.STEERING, message=text)
+            self._admit(ticket, text, origin, steer=True, from_pending=pending_id)
+            return self._reply(SteerReply(pending=pending, ticket=ticket))
+        verdict = self._admission.admit(message.text, origin, self._state, steer=True)
+        if not isinstance(verdict, Accept):  # settled at once, like a send while idle
+            ticket = Ticket()
+            self._settle(verdict, ticket, text, origin)
+            pending = PendingMessage(id=new_id(), kind=PendingKind.STEERING, message=text)
+            return self._reply(SteerReply(pending=pending, ticket=ticket))
+        pending = self._add_pending(PendingKind.STEERING, text, origin, message.pending_id)
+        self._hand_over(pending)
+        return self._reply(SteerReply(pending=pending))
 
-    tickets: dict[str, Ticket] = attrs.field(factory=dict)
-    removals: dict[str, list[RuntimeFuture]] = attrs.field(factory=dict)
-    answers: dict[str, deque[RuntimeFuture]] = attrs.field(factory=dict)
-    cancels: dict[str, list[RuntimeFuture]] = attrs.field(factory=dict)
+    @handles(RemovePendingMessage)
+    def _remove(self, message: RemovePendingMessage) -> Any:
+        pending = self._pending(message.pending_id)
+        if pending is None:
+            removal = PendingMessageRemoved(kind=PendingKind.QUEUED, pending_id=message.pending_id)
+            error = _not_pending(message.pending_id)
+            self._admission.refused(
+                self._stamp(removal), self._state, Origin(message.client_id), error
+            )
+            return self._reply(error)
+        if pending.kind is PendingKind.QUEUED:
+            self._remove_pending(pending, RemovalReason.CLIENT, Origin(message.client_id))
+            ticket = self._waiting.tickets.pop(pending.id, None)
+            if ticket is not None:
+                ticket.resolve(TurnOutcome(state=OutcomeState.REMOVED))
+            return self._reply(True)
+        future = RuntimeFuture()
+        first = pending.id not in self._waiting.removals
+        self._waiting.removals.setdefault(pending.id, []).append(future)
+        if first:
+            self.send(self._drain, RemoveSteering(pending_id=pending.id))
+        return future
 
-    def any(self) -> bool:
-        return bool(self.tickets or self.removals or self.answers or self.cancels)
-
-
-def _not_pending(pending_id: str) -> AgentHostError:
-    return AgentHostError(
-        code=ErrorCode.NOT_FOUND,
-        message=f"message {pending_id} is not pending (it ran, or was removed)",
-    )
-
-
-# A ChatActor's state is kept in few attributes (with at most 29, CPython shares
-# the attribute names among all chats' __dict__s: 1.3 KB less per resident chat).
-class ChatActor(HostedActor):
-    def __init__(
-        self,
-        services: Services,
-        *,
-        session_id: str,
-        chat_id: str,
-        provider: str,
-        state: ChatState,
-        session: Ref,
-        resume: bool,
-        client_tools: tuple[tuple[str, str], ...] = (),
-        session_state: SessionState | None = None,
-        default: bool = True,
-        read_only: bool = False,
-    ) -> None:
-        super().__init__(services)
-        self.session_id = session_id
-        self.chat_id = chat_id
-        self.provider = provider
-        self.session = session
-        self.resume = resume
-        self._client_tools = client_tools
-        self._state = state
-        self._publisher = Publisher(state)
-        self._writes = StoreWrites()
-        self._waiting = _Waiting()
-        self._reported = _Reported(status=state.status, turns=len(state.turns))
-        self._admission = Admission(
-            services.contributions,
-            services.mementos,
-            ChatKey(session_id=session_id, chat_id=chat_id),
-            session=session_state or SessionState(),
-            default=default,
-            read_only=read_only,
-            driven=state.origin.kind is ChatOriginKind.TOOL,
+    @handles(EditPendingMessage)
+    def _edit(self, message: EditPendingMessage) -> Any:
+        pending = self._pending(message.pending_id) or PendingMessage(
+            id=message.pending_id, kind=PendingKind.QUEUED, message=UserMessage(text="")
         )
-        # While the session decides to leave memory: client commands held meanwhile.
-        self._closing: list[tuple[Any, RuntimeFuture]] | None = None
-        self._turn_seq = len(state.turns)
-        self._tracker: Ref | None = None
-        self._drain: Ref | None = None
-        self._log = log.bind(session_id=session_id, chat_id=chat_id)
+        edited = attrs.evolve(pending, message=attrs.evolve(pending.message, text=message.text))
+        refusal = None
+        if self._pending(message.pending_id) is None:
+            refusal = _not_pending(message.pending_id)
+        elif pending.kind is PendingKind.STEERING:
+            refusal = AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
+        if refusal is not None:
+            added = self._stamp(PendingMessageAdded(pending=edited))
+            self._admission.refused(added, self._state, Origin(), refusal)
+            return self._reply(refusal)
+        self._apply(self._stamp(PendingMessageAdded(pending=edited)), origin=Origin())
+        self._save_queue_positions()
+        return self._reply(edited)
 
-    @property
-    def driven(self) -> bool:
-        """A subagent's chat: its turns come from its parent's provider stream."""
-        return self._admission.driven
+    @handles(ReorderQueue)
+    def _reorder(self, message: ReorderQueue) -> Any:
+        self._apply(
+            self._stamp(QueuedMessagesReordered(order=message.pending_ids)), origin=Origin()
+        )
+        self._save_queue_positions()
+        return self._reply(self._state.queued_messages)
 
-    def on_start(self) -> None:
-        self.services.directory.register(f"{self.session_id}/{self.chat_id}", self.actor_ref)
-        self._hydrate()
-        if self.driven:
-            self.send(self.session, ChatReady(chat_id=self.chat_id))
+    @handles(AnswerRequest)
+    def _answer(self, message: AnswerRequest) -> RuntimeFuture:
+        future = RuntimeFuture()
+        self._waiting.answers.setdefault(message.request_id, deque()).append(future)
+        self.send(self._tracker, message)
+        return future
+
+    @handles(AnswerSettled)
+    def _answer_settled(self, message: AnswerSettled) -> None:
+        waiting = self._waiting.answers.get(message.request_id)
+        if not waiting:
             return
-        self._drain = QueueDrainActor.start(
-            self.services,
-            session_id=self.session_id,
-            chat_id=self.chat_id,
-            chat=self.actor_ref,
-            queue_held=bool(self._state.pending),  # a restored queue waits for a success
+        future = waiting.popleft()
+        if not waiting:
+            del self._waiting.answers[message.request_id]
+        answer: Any = None if message.error is None else message.error
+        self._publisher.add(
+            Publication(after_write=0, state=self._state, reply=future, value=answer)
         )
-        self._tracker = TurnTrackerActor.start(
-            self.services,
-            session_id=self.session_id,
-            chat_id=self.chat_id,
-            provider=self.provider,
-            chat=self.actor_ref,
-            drain=self._drain,
-            resume=self.resume,
-            client_tools=self._client_tools,
-        )
-        self.send(self._drain, UseTracker(tracker=self._tracker))
-        # Restored steering was meant for a turn that died with the process: it
-        # heads the queue, which waits (as after any failed turn) for a success.
-        for pending in reversed(self._state.steering_messages):
-            self._to_queue(pending)
-
-    def _hydrate(self) -> None:
-        """Contributions restore what they keep, before the chat is listed."""
-        state = self._state
-        contributions = self.services.contributions
-        key = self._admission.chat
-        turns = contributions.hydrate_turns(state.turns, key)
-        title, draft = contributions.hydrate_chat(state.title, state.draft, key)
-        self._state = attrs.evolve(state, turns=turns, title=title, draft=draft)
-        self._publisher.published = self._state
-
-    def on_stop(self) -> None:
-        self.services.directory.unregister(f"{self.session_id}/{self.chat_id}", self.actor_ref)
-        for child in (self._tracker, self._drain):
-            if child is not None and child.is_alive():
-                child.stop(block=False)
-        for ticket in self._waiting.tickets.values():
-            ticket.fail(HOST_STOPPED)
-        waiting = self._waiting
-        for futures in (
-            *waiting.removals.values(),
-            *waiting.answers.values(),
-            *waiting.cancels.values(),
-        ):
-            for future in futures:
-                future.set_exception(exc_info=(AgentHostError, HOST_STOPPED, None))
-        self._publisher.stop(HOST_STOPPED)
-        released = AgentHostError(
-            code=ErrorCode.HOST_STOPPED, message="The session left memory; it is restored on use."
-        )
-        for _, future in self._closing or []:
-            future.set_exception(exc_info=(AgentHostError, released, None))
-
-    # -- state, persistence, publication -----------------------------------------------------
-    def _apply(
-        self,
-        action: ChatEvent,
-        after_write: int = 0,
-        ticket: Ticket | None = None,
-        origin: Origin | None = None,
-        publish: bool = True,
-    ) -> None:
-        """Reduce `action`; publish it (once durable, after `after_write`) unless
-        the caller publishes a whole burst itself."""
-        before = self._state
-        self._state = reduce_chat(before, action, self.services.clock.wall_ms())
-        if after_write or ticket is not None:
-            self._publisher.add(
-                Publication(after_write=after_write, state=self._state, event=action, ticket=ticket)
-            )
-        else:
-            self._publisher.event(action, self._state)
-        if publish:
-            self._publish_ready()
-        self._admission.dispatched(action, before, self._state, origin)
-
-    def _reply(self, value: Any) -> Any:
-        """A command's reply (an exception is raised to the caller): once what it
-        changed is published, so the caller reads its own writes."""
-        reply = self._publisher.reply_when_published(value, self._state)
-        if reply is value and isinstance(value, BaseException):
-            raise value
-        return reply
-
-    def _write(self, op: StoreOp, gate: bool = False) -> int:
-        return self._writes.write(op, gate)
-
-    def flush(self) -> None:
-        """The store gets the writes queued so far as one WriteMany."""
-        writes = self._writes.take(self.actor_ref, lambda seq: Committed(seq=seq))
-        if writes is not None:
-            Actor.send(self.services.store, writes)
-
-    def send(self, ref: Ref | None, message: Any) -> bool:  # type: ignore[override]
-        """Tell `ref`, after the writes queued so far (they stay ahead of it)."""
-        self.flush()
-        return Actor.send(ref, message)
-
-    def _publish_ready(self) -> None:
-        """Publish what the store has made durable; tell the session what changed."""
-        if self._publisher.publish_ready():
-            self._report_subscribers()
-        published = self._publisher.published
-        reported = self._reported
-        if published.status != reported.status or len(published.turns) != reported.turns:
-            reported.status = published.status
-            reported.turns = len(published.turns)
-            self.send(
-                self.session,
-                ChatStatusChanged(
-                    chat_id=self.chat_id, status=int(published.status), turns=reported.turns
-                ),
-            )
-
-    @handles(Committed)
-    def _committed_ack(self, message: Committed) -> None:
-        if message.error is not None:
-            # Not durable: those waiting on a turn's end hear it, and the log says
-            # what was lost.
-            self._log.error("store_write_lost", seq=message.seq, error=message.error.message)
-        self._publisher.committed_upto(message.seq, message.error)
         self._publish_ready()
 
-    def _stamp(self, event: Any) -> Any:
-        return replace(event, session_id=self.session_id, chat_id=self.chat_id)
+    @handles(GetDiagnostics)
+    def _diagnostics(self, message: GetDiagnostics) -> Any:
+        assert self._tracker is not None
+        return self._tracker.ask(Diagnose(), block=False)
 
-    def _pending(self, pending_id: str) -> PendingMessage | None:
-        return next((m for m in self._state.pending if m.id == pending_id), None)
+    @handles(ClientToolsChanged, ClientRemoved)
+    def _clients(self, message: ClientToolsChanged | ClientRemoved) -> None:
+        self.send(self._tracker, message)
 
-    def _busy(self) -> bool:
-        """A turn runs, or steering waits that the provider may start a turn for."""
-        return self._state.active_turn is not None or bool(self._state.steering_messages)
-
-    # -- pending messages ------------------------------------------------------------------
-    def _add_pending(
-        self, kind: PendingKind, message: UserMessage, origin: Origin, pending_id: str | None
-    ) -> PendingMessage:
-        pending = PendingMessage(id=pending_id or new_id(), kind=kind, message=message)
-        self._apply(self._stamp(PendingMessageAdded(pending=pending)), origin=origin)
-        position = len(
-            self._state.steering_messages
-            if kind is PendingKind.STEERING
-            else self._state.queued_messages
-        )
+    @handles(TruncateChat)
+    def _truncate(self, message: TruncateChat) -> Any:
+        truncation = self._stamp(Truncated(turn_id=message.turn_id))
+        refusal = None
+        if self._state.active_turn is not None:
+            refusal = AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message="A turn is running: cancel it before truncating the chat.",
+            )
+        elif message.turn_id is not None and all(
+            t.id != message.turn_id for t in self._state.turns
+        ):
+            refusal = AgentHostError(
+                code=ErrorCode.NOT_FOUND,
+                message=f"chat {self.chat_id} has no turn {message.turn_id}",
+            )
+        if refusal is not None:
+            self._admission.refused(truncation, self._state, Origin(), refusal)
+            return self._reply(refusal)
+        self._apply(truncation, origin=Origin())
         self._write(
-            SavePending(
-                session_id=self.session_id,
-                chat_id=self.chat_id,
-                pending=pending,
-                position=position - 1,
+            TruncateStoredChat(chat_id=self.chat_id, keep=tuple(t.id for t in self._state.turns))
+        )
+        return self._reply(self._state)
+
+    @handles(CancelTurn)
+    def _cancel(self, message: CancelTurn) -> Any:
+        """True once the turn's end is published (read your writes); False when none runs."""
+        active = self._state.active_turn
+        if active is None:
+            idle = AgentHostError(code=ErrorCode.NOT_FOUND, message="No turn is running.")
+            self._admission.refused(
+                self._stamp(TurnCancelled(turn_id="")), self._state, Origin(), idle
             )
-        )
-        return pending
+            return self._reply(False)
+        future = RuntimeFuture()
+        self._waiting.cancels.setdefault(active.id, []).append(future)
+        self.send(self._tracker, CancelActiveTurn(turn_id=active.id))
+        return future
 
-    def _remove_pending(
-        self, pending: PendingMessage, reason: RemovalReason, origin: Origin | None = None
-    ) -> None:
-        self._apply(
-            self._stamp(
-                PendingMessageRemoved(kind=pending.kind, pending_id=pending.id, reason=reason)
-            ),
-            origin=origin,
-        )
-        self._write(DeletePending(pending_id=pending.id))
+    @handles(SetDraft)
+    def _set_draft(self, message: SetDraft) -> Any:
+        draft = DraftChanged(draft=message.text or None)
+        self._apply(self._stamp(draft), origin=Origin(message.client_id))
+        return self._reply(None)
 
-    def _save_queue_positions(self) -> None:
-        for position, pending in enumerate(self._state.queued_messages):
-            self._write(
-                SavePending(
-                    session_id=self.session_id,
-                    chat_id=self.chat_id,
-                    pending=pending,
-                    position=position,
-                )
-            )
-
-    def _to_queue(self, pending: PendingMessage) -> None:
-        """A steering message the provider cannot take becomes the head of the queue."""
-        self._apply(
-            self._stamp(
-                PendingMessageRemoved(
-                    kind=PendingKind.STEERING,
-                    pending_id=pending.id,
-                    reason=RemovalReason.REQUEUED,
-                )
-            )
-        )
-        queued = attrs.evolve(pending, kind=PendingKind.QUEUED)
-        self._apply(self._stamp(PendingMessageAdded(pending=queued)))
-        self._apply(self._stamp(QueuedMessagesReordered(order=(queued.id,))))
-        self._save_queue_positions()
-
-    def _drain_point(self) -> None:
-        """The chat may be idle with messages pending: the queue drain decides."""
-        if self._state.active_turn is None and self._state.pending:
-            self.send(self._drain, DrainNow(state=self._state))
-
-    # -- turns -------------------------------------------------------------------------------
-    def _start_turn(
-        self,
-        message: UserMessage,
-        *,
-        ticket: Ticket | None = None,
-        from_pending: str | None = None,
-        turn_id: str | None = None,
-        origin: Origin | None = None,
-        chosen_id: str | None = None,
-    ) -> str:
-        """Start a turn; with `turn_id` given the provider already started it (steering).
-        The provider gets the text and instructions as the contributions leave them."""
-        provider_started = turn_id is not None
-        turn_id = turn_id or chosen_id or new_id()
-        history = self._state.turns
-        if from_pending is not None and self._pending(from_pending) is not None:
-            self._write(DeletePending(pending_id=from_pending))
-        self._apply(
-            self._stamp(
-                TurnStarted(turn_id=turn_id, message=message, queued_message_id=from_pending)
-            ),
-            origin=origin,
-        )
-        if ticket is not None:
-            ticket.started(turn_id)
-            self._waiting.tickets[turn_id] = ticket
-        self._write(
-            SaveTurnStarted(
-                session_id=self.session_id,
-                chat_id=self.chat_id,
-                turn_id=turn_id,
-                seq=self._turn_seq,
-                user_text=message.text,
-                attachments=message.attachments,
-                started_at=self.services.clock.wall_ms(),
-                origin=message.origin,
-            )
-        )
-        self._turn_seq += 1
-        self._writes.stable[turn_id] = []
-        if not provider_started:
-            outgoing = self._admission.outgoing(turn_id, message.text, self._state)
-            self.send(
-                self._tracker,
-                BeginTurn(
-                    turn_id=turn_id,
-                    text=with_attachments(outgoing.text, message.attachments),
-                    history=history,
-                    instructions=outgoing.instructions,
-                    model=dict(self._admission.session.config).get(MODEL_KEY) or None,
-                    attachments=message.attachments,
-                ),
-            )
-        return turn_id
-
-    def _admit(
-        self,
-        ticket: Ticket,
-        message: UserMessage,
-        origin: Origin,
-        *,
-        steer: bool = False,
-        from_pending: str | None = None,
-        turn_id: str | None = None,
-    ) -> Ticket:
-        """Run admission; start the turn, or settle the request without one."""
-        verdict = self._admission.admit(
-            message.text, origin, self._state, steer=steer, pending_id=from_pending
-        )
-        if isinstance(verdict, Accept):
-            self._start_turn(
-                message, ticket=ticket, from_pending=from_pending, origin=origin, chosen_id=turn_id
-            )
-        else:
-            self._settle(verdict, ticket, message, origin, from_pending)
-        return ticket
-
-    def _settle(
-        self,
-        verdict: Verdict,
-        ticket: Ticket,
-        message: UserMessage,
-        origin: Origin,
-        from_pending: str | None = None,
-    ) -> None:
-        """A request that ends without a turn: a local command, or a refusal."""
-        pending = None if from_pending is None else self._pending(from_pending)
-        if isinstance(verdict, Handled):
-            if pending is not None:
-                self._remove_pending(pending, RemovalReason.CONSUMED)
-            for action in verdict.actions:
-                self._apply(self._stamp(action), origin=origin.as_client())
-            ticket.resolve(TurnOutcome(state=OutcomeState.HANDLED, text=verdict.reply))
-            self._admission.turn_ended(TurnEndReason.LOCAL_COMMAND, None, self._state, origin)
-            return
-        assert isinstance(verdict, Reject)
-        self._log.info("request_rejected", stage=verdict.stage, code=verdict.error.code.value)
-        if pending is not None:
-            self._remove_pending(pending, RemovalReason.REJECTED)
-        refused = self._stamp(
-            TurnStarted(turn_id=new_id(), message=message, queued_message_id=from_pending)
-        )
-        self._admission.refused(refused, self._state, origin, verdict.error)
-        ticket.resolve(TurnOutcome(state=OutcomeState.REJECTED, error=verdict.error))
-        self._admission.turn_ended(TurnEndReason.REJECTED, None, self._state, origin)
+    @handles(SetReadOnly)
+    def _set_read_only(self, message: SetReadOnly) -> Any:
+        if message.read_only != self._admission.read_only:
+            self._admission.read_only = message.read_only
+            self._write(SaveChatMeta(chat_id=self.chat_id, read_only=message.read_only))
+            self._apply(self._stamp(ReadOnlyChanged(read_only=message.read_only)), origin=Origin())
+        return self._reply(None)
 
     @handles(StartNext)
     def _start_next(self, message: StartNext) -> None:
@@ -816,11 +578,6 @@ class ChatActor(HostedActor):
             return future
         return super().on_receive(message)
 
-    @handles(ChatBatch)
-    def _batch(self, message: ChatBatch) -> None:
-        for item in message.messages:
-            self._handlers[type(item)](self, item)
-
     @handles(PrepareRelease)
     def _prepare_release(self, message: PrepareRelease) -> None:
         """Agree only with nothing running, watched or waited on; for a deletion,
@@ -841,221 +598,3 @@ class ChatActor(HostedActor):
                 future.set(super().on_receive(command))
             except Exception:
                 future.set_exception()
-
-    @handles(SessionStateChanged)
-    def _session_changed(self, message: SessionStateChanged) -> None:
-        self._admission.session = message.state
-
-    @handles(GetChatState)
-    def _get_state(self, message: GetChatState) -> ChatState:
-        return self._publisher.published
-
-    @handles(Attach)
-    def _attach(self, message: Attach) -> ChatSnapshot:
-        snapshot = self._stamp(ChatSnapshot(state=self._publisher.published))
-        self._publisher.attach(message.subscription, snapshot)
-        self._report_subscribers()
-        return snapshot
-
-    @handles(Detach)
-    def _detach(self, message: Detach) -> None:
-        self._publisher.detach(message.subscription)
-        self._report_subscribers()
-
-    def _report_subscribers(self) -> None:
-        count = len(self._publisher.subscribers)
-        if count != self._reported.subscribers:
-            self._reported.subscribers = count
-            self.send(self.session, SubscribersChanged(chat_id=self.chat_id, count=count))
-
-    # -- client commands ---------------------------------------------------------------------
-    def _check_new_ids(self, *ids: str | None) -> None:
-        """Ids a client chose must be new to this chat (checked only when chosen)."""
-        for chosen in ids:
-            if chosen is None:
-                continue
-            state = self._state
-            taken = (
-                not chosen
-                or chosen == state.active_turn_id
-                or any(m.id == chosen for m in state.pending)
-                or any(t.id == chosen for t in state.turns)
-            )
-            if taken:
-                raise AgentHostError(
-                    code=ErrorCode.INVALID_ARGUMENT, message=f"id {chosen!r} is empty or in use"
-                )
-
-    @handles(SendMessage)
-    def _send(self, message: SendMessage) -> Any:
-        self._admission.refuse_if_driven()
-        self._check_new_ids(message.turn_id, message.pending_id)
-        user = UserMessage(text=message.text, attachments=message.attachments)
-        origin = Origin(message.client_id)
-        if not self._busy():
-            # A message set as queued while idle runs at once; its turn says it came
-            # from that id (AHP: a client that queued it sees it leave the queue).
-            ticket = self._admit(
-                Ticket(), user, origin, from_pending=message.pending_id, turn_id=message.turn_id
-            )
-            return self._reply(ticket)
-        pending = self._add_pending(PendingKind.QUEUED, user, origin, message.pending_id)
-        ticket = Ticket(pending_id=pending.id)
-        self._waiting.tickets[pending.id] = ticket
-        return self._reply(ticket)
-
-    @handles(SteerMessage)
-    def _steer(self, message: SteerMessage) -> Any:
-        self._admission.refuse_if_driven()
-        self._check_new_ids(message.pending_id)
-        origin = Origin(message.client_id)
-        text = UserMessage(text=message.text)
-        if not self._busy():  # while idle, steering is simply a send
-            pending_id = message.pending_id or new_id()
-            ticket = Ticket(pending_id=pending_id)
-            pending = PendingMessage(id=pending_id, kind=PendingKind.STEERING, message=text)
-            self._admit(ticket, text, origin, steer=True, from_pending=pending_id)
-            return self._reply(SteerReply(pending=pending, ticket=ticket))
-        verdict = self._admission.admit(message.text, origin, self._state, steer=True)
-        if not isinstance(verdict, Accept):  # settled at once, like a send while idle
-            ticket = Ticket()
-            self._settle(verdict, ticket, text, origin)
-            pending = PendingMessage(id=new_id(), kind=PendingKind.STEERING, message=text)
-            return self._reply(SteerReply(pending=pending, ticket=ticket))
-        pending = self._add_pending(PendingKind.STEERING, text, origin, message.pending_id)
-        self._hand_over(pending)
-        return self._reply(SteerReply(pending=pending))
-
-    @handles(RemovePendingMessage)
-    def _remove(self, message: RemovePendingMessage) -> Any:
-        pending = self._pending(message.pending_id)
-        if pending is None:
-            removal = PendingMessageRemoved(kind=PendingKind.QUEUED, pending_id=message.pending_id)
-            error = _not_pending(message.pending_id)
-            self._admission.refused(
-                self._stamp(removal), self._state, Origin(message.client_id), error
-            )
-            return self._reply(error)
-        if pending.kind is PendingKind.QUEUED:
-            self._remove_pending(pending, RemovalReason.CLIENT, Origin(message.client_id))
-            ticket = self._waiting.tickets.pop(pending.id, None)
-            if ticket is not None:
-                ticket.resolve(TurnOutcome(state=OutcomeState.REMOVED))
-            return self._reply(True)
-        future = RuntimeFuture()
-        first = pending.id not in self._waiting.removals
-        self._waiting.removals.setdefault(pending.id, []).append(future)
-        if first:
-            self.send(self._drain, RemoveSteering(pending_id=pending.id))
-        return future
-
-    @handles(EditPendingMessage)
-    def _edit(self, message: EditPendingMessage) -> Any:
-        pending = self._pending(message.pending_id) or PendingMessage(
-            id=message.pending_id, kind=PendingKind.QUEUED, message=UserMessage(text="")
-        )
-        edited = attrs.evolve(pending, message=attrs.evolve(pending.message, text=message.text))
-        refusal = None
-        if self._pending(message.pending_id) is None:
-            refusal = _not_pending(message.pending_id)
-        elif pending.kind is PendingKind.STEERING:
-            refusal = AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
-        if refusal is not None:
-            added = self._stamp(PendingMessageAdded(pending=edited))
-            self._admission.refused(added, self._state, Origin(), refusal)
-            return self._reply(refusal)
-        self._apply(self._stamp(PendingMessageAdded(pending=edited)), origin=Origin())
-        self._save_queue_positions()
-        return self._reply(edited)
-
-    @handles(ReorderQueue)
-    def _reorder(self, message: ReorderQueue) -> Any:
-        self._apply(
-            self._stamp(QueuedMessagesReordered(order=message.pending_ids)), origin=Origin()
-        )
-        self._save_queue_positions()
-        return self._reply(self._state.queued_messages)
-
-    @handles(AnswerRequest)
-    def _answer(self, message: AnswerRequest) -> RuntimeFuture:
-        future = RuntimeFuture()
-        self._waiting.answers.setdefault(message.request_id, deque()).append(future)
-        self.send(self._tracker, message)
-        return future
-
-    @handles(AnswerSettled)
-    def _answer_settled(self, message: AnswerSettled) -> None:
-        waiting = self._waiting.answers.get(message.request_id)
-        if not waiting:
-            return
-        future = waiting.popleft()
-        if not waiting:
-            del self._waiting.answers[message.request_id]
-        answer: Any = None if message.error is None else message.error
-        self._publisher.add(
-            Publication(after_write=0, state=self._state, reply=future, value=answer)
-        )
-        self._publish_ready()
-
-    @handles(GetDiagnostics)
-    def _diagnostics(self, message: GetDiagnostics) -> Any:
-        assert self._tracker is not None
-        return self._tracker.ask(Diagnose(), block=False)
-
-    @handles(ClientToolsChanged, ClientRemoved)
-    def _clients(self, message: ClientToolsChanged | ClientRemoved) -> None:
-        self.send(self._tracker, message)
-
-    @handles(TruncateChat)
-    def _truncate(self, message: TruncateChat) -> Any:
-        truncation = self._stamp(Truncated(turn_id=message.turn_id))
-        refusal = None
-        if self._state.active_turn is not None:
-            refusal = AgentHostError(
-                code=ErrorCode.INVALID_ARGUMENT,
-                message="A turn is running: cancel it before truncating the chat.",
-            )
-        elif message.turn_id is not None and all(
-            t.id != message.turn_id for t in self._state.turns
-        ):
-            refusal = AgentHostError(
-                code=ErrorCode.NOT_FOUND,
-                message=f"chat {self.chat_id} has no turn {message.turn_id}",
-            )
-        if refusal is not None:
-            self._admission.refused(truncation, self._state, Origin(), refusal)
-            return self._reply(refusal)
-        self._apply(truncation, origin=Origin())
-        self._write(
-            TruncateStoredChat(chat_id=self.chat_id, keep=tuple(t.id for t in self._state.turns))
-        )
-        return self._reply(self._state)
-
-    @handles(CancelTurn)
-    def _cancel(self, message: CancelTurn) -> Any:
-        """True once the turn's end is published (read your writes); False when none runs."""
-        active = self._state.active_turn
-        if active is None:
-            idle = AgentHostError(code=ErrorCode.NOT_FOUND, message="No turn is running.")
-            self._admission.refused(
-                self._stamp(TurnCancelled(turn_id="")), self._state, Origin(), idle
-            )
-            return self._reply(False)
-        future = RuntimeFuture()
-        self._waiting.cancels.setdefault(active.id, []).append(future)
-        self.send(self._tracker, CancelActiveTurn(turn_id=active.id))
-        return future
-
-    @handles(SetDraft)
-    def _set_draft(self, message: SetDraft) -> Any:
-        draft = DraftChanged(draft=message.text or None)
-        self._apply(self._stamp(draft), origin=Origin(message.client_id))
-        return self._reply(None)
-
-    @handles(SetReadOnly)
-    def _set_read_only(self, message: SetReadOnly) -> Any:
-        if message.read_only != self._admission.read_only:
-            self._admission.read_only = message.read_only
-            self._write(SaveChatMeta(chat_id=self.chat_id, read_only=message.read_only))
-            self._apply(self._stamp(ReadOnlyChanged(read_only=message.read_only)), origin=Origin())
-        return self._reply(None)
