@@ -31,17 +31,14 @@ from agenthost.actors.context import Lifecycle, Services
 from agenthost.actors.contributions import Contribution
 from agenthost.actors.handles import Subscription
 from agenthost.actors.protocol import FindSession, ListSessionRows
+from agenthost.actors.startup import Running, policy_of, start_host, stop_host
 from agenthost.actors.supervisor import RestartPolicy
 from agenthost.actors.surface import (
     DEFAULT_TIMEOUT,
     Chat,
     Host,
-    Running,
     Session,
     TurnHandle,
-    policy_of,
-    start_host,
-    stop_host,
 )
 from agenthost.messages.commands import (
     AnswerRequest,

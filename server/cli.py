@@ -303,7 +303,7 @@ def print_report(report: LoadReport, target: str) -> None:
 def _store(spec: str | None, *, create: bool = True) -> "Store":
     """The store a --store value names (not opened): a path, sqlite:///path or
     postgresql://...; the user's SQLite file by default."""
-    from agenthost.actors.surface import default_store_path
+    from agenthost.actors.startup import default_store_path
     from agenthost.store import store_from_spec
 
     try:
@@ -416,7 +416,7 @@ def list_sessions(
     as_json: bool = typer.Option(False, "--json", help="print them as JSON"),
 ) -> None:
     """List a store's sessions, the latest activity first (read only: works beside a server)."""
-    from agenthost.actors.surface import default_store_path
+    from agenthost.actors.startup import default_store_path
 
     if store is None and not default_store_path().exists():  # a new user's: nothing yet
         print("[]" if as_json else f"No sessions yet ({default_store_path()} does not exist).")
