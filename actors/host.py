@@ -6,7 +6,6 @@ once their provider sessions resumed). A session whose provider failed to
 resume is stopped and forgotten in memory; its stored rows stay untouched.
 """
 
-import uuid
 from typing import Any
 
 import attrs
@@ -32,6 +31,7 @@ from agenthost.actors.runtime import handles
 from agenthost.actors.session import SessionActor
 from agenthost.messages.commands import CreateSession, DisposeSession
 from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.ids import new_id
 from agenthost.messages.state import ChatState, PendingKind, chat_resource
 from agenthost.store.records import DeleteSession, ImportSession, SaveSession, SessionRecord
 
@@ -110,12 +110,12 @@ class HostActor(HostedActor):
                     f"configured: {', '.join(sorted(self.services.providers)) or 'none'}"
                 ),
             )
-        session_id = message.session_id or uuid.uuid4().hex
+        session_id = message.session_id or new_id()
         if session_id in self._sessions:
             raise AgentHostError(
                 code=ErrorCode.INVALID_ARGUMENT, message=f"session {session_id} exists already"
             )
-        chat_id = uuid.uuid4().hex
+        chat_id = new_id()
         now = self.services.clock.wall_ms()
         self.services.mementos.load(session_id, ())
         self._sessions[session_id] = SessionActor.start(

@@ -11,6 +11,12 @@ this module relies on. setup.cfg pins pykka to the minor series it was
 tested with.
 
 What is relied on (pykka 4.x):
+- the fields `pykka.Actor.__init__` sets (`actor_urn`, `actor_inbox`,
+  `actor_stopped`, `_actor_ref`), which `SeamActor.__init__` sets itself
+  (its stopped flag is not a threading.Event), and the three methods pykka's
+  own `ThreadingActor` overrides to run actors its way (`_create_actor_inbox`,
+  `_create_future`, `_start_actor_loop`), which `SeamActor` turns into
+  public ones (`create_inbox`, `create_future`, `start_loop`);
 - `pykka._envelope.Envelope(message, reply_to)`, with `.message` and `.reply_to`:
   what ActorRef.tell and ask put in an inbox;
 - `pykka.messages._ActorStop`: the message `ActorRef.stop` sends;
@@ -34,6 +40,7 @@ from pykka.messages import _ActorStop
 
 __all__ = [
     "Envelope",
+    "SeamActor",
     "answer_dead",
     "is_stop",
     "process",
@@ -47,6 +54,42 @@ log = structlog.get_logger(__name__)
 interruptible = threading.local()
 """`interruptible.on` is True on a thread whose BaseException should propagate
 (the deterministic runner's driver: Ctrl-C must get through)."""
+
+
+class SeamActor(pykka.Actor):
+    """pykka's Actor, built and started through public methods of ours.
+
+    pykka's __init__ makes a threading.Event per actor for its stopped flag (a
+    Condition, a lock and a deque: about 1 KB and a dozen objects the garbage
+    collector walks); `stopped` is what stands in for it here."""
+
+    def __init__(self, urn: str, inbox: Any, stopped: Any) -> None:
+        # pykka.Actor.__init__'s four fields (tests/actors/test_pykka_seam.py pins them).
+        self.actor_urn = urn
+        self.actor_inbox = inbox
+        self.actor_stopped = stopped
+        self._actor_ref = pykka.ActorRef(self)
+
+    def create_inbox(self) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def create_future() -> pykka.Future[Any]:
+        raise NotImplementedError
+
+    def start_loop(self) -> None:
+        raise NotImplementedError
+
+    # pykka's hooks for new actor types, as its ThreadingActor overrides them
+    def _create_actor_inbox(self) -> Any:  # type: ignore[override]
+        return self.create_inbox()
+
+    @classmethod
+    def _create_future(cls) -> pykka.Future[Any]:
+        return cls.create_future()
+
+    def _start_actor_loop(self) -> None:
+        self.start_loop()
 
 
 def stop_message() -> Any:

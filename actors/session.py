@@ -14,8 +14,6 @@ message to the host. The host hears of idle and busy only while it bounds
 the resident sessions (it then releases the least recently used idle ones).
 """
 
-import uuid
-
 import attrs
 import structlog
 
@@ -67,6 +65,7 @@ from agenthost.messages.events import (
     SessionEvent,
     SessionTitleChanged,
 )
+from agenthost.messages.ids import new_id
 from agenthost.messages.reducers import reduce_session
 from agenthost.messages.state import (
     ChatOrigin,
@@ -420,7 +419,7 @@ class SessionActor(HostedActor):
     # -- chats ---------------------------------------------------------------------------
     @handles(CreateChat)
     def _create_chat(self, message: CreateChat) -> ChatInfo:
-        chat_id = uuid.uuid4().hex
+        chat_id = new_id()
         now = self.services.clock.wall_ms()
         self.send(
             self.services.store,

@@ -164,3 +164,51 @@ def test_a_message_to_a_stopped_actor_is_answered_dead_and_a_stop_as_done() -> N
     with pytest.raises(pykka.ActorDeadError):
         asked.get(timeout=0)
     assert stopping.get(timeout=0) is None
+
+
+def test_pykka_actor_init_sets_exactly_the_fields_seam_actor_sets() -> None:
+    """SeamActor.__init__ stands in for pykka.Actor.__init__: a field pykka adds,
+    drops or renames would leave our actors half built."""
+    pykka_made = _Probe()
+    ours = pykka_seam.SeamActor(urn="urn:x", inbox=_Inbox(), stopped=object())
+    assert set(vars(ours)) == {"actor_urn", "actor_inbox", "actor_stopped", "_actor_ref"}
+    assert set(vars(ours)) <= set(vars(pykka_made))
+    assert set(vars(pykka_made)) - set(vars(ours)) == {"events", "fail_on_start"}
+
+
+def test_a_ref_of_a_seam_actor_reads_the_fields_it_set() -> None:
+    inbox = _Inbox()
+    ours = pykka_seam.SeamActor(urn="urn:x", inbox=inbox, stopped=pykka_seam.threading.Event())
+    ref = ours.actor_ref
+    assert ref.actor_urn == "urn:x" and ref.actor_inbox is inbox
+    assert ref.is_alive()
+    ref.tell("hello")
+    assert inbox.items[0].message == "hello"
+
+
+def test_pykka_builds_futures_inboxes_and_starts_through_the_hooks_seam_actor_fills() -> None:
+    """pykka calls these three to run an actor its way (its ThreadingActor
+    overrides them); SeamActor maps them to create_future, create_inbox and
+    start_loop."""
+    calls: list[str] = []
+
+    class Hooked(pykka_seam.SeamActor):
+        def create_inbox(self) -> Any:
+            calls.append("inbox")
+            return _Inbox()
+
+        @staticmethod
+        def create_future() -> pykka.Future[Any]:
+            calls.append("future")
+            return RuntimeFuture()
+
+        def start_loop(self) -> None:
+            calls.append("start")
+
+    hooked = Hooked(urn="urn:h", inbox=_Inbox(), stopped=pykka_seam.threading.Event())
+    assert isinstance(hooked.actor_ref.ask("x", block=False), RuntimeFuture)
+    hooked._create_actor_inbox()
+    hooked._start_actor_loop()
+    assert calls == ["future", "inbox", "start"]
+    assert pykka.ThreadingActor._create_actor_inbox is not pykka.Actor._create_actor_inbox
+    assert pykka.ThreadingActor._start_actor_loop is not pykka.Actor._start_actor_loop
