@@ -194,7 +194,7 @@ def run_sync(call: Call[T], timeout: float) -> T:
         try:
             step = call.send(reply) if error is None else call.throw(error)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         reply, error = None, None
         left = max(deadline - time.monotonic(), 0.0)
         try:
@@ -217,7 +217,7 @@ async def run_async(call: Call[T], timeout: float | None) -> T:
         try:
             step = call.send(reply) if error is None else call.throw(error)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         reply, error = None, None
         try:
             future: Any = step.ref.ask(step.message, block=False)

@@ -86,7 +86,8 @@ class RuntimeFuture(pykka.Future[Any]):
 
     def set_exception(self, exc_info: Any = None) -> None:
         assert exc_info is None or len(exc_info) == 3
-        self._settle(_Outcome(exc_info=exc_info or sys.exc_info()))
+        outcome: Any = exc_info or sys.exc_info()
+        self._settle(_Outcome(exc_info=outcome))
 
     def set_get_hook(self, func: Any) -> None:
         with self._state:

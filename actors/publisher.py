@@ -13,7 +13,7 @@ state and any snapshot taken after it show its effect.
 """
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -72,7 +72,7 @@ class Publisher:
         if self.subscribers:
             self._events.append(event)
 
-    def events(self, events: list[ChatEvent] | tuple[ChatEvent, ...], state: ChatState) -> None:
+    def events(self, events: Sequence[ChatEvent], state: ChatState) -> None:
         """`event` of each of a run reduced at once, all with the run's end state."""
         if self._outbox:
             for event in events:

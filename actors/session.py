@@ -180,9 +180,11 @@ class SessionActor(HostedActor):
 
     def _arm(self, delay: float) -> None:
         fired = IdleTimerFired(session_id=self.session_id)
-        self._timer = self.services.clock.call_later(
-            delay, lambda: self.send(self.actor_ref, fired)
-        )
+
+        def fire() -> None:
+            self.send(self.actor_ref, fired)
+
+        self._timer = self.services.clock.call_later(delay, fire)
 
     @handles(IdleTimerFired)
     def _timer_fired(self, message: IdleTimerFired) -> None:

@@ -55,7 +55,7 @@ def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
     lines = ["def copy(value, changes):", "    new = _new(_cls)", "    get = changes.get"]
     for index, name in enumerate(names):
         slot = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
-        if not hasattr(slot, "__set__"):
+        if slot is None or not hasattr(slot, "__set__"):
             return None  # a field not kept in a slot
         env[f"_s{index}"] = slot.__set__
         lines.append(f"    v = get({name!r}, _M)")
