@@ -37,6 +37,7 @@ from agenthost.actors.surface import (
     DEFAULT_TIMEOUT,
     Chat,
     Host,
+    Removal,
     Session,
     TurnHandle,
 )
@@ -332,6 +333,10 @@ class AsyncChat:
     ) -> bool:
         removal = RemovePendingMessage(pending_id=pending_id, client_id=client_id)
         return bool(await self._call(removal, timeout))
+
+    def remove_pending_nowait(self, pending_id: str) -> Removal:
+        """Ask to remove a pending message; await the Removal for the settlement."""
+        return self.sync.remove_pending_nowait(pending_id)
 
     async def edit_pending(
         self, pending_id: str, text: str, *, timeout: float = DEFAULT_TIMEOUT

@@ -505,13 +505,21 @@ class Chat:
 
 
 class Removal:
-    """A removal in flight; `result()` is what `Chat.remove_pending` returns."""
+    """A removal in flight; `result()` is what `Chat.remove_pending` returns;
+    awaitable (to the same bool) from asyncio."""
 
     def __init__(self, future: pykka.Future[Any]) -> None:
         self._future = future
 
     def result(self, timeout: float = DEFAULT_TIMEOUT) -> bool:
         return bool(calls.wait_sync(self._future, timeout, "removal not settled"))
+
+    async def settled(self, timeout: float | None = DEFAULT_TIMEOUT) -> bool:
+        """The removal's answer, without blocking the loop."""
+        return bool(await calls.wait(self._future, timeout))  # type: ignore[arg-type]
+
+    def __await__(self) -> Generator[Any, None, bool]:
+        return self.settled().__await__()
 
 
 class TurnHandle:
