@@ -38,6 +38,7 @@ from agenthost.actors.protocol import (
     ReleaseVote,
     RemovalOutcome,
     RemoveSteering,
+    ReportStatus,
     RequeueSteering,
     SpawnSubagentChat,
     StartNext,
@@ -580,15 +581,29 @@ class ChatActor(ChatCore):
 
     @handles(PrepareRelease)
     def _prepare_release(self, message: PrepareRelease) -> None:
-        """Agree only with nothing running, watched or waited on; for a deletion,
-        only while the chat never held anything (DESIGN.md rule 4)."""
+        """Agree only with nothing running, watched or waited on, idle for the time
+        asked; for a deletion, only while the chat never held anything (DESIGN.md
+        rule 4). A refusal says since when the chat is idle, if it is."""
         waited_on = self._waiting.any() or self._publisher.waited_on()
-        ok = not (self._busy() or self._publisher.subscribers or waited_on)
-        if message.collect:
-            ok = ok and not self._state.turns and not self._state.pending
+        if self._busy() or self._publisher.subscribers or waited_on:
+            self.send(self.session, ReleaseVote(chat_id=self.chat_id, ok=False))
+            return
+        idle_since = self._reported.idle_since
+        used = message.collect and bool(self._state.turns or self._state.pending)
+        ok = not used and self.services.clock.now() - idle_since >= message.idle_for
         if ok:
             self._closing = []
-        self.send(self.session, ReleaseVote(chat_id=self.chat_id, ok=ok))
+        self.send(
+            self.session,
+            ReleaseVote(
+                chat_id=self.chat_id, ok=ok, idle_since=None if ok else idle_since, used=used
+            ),
+        )
+
+    @handles(ReportStatus)
+    def _report_wanted(self, message: ReportStatus) -> None:
+        self._reported.wanted = True
+        self._report_status()
 
     @handles(ReleaseAborted)
     def _release_aborted(self, message: ReleaseAborted) -> None:

@@ -102,11 +102,22 @@ class Detach:
 
 @attrs.define
 class _Reported:
-    """What the session was last told: the chat's status, turn count, subscribers."""
+    """The chat's status, turn count and subscribers as the session last heard
+    them, and when to tell it again.
+
+    The session hears subscribers as they change, but a status change only
+    when it has to: every one once it asked (`wanted`: it was asked for its
+    summary, or the host bounds resident sessions); otherwise only the chat's
+    first turn (`first_turn`: a draft is used from then on). Idle release asks
+    the chat itself how long it has been idle (`idle_since`, on the clock), so
+    a turn costs the session no message of its own."""
 
     status: ChatStatus
     turns: int
     subscribers: int = 0
+    wanted: bool = False
+    first_turn: bool = False
+    idle_since: float = 0.0
 
 
 @attrs.define
@@ -140,6 +151,7 @@ class ChatCore(HostedActor):
         session_state: SessionState | None = None,
         default: bool = True,
         read_only: bool = False,
+        report_status: bool = False,
     ) -> None:
         super().__init__(services)
         self.session_id = session_id
@@ -152,7 +164,13 @@ class ChatCore(HostedActor):
         self._publisher = Publisher(state)
         self._writes = StoreWrites()
         self._waiting = _Waiting()
-        self._reported = _Reported(status=state.status, turns=len(state.turns))
+        self._reported = _Reported(
+            status=state.status,
+            turns=len(state.turns),
+            wanted=report_status or services.lifecycle.max_resident is not None,
+            first_turn=not state.turns,
+            idle_since=services.clock.now(),
+        )
         self._admission = Admission(
             services.contributions,
             services.mementos,
@@ -286,15 +304,25 @@ class ChatCore(HostedActor):
             self._report_subscribers()
         published = self._publisher.published
         reported = self._reported
-        if published.status != reported.status or len(published.turns) != reported.turns:
-            reported.status = published.status
-            reported.turns = len(published.turns)
-            self.send(
-                self.session,
-                ChatStatusChanged(
-                    chat_id=self.chat_id, status=int(published.status), turns=reported.turns
-                ),
-            )
+        if published.status == reported.status and len(published.turns) == reported.turns:
+            return
+        reported.status = published.status
+        reported.turns = len(published.turns)
+        running = published.active_turn is not None
+        if not running and not published.steering_messages:
+            reported.idle_since = self.services.clock.now()
+        if reported.wanted or (reported.first_turn and running):
+            reported.first_turn = reported.first_turn and not running
+            self._report_status()
+
+    def _report_status(self) -> None:
+        reported = self._reported
+        self.send(
+            self.session,
+            ChatStatusChanged(
+                chat_id=self.chat_id, status=int(reported.status), turns=reported.turns
+            ),
+        )
 
     @handles(Committed)
     def _committed_ack(self, message: Committed) -> None:

@@ -200,15 +200,23 @@ class ReleaseIfIdle:
 @attrs.frozen
 class PrepareRelease:
     """session -> chat: may the session leave memory (or, `collect`, be deleted)?
-    A chat that agrees holds every client command until the answer is known."""
+    Only a chat idle for `idle_for` seconds (on the host's clock) agrees; one that
+    agrees holds every client command until the answer is known."""
 
     collect: bool
+    idle_for: float = 0.0
 
 
 @attrs.frozen
 class ReleaseVote:
+    """chat -> session. A refusal says why: `idle_since` (on the clock) when the
+    chat is idle but not for long enough, `used` when a deletion was asked of a
+    chat that holds turns or messages; neither: it is busy."""
+
     chat_id: str
     ok: bool
+    idle_since: float | None = None
+    used: bool = False
 
 
 @attrs.frozen
@@ -409,11 +417,19 @@ class ProviderDiagnosed:
 
 @attrs.frozen
 class ChatStatusChanged:
-    """chat -> session: the chat's status (for the session's aggregate)."""
+    """chat -> session: the chat's status (for the session's aggregate). Sent on
+    every change only while the session asked for them (ReportStatus); otherwise
+    only on the chat's first turn (a draft is used from then on)."""
 
     chat_id: str
     status: int
     turns: int = 0
+
+
+@attrs.frozen
+class ReportStatus:
+    """session -> chat: from now on, report every status change; answer with the
+    status now (a ChatStatusChanged)."""
 
 
 # -- subagents ----------------------------------------------------------------------

@@ -14,6 +14,9 @@ message to the host. The host hears of idle and busy only while it bounds
 the resident sessions (it then releases the least recently used idle ones).
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import attrs
 import structlog
 
@@ -21,6 +24,7 @@ from agenthost.actors.chat import ChatActor
 from agenthost.actors.clock import TimerHandle
 from agenthost.actors.context import Services
 from agenthost.actors.contributions import ChatKey, Dispatch, Dispatcher
+from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
     ApplySessionAction,
@@ -36,6 +40,7 @@ from agenthost.actors.protocol import (
     ReleaseAborted,
     ReleaseIfIdle,
     ReleaseVote,
+    ReportStatus,
     SessionActivity,
     SessionReady,
     SessionReleased,
@@ -126,6 +131,7 @@ class SessionActor(HostedActor):
         self._clients: dict[str, tuple[ClientTool, ...]] = {}
         self._statuses: dict[str, int] = {}
         self._subscribers: dict[str, int] = {}
+        self._asked = _StatusAsked(reporting=services.lifecycle.max_resident is not None)
         # Created here and never used: the only kind of session GC may ever take.
         # Latches off for good (DESIGN.md rule 4).
         self._unused_draft = not restored and not used
@@ -133,8 +139,7 @@ class SessionActor(HostedActor):
         self._idle_since: float | None = None  # on the clock: idle since then
         self._timer: TimerHandle | None = None
         self.worktree = worktree
-        self._votes: set[str] | None = None  # chats yet to agree to leaving memory
-        self._collect = False
+        self._release_asked: _ReleaseAsked | None = None  # the chats are voting
         self._log = log.bind(session_id=session_id)
 
     def on_start(self) -> None:
@@ -147,8 +152,10 @@ class SessionActor(HostedActor):
 
     # -- idle release and draft GC ------------------------------------------------------
     def _active(self) -> bool:
+        """A turn runs, as far as the session knows (only chats that report say;
+        a release asks every chat anyway)."""
         # Plain ints: building an IntFlag per check cost more than the rest of it.
-        return any(s & _IN_PROGRESS for s in self._statuses.values())
+        return self._asked.reporting and any(s & _IN_PROGRESS for s in self._statuses.values())
 
     def _watched(self) -> bool:
         return any(count > 0 for count in self._subscribers.values())
@@ -197,7 +204,7 @@ class SessionActor(HostedActor):
         if left > 0:
             self._arm(left)
             return
-        self._release(collect=True)
+        self._release(collect=True, idle_for=self._idle_period())
 
     @handles(SubscribersChanged)
     def _subscribers_changed(self, message: SubscribersChanged) -> None:
@@ -209,36 +216,47 @@ class SessionActor(HostedActor):
         """The host bounds resident sessions and this is among the least recently used."""
         self._release(collect=message.collect)
 
-    def _release(self, collect: bool) -> None:
+    def _release(self, collect: bool, idle_for: float = 0.0) -> None:
         """Re-check every condition now, then ask every chat (which may have
-        accepted a command the session has not heard of yet); only if all agree
-        does the session go (deleted, `collect`, if it is still an unused draft)."""
-        if self._watched() or self._active() or self._votes is not None:
+        accepted a command the session has not heard of yet, and knows since when
+        it is idle); only if all agree does the session go (deleted, `collect`, if
+        it is still an unused draft)."""
+        if self._watched() or self._active() or self._release_asked is not None:
             return
-        self._votes = set(self._chats)
-        self._collect = collect and self._unused_draft
+        asked = self._release_asked = _ReleaseAsked(
+            votes=set(self._chats), collect=collect and self._unused_draft
+        )
         for ref in self._chats.values():
-            self.send(ref, PrepareRelease(collect=self._collect))
-        if not self._votes:
+            self.send(ref, PrepareRelease(collect=asked.collect, idle_for=idle_for))
+        if not asked.votes:
             self._leave()
 
     @handles(ReleaseVote)
     def _vote(self, message: ReleaseVote) -> None:
-        if self._votes is None:
+        asked = self._release_asked
+        if asked is None:
             return
         if not message.ok:
-            self._votes = None
+            self._release_asked = None
             self._tell_chats(ReleaseAborted())
             self._reported = None  # the host hears the facts as they are now
-            self._idle_since = None  # idle from now on, if still idle
+            if message.used:
+                self._unused_draft = False  # it held turns or messages: latched off for good
+            # Idle since the chat says (the timer then fires when the period is up),
+            # or, busy, from now on (asked again a period later).
+            self._idle_since = message.idle_since
+            if message.idle_since is not None and self._timer is None:
+                now = self.services.clock.now()
+                self._arm(max(message.idle_since + self._idle_period() - now, 0.0))
             self._report()
             return
-        self._votes.discard(message.chat_id)
-        if not self._votes:
+        asked.votes.discard(message.chat_id)
+        if not asked.votes:
             self._leave()
 
     def _leave(self) -> None:
-        disposed = self._collect and self._unused_draft
+        asked = self._release_asked
+        disposed = asked is not None and asked.collect and self._unused_draft
         if disposed:
             self.send(self.services.store, Write(op=DeleteSession(session_id=self.session_id)))
             if self.worktree is not None and self.services.worktrees is not None:
@@ -267,6 +285,7 @@ class SessionActor(HostedActor):
             session_state=self._entry,
             default=chat_id == self._default_chat,
             read_only=chat_id in self._read_only,
+            report_status=self._asked.reporting,
         )
         self._chats[chat_id] = ref
         return ref
@@ -289,6 +308,9 @@ class SessionActor(HostedActor):
 
     def on_stop(self) -> None:
         self.services.directory.unregister(self.session_id, self.actor_ref)
+        stopped = AgentHostError(code=ErrorCode.HOST_STOPPED, message="The session stopped.")
+        for future, _ in self._asked.deferred:
+            future.set_exception(exc_info=(AgentHostError, stopped, None))
         self.services.entries.drop(self.session_id)
         if self._timer is not None:
             self._timer.cancel()
@@ -339,7 +361,35 @@ class SessionActor(HostedActor):
         self._turns[message.chat_id] = message.turns
         if message.status & _IN_PROGRESS:
             self._unused_draft = False  # any turn activity latches it off
+        self._answered(message.chat_id)
         self._report()
+
+    # -- status, asked for -------------------------------------------------------------
+    def _when_known(self, answer: Callable[[], Any]) -> Any:
+        """`answer()` once every chat's status is known: at once while chats report,
+        else (the first time) after asking them, as a deferred reply."""
+        if not self._asked.reporting:
+            self._asked.reporting = True
+            self._asked.awaiting = set(self._chats)
+            self._tell_chats(ReportStatus())
+        if not self._asked.awaiting:
+            return answer()
+        future = RuntimeFuture()
+        self._asked.deferred.append((future, answer))
+        return future
+
+    def _answered(self, chat_id: str) -> None:
+        if chat_id not in self._asked.awaiting:
+            return
+        self._asked.awaiting.discard(chat_id)
+        if self._asked.awaiting:
+            return
+        deferred, self._asked.deferred = self._asked.deferred, []
+        for future, answer in deferred:
+            try:
+                future.set(answer())
+            except Exception:
+                future.set_exception()
 
     # -- the session entry ----------------------------------------------------------------
     def _act(
@@ -393,7 +443,7 @@ class SessionActor(HostedActor):
             self._act(action, message.client_id, from_client=True, rejection=rejection)
             if rejection:
                 raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=rejection)
-        return self._summary()
+        return self._when_known(self._summary)
 
     @handles(GetSessionState)
     def _get_state(self, message: GetSessionState) -> SessionState:
@@ -401,7 +451,7 @@ class SessionActor(HostedActor):
 
     @handles(GetSessionSummary)
     def _get_summary(self, message: GetSessionSummary) -> SessionSummary:
-        return self._summary()
+        return self._when_known(self._summary)  # type: ignore[no-any-return]
 
     def _summary(self) -> SessionSummary:
         entry = self._entry
@@ -411,7 +461,7 @@ class SessionActor(HostedActor):
             provider=self.provider,
             turn_count=sum(self._turns.values()),
             created_at=self.created_at,
-            status=self._status(GetSessionStatus()),
+            status=self._aggregate_status(),
             unread=not entry.read,
             archived=entry.archived,
             input_needed=bool(entry.input_needed),
@@ -449,6 +499,7 @@ class SessionActor(HostedActor):
         ref.stop(block=False)
         for table in (self._statuses, self._subscribers, self._turns):
             table.pop(message.chat_id, None)
+        self._answered(message.chat_id)
         self.send(self.services.store, Write(op=DeleteChat(chat_id=message.chat_id)))
         self.services.mementos.evict_chat(self.session_id, message.chat_id)
         self._log.info("chat_disposed", chat_id=message.chat_id)
@@ -456,6 +507,9 @@ class SessionActor(HostedActor):
 
     @handles(GetSessionStatus)
     def _status(self, message: GetSessionStatus) -> ChatStatus:
+        return self._when_known(self._aggregate_status)  # type: ignore[no-any-return]
+
+    def _aggregate_status(self) -> ChatStatus:
         """Input-needed if any chat waits on the user, else in progress if any runs."""
         statuses = [ChatStatus(s) for s in self._statuses.values()]
         for wanted in (ChatStatus.INPUT_NEEDED, ChatStatus.IN_PROGRESS, ChatStatus.ERROR):
@@ -476,6 +530,26 @@ class SessionActor(HostedActor):
                 code=ErrorCode.NOT_FOUND, message=f"session {self.session_id} has no chat {chat_id}"
             )
         return ChatInfo(chat_id=chat_id, ref=ref)
+
+
+@attrs.define
+class _ReleaseAsked:
+    """A release the chats are voting on: those yet to agree; `collect`: a deletion."""
+
+    votes: set[str]
+    collect: bool
+
+
+@attrs.define
+class _StatusAsked:
+    """Chats report every status change only once asked (ReportStatus): when the
+    host bounds residents (it hears idle and busy), or from the first summary
+    on. `awaiting`: chats asked, not yet answered; `deferred`: replies waiting
+    for them."""
+
+    reporting: bool
+    awaiting: set[str] = attrs.field(factory=set)
+    deferred: list[tuple[RuntimeFuture, Callable[[], Any]]] = attrs.field(factory=list)
 
 
 def _idle_facts(activity: SessionActivity | None) -> tuple[bool, bool] | None:

@@ -13,9 +13,11 @@ import pytest
 
 from agenthost.actors import Chat, Host, use_runtime
 from agenthost.actors.protocol import SteeringRemovalSettled
+from agenthost.messages.provider import SteerAnswered
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.testing import DeterministicRunner, FakeClock
+from tests.fakes.runner import delivered, from_provider
 
 
 @pytest.fixture
@@ -45,11 +47,11 @@ def _path(
     return [f"{d.actor}.{type(d.message).__name__}" for d in runner.history[start:]]
 
 
-def test_a_turn_on_an_idle_chat_takes_at_most_ten_messages(gated: tuple) -> None:
+def test_a_turn_on_an_idle_chat_takes_at_most_eight_messages(gated: tuple) -> None:
     runner, _, chat = gated
     handles = []
     path = _path(runner, lambda: handles.append(chat.send("hello")), lambda: handles[0].done())
-    assert len(path) <= 10, path
+    assert len(path) <= 8, path
 
 
 def test_removing_steering_the_provider_holds_settles_in_at_most_six_messages(
@@ -59,6 +61,7 @@ def test_removing_steering_the_provider_holds_settles_in_at_most_six_messages(
     chat.send("first")
     runner.run(until=lambda: provider.parked_at("g"))
     steering = chat.steer("later")
+    runner.run(until=delivered(runner, from_provider(SteerAnswered)))  # the provider holds it
     runner.run()
     start = len(runner.history)
     removal = chat.remove_pending_nowait(steering.id)
@@ -73,7 +76,7 @@ def test_removing_steering_the_provider_holds_settles_in_at_most_six_messages(
     assert removal.result(timeout=0) is True
 
 
-def test_a_turns_end_with_a_queued_message_behind_it_takes_at_most_fifteen_messages(
+def test_a_turns_end_with_a_queued_message_behind_it_takes_at_most_thirteen_messages(
     gated: tuple,
 ) -> None:
     runner, provider, chat = gated
@@ -82,5 +85,5 @@ def test_a_turns_end_with_a_queued_message_behind_it_takes_at_most_fifteen_messa
     queued = chat.send("queued")
     runner.run()
     path = _path(runner, lambda: provider.open("g"), queued.done)
-    assert len(path) <= 15, path
+    assert len(path) <= 13, path
     assert queued.result(timeout=0).text == "echo: queued"

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from agenthost.actors import Host, use_runtime
-from agenthost.actors.protocol import IdleTimerFired, SessionActivity
+from agenthost.actors.protocol import ChatStatusChanged, IdleTimerFired, SessionActivity
 from agenthost.actors.surface import Chat, Session
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.commands import SendMessage
+from agenthost.messages.state import ChatStatus
 from agenthost.providers import ScriptedProvider
+from agenthost.providers.scripted import Gate, Say
 from agenthost.store import SqliteStore
 from agenthost.testing import DeterministicRunner, FakeClock
 from tests.fakes.events import drain_events
@@ -362,4 +364,60 @@ def test_a_held_queued_message_with_a_waiting_handle_keeps_its_session_in_memory
     assert not queued.done()  # its handle still waits, and can still be answered
     assert chat.send("ok").result(timeout=10).state is OutcomeState.COMPLETE
     assert queued.result(timeout=10).state is OutcomeState.COMPLETE
+    host.stop()
+
+
+def test_a_turn_longer_than_the_idle_period_keeps_its_session_and_it_goes_a_period_after(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    """Chats do not tell the session of each turn: the release asks them. A chat
+    busy when asked refuses, and tells the session once it is idle; the session
+    then goes a whole period after that, not earlier and not a period late."""
+    provider = ScriptedProvider().on("long", Gate("g"), Say("done"))
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": provider},
+        clock=clock,
+        idle_release_s=GRACE,
+        draft_gc_s=GRACE,
+    )
+    chat = host.create_session().chat()
+    handle = chat.send("long")
+    runner.run(until=lambda: provider.parked_at("g"))
+    clock.advance(GRACE * 2)  # the timer fires during the turn: the chat says busy
+    runner.run()
+    assert counters(host)["released"] == 0
+    provider.open("g")
+    runner.run(until=handle.done)
+    runner.run()
+    clock.advance(GRACE - 1)
+    runner.run()
+    assert counters(host)["released"] == 0
+    clock.advance(1)
+    runner.run()
+    assert counters(host)["released"] == 1
+    host.stop()
+
+
+def test_a_summary_shows_a_running_turn_though_chats_report_only_once_asked(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    provider = ScriptedProvider().on("long", Gate("g"), Say("done"))
+    host = Host.start(store=SqliteStore(db_path), providers={"scripted": provider}, clock=clock)
+    session = host.create_session()
+    chat = session.chat()
+    chat.send("warm up").result(timeout=10)
+    runner.run()
+    handle = chat.send("long")
+    runner.run(until=lambda: provider.parked_at("g"))
+    before = len(runner.history)
+    runner.run()
+    assert not any(isinstance(d.message, ChatStatusChanged) for d in runner.history[before:])
+    summary = session.summary()  # asks the chats, then answers
+    assert summary.status is ChatStatus.IN_PROGRESS and summary.turn_count == 1
+    provider.open("g")
+    runner.run(until=handle.done)
+    runner.run()
+    summary = session.summary()  # the chats now report every change
+    assert summary.status is ChatStatus.IDLE and summary.turn_count == 2
     host.stop()

@@ -22,6 +22,9 @@ def test_a_connection_restarts_until_the_intensity_limit_then_the_provider_is_un
             providers={"scripted": provider},
             clock=clock,
             restart_policy=policy,
+            # The cool-down is the default idle period: the session would leave
+            # memory just as its provider comes back, which is not what this tests.
+            idle_release_s=policy.cooldown * 10,
         )
         session = host.create_session()
         chat = session.chat()
