@@ -451,7 +451,7 @@ class SessionActor(HostedActor):
 
     @handles(GetSessionSummary)
     def _get_summary(self, message: GetSessionSummary) -> SessionSummary:
-        return self._when_known(self._summary)  # type: ignore[no-any-return]
+        return self._when_known(self._summary)
 
     def _summary(self) -> SessionSummary:
         entry = self._entry
@@ -507,7 +507,7 @@ class SessionActor(HostedActor):
 
     @handles(GetSessionStatus)
     def _status(self, message: GetSessionStatus) -> ChatStatus:
-        return self._when_known(self._aggregate_status)  # type: ignore[no-any-return]
+        return self._when_known(self._aggregate_status)
 
     def _aggregate_status(self) -> ChatStatus:
         """Input-needed if any chat waits on the user, else in progress if any runs."""
