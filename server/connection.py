@@ -1,0 +1,297 @@
+"""One client's WebSocket: frames in, typed requests and actions to their
+handlers, frames out.
+
+A `Connection` reads text frames with `messages.rpc.parse_frame` (no frame
+is trusted: too deep, not JSON, NaN, not JSON-RPC 2.0 are answered with the
+code `FrameError` names), decodes params with `rpc.decode_params` (a wrong
+type for any field is -32602 naming it), and routes a request to its handler
+in `server.requests.REQUESTS`, a `dispatchAction` to the ordered dispatch
+queue, whose one task hands actions to `server.actions` in the order the
+client sent them. What it sends goes through its `Outbox`.
+
+Invariants (loop thread only):
+1. Every request is answered exactly once, with its result or an error; a
+   frame whose id cannot be read is answered with id null.
+2. A client too slow for what it is sent is cut off (close 1008), never
+   blocking the host or other clients: the outbox is bounded.
+3. `RateLimit` bounds the messages a connection may send; past it a request
+   is answered -32029 and a notification dropped.
+4. Nothing a client sends can end the connection's tasks: an unexpected
+   error in a handler is logged (without the request's content) and answered
+   -32603.
+"""
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import structlog
+from aiohttp import WSMsgType, web
+
+from agenthost.messages import rpc, versions
+from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode, ValidationError
+from agenthost.messages.protocol import (
+    DispatchActionParams,
+    JsonRpcNotification,
+    JsonRpcRequest,
+)
+from agenthost.server import actions
+from agenthost.server.errors import RpcError, from_host_error, invalid_params
+from agenthost.server.requests import NOTIFICATIONS, REQUESTS
+
+if TYPE_CHECKING:
+    from agenthost.server.ahp import AhpServer, Limits
+
+log = structlog.get_logger(__name__)
+
+HOST_LATE = "the host did not answer in time (it may still act)"
+
+
+class RateLimit:
+    """A token bucket: `rate` messages a second sustained, `burst` at once."""
+
+    def __init__(self, rate: float, burst: int, now: Callable[[], float] = time.monotonic) -> None:
+        self._rate = rate
+        self._burst = float(burst)
+        self._now = now
+        self._tokens = float(burst)
+        self._refilled = now()
+
+    def allow(self) -> bool:
+        now = self._now()
+        self._tokens = min(self._burst, self._tokens + (now - self._refilled) * self._rate)
+        self._refilled = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
+
+
+class Outbox:
+    """The frames waiting for the socket, at most `limit`; `put` says False once
+    it is full (the client is too slow: cut it off)."""
+
+    def __init__(self, limit: int) -> None:
+        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(limit)
+
+    def put(self, frame: dict[str, Any]) -> bool:
+        try:
+            self._queue.put_nowait(frame)
+        except asyncio.QueueFull:
+            return False
+        return True
+
+    async def get(self) -> dict[str, Any]:
+        return await self._queue.get()
+
+    def drain(self) -> list[dict[str, Any]]:
+        """What is queued, taken at once."""
+        frames = []
+        while not self._queue.empty():
+            frames.append(self._queue.get_nowait())
+        return frames
+
+    def __len__(self) -> int:
+        return self._queue.qsize()
+
+
+@attrs.frozen(kw_only=True)
+class QueuedAction:
+    """A dispatched action waiting its turn; `sent`: as the client sent it."""
+
+    params: DispatchActionParams
+    sent: Any
+
+
+class Connection:
+    """One client's WebSocket, authenticated as `identity`."""
+
+    def __init__(self, server: "AhpServer", ws: web.WebSocketResponse, identity: str) -> None:
+        self.server = server
+        self.ws = ws
+        self.identity = identity
+        self.limits: Limits = server.limits
+        self.client_id: str | None = None
+        self.version: str | None = None
+        self.channels: set[str] = set()
+        self._out = Outbox(self.limits.outbox)
+        # A client's actions take effect in the order it sent them.
+        self._dispatches: asyncio.Queue[QueuedAction] = asyncio.Queue(self.limits.outbox)
+        self._rate = RateLimit(self.limits.rate, self.limits.burst)
+        self._cut = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._log = log.bind(identity=identity)
+
+    @property
+    def initialized(self) -> bool:
+        return self.version is not None
+
+    @property
+    def legacy_steering(self) -> bool:
+        """A peer of protocol < 1.1 knows one steering slot, not the list."""
+        return self.version is not None and not versions.steering_list(self.version)
+
+    # -- output ------------------------------------------------------------------------
+    def offer(self, message: dict[str, Any]) -> None:
+        """Queue a frame; a client too slow to take it is cut off."""
+        if self._cut:
+            return
+        if not self._out.put(message):
+            self._cut = True
+            self._log.warning("slow_client_cut_off", queued=len(self._out))
+            self._spawn(self.ws.close(code=1008, message=b"too slow"))
+
+    async def _flush(self, last: dict[str, Any]) -> None:
+        """Send what is queued, then `last`, before the socket closes."""
+        for queued in self._out.drain():
+            await self.ws.send_str(json.dumps(queued))
+        await self.ws.send_str(json.dumps(last))
+
+    async def _writer(self) -> None:
+        while True:
+            message = await self._out.get()
+            await self.ws.send_str(json.dumps(message))
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- input -------------------------------------------------------------------------
+    async def _dispatcher(self) -> None:
+        while True:
+            queued = await self._dispatches.get()
+            await actions.dispatch(self, queued.params, queued.sent)
+
+    def enqueue(self, params: DispatchActionParams, sent: Any) -> None:
+        """Queue a dispatched action behind the ones before it (`sent`: the
+        action as sent, for an echo)."""
+        try:
+            self._dispatches.put_nowait(QueuedAction(params=params, sent=sent))
+        except asyncio.QueueFull:
+            actions.reject(self, params.channel, sent, None, "too many actions queued")
+
+    async def bind_client(self, client_id: str) -> None:
+        """This connection speaks for `client_id` (bound to its identity).
+
+        Raises:
+            RpcError: PERMISSION_DENIED when another identity holds the id.
+        """
+        if not await self.server.clients.claim(client_id, self.identity):
+            raise RpcError(
+                JsonRpcErrorCode.PERMISSION_DENIED,
+                f"clientId {client_id!r} is bound to another identity",
+            )
+        if client_id != self.client_id:
+            if self.client_id is not None:
+                self.server.clients.detach(self.client_id)
+            self.server.clients.attach(client_id)
+            self.client_id = client_id
+
+    async def run(self) -> None:
+        writer = asyncio.get_running_loop().create_task(self._writer())
+        self._spawn(self._dispatcher())
+        try:
+            async for frame in self.ws:
+                if frame.type is WSMsgType.TEXT:
+                    self._receive(frame.data)
+                elif frame.type is WSMsgType.BINARY:
+                    refused = RpcError(JsonRpcErrorCode.INVALID_REQUEST, "frames are JSON text")
+                    self.offer(refused.frame(None))
+        finally:
+            writer.cancel()
+            for task in list(self._tasks):
+                task.cancel()
+
+    def join(self, uri: str) -> None:
+        """Subscribe this connection to a channel."""
+        self.channels.add(uri)
+        self.server.listeners.join(self.identity, uri, self)
+
+    def leave(self, uri: str) -> None:
+        """Unsubscribe this connection from a channel."""
+        self.channels.discard(uri)
+        self.server.listeners.leave(self.identity, uri, self)
+        channel = self.server.channels.get(uri)
+        if channel is not None and self in channel.subscribers:
+            channel.subscribers.discard(self)
+            if not channel.subscribers:
+                self.server.channels.unfollowed(uri)
+
+    def detach(self) -> None:
+        for uri in list(self.channels):
+            self.leave(uri)
+        if self.client_id is not None:
+            self.server.clients.detach(self.client_id)
+
+    def _receive(self, text: str) -> None:
+        try:
+            message = rpc.parse_frame(text, self.limits.json_depth)
+        except rpc.FrameError as error:
+            self.offer(RpcError(error.code, error.message).frame(None))
+            return
+        if not isinstance(message, JsonRpcRequest | JsonRpcNotification):
+            return  # a response: the server sends no requests, so nothing waits for it
+        request_id = message.id if isinstance(message, JsonRpcRequest) else None
+        if not self._rate.allow():
+            if request_id is not None:
+                limited = RpcError(JsonRpcErrorCode.RATE_LIMITED, "rate limit exceeded")
+                self.offer(limited.frame(request_id))
+            return
+        params = None if message.params is None else message.params.value
+        if request_id is None:
+            self._notification(message.method, params)
+        else:
+            self._spawn(self._request(request_id, message.method, params))
+
+    async def _request(self, request_id: int | str, method: str, params: Any) -> None:
+        try:
+            result = await self._answer(method, params)
+        except RpcError as error:
+            if error.code == JsonRpcErrorCode.UNSUPPORTED_PROTOCOL_VERSION:  # answer, then close
+                await self._flush(error.frame(request_id))
+                await self.ws.close(code=1002, message=b"unsupported protocol version")
+                return
+            self.offer(error.frame(request_id))
+            return
+        except TimeoutError:
+            self.offer(RpcError(JsonRpcErrorCode.SERVER_ERROR, HOST_LATE).frame(request_id))
+            return
+        except Exception:
+            self._log.exception("request_failed", method=method)
+            internal = RpcError(JsonRpcErrorCode.INTERNAL_ERROR, "internal error")
+            self.offer(internal.frame(request_id))
+            return
+        self.offer(rpc.success(request_id, result))
+
+    async def _answer(self, method: str, params: Any) -> Any:
+        """The typed result of a request, or the RpcError to answer with."""
+        entry = REQUESTS.get(method)
+        if entry is None:
+            raise RpcError(JsonRpcErrorCode.METHOD_NOT_FOUND, f"method not found: {method}")
+        if not entry.before_initialize and not self.initialized:
+            raise RpcError(JsonRpcErrorCode.NOT_INITIALIZED, "initialize first")
+        try:
+            typed = rpc.decode_params(method, entry.adapt(params))
+            return await entry.handler(self, typed)
+        except ValidationError as error:
+            raise invalid_params(error) from None
+        except AgentHostError as error:
+            raise from_host_error(error) from None
+
+    def _notification(self, method: str, params: Any) -> None:
+        entry = NOTIFICATIONS.get(method)
+        if not self.initialized or entry is None:
+            return  # JSON-RPC: an unknown notification is not answered
+        try:
+            typed = rpc.decode_params(method, entry.adapt(params))
+        except ValidationError as error:
+            # Malformed: a dispatched action is echoed naming the field; anything
+            # else is answered as a frame whose id cannot be read.
+            if method != "dispatchAction" or not actions.echo_malformed(self, params, error):
+                self.offer(invalid_params(error).frame(None))
+            return
+        entry.handler(self, typed, params)
