@@ -55,7 +55,7 @@ from agenthost.messages.session_events import (
 from agenthost.messages.state import PendingKind
 from agenthost.messages.wire import to_wire
 from agenthost.server.channels import CHAT_PREFIX, SESSION_PREFIX, ChatChannel
-from agenthost.server.errors import RpcError, bad_param, is_not_found
+from agenthost.server.errors import RpcError, bad_param, invalid_params, is_not_found
 from agenthost.server.views import RESERVED_CONFIG
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def echo_malformed(conn: "Connection", params: Any, error: ValidationError) -> b
     if not isinstance(seq, int) or isinstance(seq, bool):
         return False
     origin = {"clientId": conn.client_id, "clientSeq": seq}
-    reject(conn, uri, action, origin, f"invalid action: {error.message}")
+    reject(conn, uri, action, origin, invalid_params(error, "invalid action").message)
     return True
 
 

@@ -146,14 +146,20 @@ class Connection:
 
     async def _flush(self, last: dict[str, Any]) -> None:
         """Send what is queued, then `last`, before the socket closes."""
-        for queued in self._out.drain():
-            await self.ws.send_str(json.dumps(queued))
-        await self.ws.send_str(json.dumps(last))
+        for queued in (*self._out.drain(), last):
+            await self._send(queued)
 
     async def _writer(self) -> None:
         while True:
-            message = await self._out.get()
-            await self.ws.send_str(json.dumps(message))
+            await self._send(await self._out.get())
+
+    async def _send(self, frame: dict[str, Any]) -> None:
+        try:
+            text = json.dumps(frame, allow_nan=False)
+        except ValueError:  # NaN or Infinity would not be JSON: never sent as such
+            self._log.error("frame_not_json", method=frame.get("method"), id=frame.get("id"))
+            return
+        await self.ws.send_str(text)
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -198,7 +204,7 @@ class Connection:
             async for frame in self.ws:
                 if frame.type is WSMsgType.TEXT:
                     self._receive(frame.data)
-                elif frame.type is WSMsgType.BINARY:
+                elif frame.type is WSMsgType.BINARY and self._rate.allow():
                     refused = RpcError(JsonRpcErrorCode.INVALID_REQUEST, "frames are JSON text")
                     self.offer(refused.frame(None))
         finally:
@@ -228,15 +234,17 @@ class Connection:
             self.server.clients.detach(self.client_id)
 
     def _receive(self, text: str) -> None:
+        allowed = self._rate.allow()  # every frame counts, readable or not
         try:
             message = rpc.parse_frame(text, self.limits.json_depth)
         except rpc.FrameError as error:
-            self.offer(RpcError(error.code, error.message).frame(None))
+            if allowed:
+                self.offer(RpcError(error.code, error.message).frame(error.request_id))
             return
         if not isinstance(message, JsonRpcRequest | JsonRpcNotification):
             return  # a response: the server sends no requests, so nothing waits for it
         request_id = message.id if isinstance(message, JsonRpcRequest) else None
-        if not self._rate.allow():
+        if not allowed:
             if request_id is not None:
                 limited = RpcError(JsonRpcErrorCode.RATE_LIMITED, "rate limit exceeded")
                 self.offer(limited.frame(request_id))
