@@ -48,7 +48,7 @@ from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEven
 from agenthost.server.broadcasts import Listeners, SummaryChecks
 from agenthost.server.channels import CHAT_PREFIX, ChannelTable, Sequencer, chat_uri, session_uri
 from agenthost.server.clients import Clients
-from agenthost.server.connection import Connection
+from agenthost.server.connection import CLOSE_WAIT_S, Connection
 from agenthost.server.errors import RpcError
 from agenthost.server.http import build_app
 from agenthost.server.metrics import Metrics
@@ -206,8 +206,12 @@ class AhpServer:
         return True
 
     async def close_connections(self) -> None:
-        for connection in list(self.connections):
-            await connection.ws.close(code=1001, message=b"the server is stopping")
+        """Close every connection (what each has queued is sent first) and wait
+        for them, a bounded time."""
+        connections = list(self.connections)
+        for connection in connections:
+            connection.close(1001, "the server is stopping")
+        await asyncio.gather(*(c.finished(CLOSE_WAIT_S) for c in connections))
 
     async def shutdown(self) -> None:
         await self.close_connections()

@@ -22,6 +22,7 @@ Invariants (loop thread only):
 """
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 HOST_LATE = "the host did not answer in time (it may still act)"
+CLOSE_WAIT_S = 5.0  # how long a closing socket may wait for the client's close frame
 
 
 class RateLimit:
@@ -70,24 +72,36 @@ class RateLimit:
         return True
 
 
+@attrs.frozen(kw_only=True)
+class Closing:
+    """The last thing in an outbox: close the socket with this code."""
+
+    code: int
+    reason: str
+
+
 class Outbox:
     """The frames waiting for the socket, at most `limit`; `put` says False once
-    it is full (the client is too slow: cut it off)."""
+    it is full (the client is too slow: cut it off). `close` queues the close
+    behind what is queued, whatever the limit."""
 
     def __init__(self, limit: int) -> None:
-        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(limit)
+        self._limit = limit
+        self._queue: asyncio.Queue[dict[str, Any] | Closing] = asyncio.Queue()
 
     def put(self, frame: dict[str, Any]) -> bool:
-        try:
-            self._queue.put_nowait(frame)
-        except asyncio.QueueFull:
+        if self._queue.qsize() >= self._limit:
             return False
+        self._queue.put_nowait(frame)
         return True
 
-    async def get(self) -> dict[str, Any]:
+    def close(self, closing: Closing) -> None:
+        self._queue.put_nowait(closing)
+
+    async def get(self) -> dict[str, Any] | Closing:
         return await self._queue.get()
 
-    def drain(self) -> list[dict[str, Any]]:
+    def drain(self) -> list[dict[str, Any] | Closing]:
         """What is queued, taken at once."""
         frames = []
         while not self._queue.empty():
@@ -121,7 +135,12 @@ class Connection:
         # A client's actions take effect in the order it sent them.
         self._dispatches: asyncio.Queue[QueuedAction] = asyncio.Queue(self.limits.outbox)
         self._rate = RateLimit(self.limits.rate, self.limits.burst)
-        self._cut = False
+        self._closing: Closing | None = None
+        self._writer_task: asyncio.Task[None] | None = None
+        self._reader_task: asyncio.Task[Any] | None = None
+        self._reading = False  # the reading task waits in its receive loop
+        self._interrupted = False
+        self._ended = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._log = log.bind(identity=identity)
 
@@ -137,21 +156,49 @@ class Connection:
     # -- output ------------------------------------------------------------------------
     def offer(self, message: dict[str, Any]) -> None:
         """Queue a frame; a client too slow to take it is cut off."""
-        if self._cut:
+        if self._closing is not None:
             return
         if not self._out.put(message):
-            self._cut = True
             self._log.warning("slow_client_cut_off", queued=len(self._out))
-            self._spawn(self.ws.close(code=1008, message=b"too slow"))
+            self._cut_off()
 
-    async def _flush(self, last: dict[str, Any]) -> None:
-        """Send what is queued, then `last`, before the socket closes."""
-        for queued in (*self._out.drain(), last):
-            await self._send(queued)
+    def _cut_off(self) -> None:
+        """Close at once, dropping what is queued: the writer may be stuck in a
+        send this client does not read."""
+        self._closing = Closing(code=1008, reason="too slow")
+        self._out.drain()
+        if self._writer_task is not None:
+            self._writer_task.cancel()
+        self._interrupt_reader()
+
+    def close(self, code: int, reason: str) -> None:
+        """Close the socket once what is queued was sent; nothing offered after
+        this is sent."""
+        if self._closing is None:
+            self._closing = Closing(code=code, reason=reason)
+            self._out.close(self._closing)
 
     async def _writer(self) -> None:
-        while True:
-            await self._send(await self._out.get())
+        """The one task that writes to the socket. At the close mark it hands the
+        close to the reading task: aiohttp's close() from any other task, while
+        a receive waits, tears the transport down without waiting for the
+        client's close frame, and Node's WebSocket then loses what was sent
+        last (it saw close 1006 and never the -32005 answer)."""
+        try:
+            while True:
+                item = await self._out.get()
+                if isinstance(item, Closing):
+                    self._interrupt_reader()
+                    return
+                await self._send(item)
+        except ConnectionResetError:  # the socket closed under us: nothing more to send
+            self._log.debug("connection_reset_while_sending")
+
+    def _interrupt_reader(self) -> None:
+        """Wake the reading task out of its receive, so that it closes the socket."""
+        if self._reader_task is not None and self._reading:
+            self._interrupted = True
+            self._reader_task.cancel()
 
     async def _send(self, frame: dict[str, Any]) -> None:
         try:
@@ -160,6 +207,11 @@ class Connection:
             self._log.error("frame_not_json", method=frame.get("method"), id=frame.get("id"))
             return
         await self.ws.send_str(text)
+
+    async def finished(self, timeout: float) -> None:
+        """Wait (up to `timeout`) until the connection has ended."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ended.wait(), timeout)
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -198,8 +250,29 @@ class Connection:
             self.client_id = client_id
 
     async def run(self) -> None:
-        writer = asyncio.get_running_loop().create_task(self._writer())
+        """Read frames until the socket closes, then stop this connection's tasks.
+        Runs on the request handler's task, the only one that closes the socket."""
+        self._reader_task = asyncio.current_task()
+        writer = self._writer_task = asyncio.get_running_loop().create_task(self._writer())
         self._spawn(self._dispatcher())
+        try:
+            await self._read()
+            if self._closing is not None and not self.ws.closed:
+                with contextlib.suppress(TimeoutError):  # a client that never answers
+                    await asyncio.wait_for(
+                        self.ws.close(
+                            code=self._closing.code, message=self._closing.reason.encode()
+                        ),
+                        CLOSE_WAIT_S,
+                    )
+        finally:
+            writer.cancel()
+            for task in list(self._tasks):
+                task.cancel()
+            self._ended.set()
+
+    async def _read(self) -> None:
+        self._reading = True
         try:
             async for frame in self.ws:
                 if frame.type is WSMsgType.TEXT:
@@ -207,10 +280,12 @@ class Connection:
                 elif frame.type is WSMsgType.BINARY and self._rate.allow():
                     refused = RpcError(JsonRpcErrorCode.INVALID_REQUEST, "frames are JSON text")
                     self.offer(refused.frame(None))
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not self._interrupted or task is None or task.uncancel() > 0:
+                raise  # not (only) our own interruption: the server is stopping
         finally:
-            writer.cancel()
-            for task in list(self._tasks):
-                task.cancel()
+            self._reading = False
 
     def join(self, uri: str) -> None:
         """Subscribe this connection to a channel."""
@@ -234,6 +309,8 @@ class Connection:
             self.server.clients.detach(self.client_id)
 
     def _receive(self, text: str) -> None:
+        if self._closing is not None:
+            return  # closing: what the client sends now is not read
         allowed = self._rate.allow()  # every frame counts, readable or not
         try:
             message = rpc.parse_frame(text, self.limits.json_depth)
@@ -259,11 +336,9 @@ class Connection:
         try:
             result = await self._answer(method, params)
         except RpcError as error:
-            if error.code == JsonRpcErrorCode.UNSUPPORTED_PROTOCOL_VERSION:  # answer, then close
-                await self._flush(error.frame(request_id))
-                await self.ws.close(code=1002, message=b"unsupported protocol version")
-                return
             self.offer(error.frame(request_id))
+            if error.code == JsonRpcErrorCode.UNSUPPORTED_PROTOCOL_VERSION:  # answer, then close
+                self.close(1002, "unsupported protocol version")
             return
         except TimeoutError:
             self.offer(RpcError(JsonRpcErrorCode.SERVER_ERROR, HOST_LATE).frame(request_id))

@@ -13,6 +13,10 @@ Rules kept here:
   told "not found", never its contents (server/registry.py);
 - `ping`, `initialize` and `reconnect` are answered before initialize; every
   other request is refused (-32600) until then;
+- `initialize` negotiates as upstream does (`versions.negotiate`): the
+  highest offered version within a served caret range, always one the client
+  offered; none is -32005 with `supportedVersions`, then the socket closes
+  (after the answer: server/connection.py);
 - the creator of a session follows its lifecycle: creating -> ready, or
   creationFailed.
 """
@@ -24,6 +28,7 @@ import attrs
 
 from agenthost.actors.aio import AsyncSession
 from agenthost.messages import protocol as p
+from agenthost.messages import rpc, versions
 from agenthost.messages.common import Implementation
 from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode
 from agenthost.messages.session_events import SessionCreationFailed, SessionReady
@@ -45,7 +50,6 @@ from agenthost.store.base import OWNER_KEY
 if TYPE_CHECKING:
     from agenthost.server.connection import Connection
 
-SUPPORTED_VERSIONS = ("1.1.0", "1.0.0", "0.9.0")
 MAX_PAGE = 1000
 
 
@@ -76,21 +80,6 @@ async def ping(conn: "Connection", params: p.PingParams) -> None:
     return None
 
 
-def negotiate(offered: tuple[str, ...]) -> str | None:
-    """The first offered version within a caret range of one we support."""
-    for version in offered:
-        parts = version.split(".")
-        if len(parts) != 3 or not all(p.isdigit() for p in parts):
-            continue
-        major, minor, _ = (int(p) for p in parts)
-        for supported in SUPPORTED_VERSIONS:
-            s_major, s_minor, _ = (int(p) for p in supported.split("."))
-            same_range = major == s_major and (major > 0 or minor == s_minor)
-            if same_range and (major, minor) >= (s_major, s_minor):
-                return version if version in SUPPORTED_VERSIONS else supported
-    return None
-
-
 def _singular_version(params: Any) -> Any:
     """Older clients offer one `protocolVersion`."""
     if (
@@ -103,13 +92,10 @@ def _singular_version(params: Any) -> Any:
 
 
 async def initialize(conn: "Connection", params: p.InitializeParams) -> p.InitializeResult:
-    version = negotiate(params.protocol_versions)
-    if version is None:
-        raise RpcError(
-            JsonRpcErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-            "unsupported protocol version",
-            {"supportedVersions": list(SUPPORTED_VERSIONS)},
-        )
+    version = versions.negotiate(params.protocol_versions)
+    if version is None:  # answered, then the connection closes
+        refused = rpc.unsupported_version(None, versions.supported_versions())["error"]
+        raise RpcError(refused["code"], refused["message"], refused["data"])
     await conn.bind_client(params.client_id)
     conn.version = version
     snapshots = [await subscribe_to(conn, uri) for uri in params.initial_subscriptions]
@@ -127,7 +113,7 @@ async def reconnect(conn: "Connection", params: p.ReconnectParams) -> Any:
             "subscriptions", "the per-channel reconnect is not served: send lastSeenServerSeq"
         )
     await conn.bind_client(params.client_id)
-    conn.version = conn.version or SUPPORTED_VERSIONS[0]
+    conn.version = conn.version or versions.PROTOCOL_VERSION
     snapshots: list[p.Snapshot] = []
     missing: list[str] = []
     for uri in params.subscriptions:

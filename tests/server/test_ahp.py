@@ -2,8 +2,11 @@
 
 import asyncio
 import json
+import shutil
+import subprocess
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -91,7 +94,8 @@ def test_handshake_ping_first_and_a_version_we_do_not_speak(host: Host) -> None:
                     {"channel": "ahp-root://", "protocolVersions": ["9.0.0"], "clientId": "c"},
                 )
             assert refused.value.code == -32005
-            assert refused.value.error["data"]["supportedVersions"] == ["1.1.0", "1.0.0", "0.9.0"]
+            supported = refused.value.error["data"]["supportedVersions"]
+            assert supported == ["^1.0.0", "^0.9.0", "^0.5.0"]  # AHP: versions or caret ranges
             await asyncio.wait_for(client.closed.wait(), 10)
         async with server.client() as client:
             result = await client.initialize()
@@ -99,6 +103,91 @@ def test_handshake_ping_first_and_a_version_we_do_not_speak(host: Host) -> None:
             assert await client.call("ping") is None  # AHP: ping answers null
 
     run(host, body)
+
+
+@pytest.mark.parametrize(
+    ("offered", "answered"),
+    [
+        (["1.0.0", "1.2.0"], "1.2.0"),  # the highest in range, as offered (never 1.1.0)
+        (["0.5.0", "0.4.0", "0.3.0"], "0.5.0"),  # the official TypeScript client's 0.5 line
+        (["0.5.2", "0.5.1"], "0.5.2"),
+        (["0.9.1", "0.8.0"], "0.9.1"),
+    ],
+)
+def test_initialize_answers_the_highest_version_the_client_offered_in_range(
+    host: Host, offered: list[str], answered: str
+) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            result = await client.call(
+                "initialize",
+                {"channel": "ahp-root://", "protocolVersions": offered, "clientId": "c"},
+            )
+            assert result["protocolVersion"] == answered
+
+    run(host, body)
+
+
+def test_a_malformed_version_or_the_older_singular_form(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            with pytest.raises(RpcFailed) as malformed:
+                await client.call(
+                    "initialize", {"protocolVersions": ["1.1.0", "1.1"], "clientId": "c"}
+                )
+            assert malformed.value.code == -32602
+            assert malformed.value.error["data"]["field"] == "protocolVersions[1]"
+            older = await client.call("initialize", {"protocolVersion": "1.0.0", "clientId": "c"})
+            assert older["protocolVersion"] == "1.0.0"
+
+    run(host, body)
+
+
+NODE = shutil.which("node")
+
+
+def _node_has_websocket() -> bool:
+    if NODE is None:
+        return False
+    probe = subprocess.run(
+        [
+            NODE,
+            "--experimental-websocket",
+            "-e",
+            "process.exit(typeof WebSocket === 'function' ? 0 : 1)",
+        ],
+        capture_output=True,
+        timeout=30,
+    )
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _node_has_websocket(), reason="needs node 20+ (its global WebSocket)")
+def test_a_node_websocket_client_gets_the_unsupported_version_answer_before_the_close(
+    host: Host,
+) -> None:
+    """Node's WebSocket (undici) lost the frame when the close raced the send:
+    it saw close 1006 and no answer, so never learnt supportedVersions."""
+    from tests.server.ahp_client import TOKEN
+
+    script = Path(__file__).parent / "node" / "unsupported_version.mjs"
+
+    async def body(server: Server) -> None:
+        url = server.url.replace("http", "ws", 1) + "ahp"
+        child = await asyncio.create_subprocess_exec(
+            NODE, "--no-warnings", "--experimental-websocket", str(script), url, TOKEN,
+            stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, _ = await asyncio.wait_for(child.communicate(), 30)
+        events = [json.loads(line) for line in out.decode().splitlines()]
+        assert [e["event"] for e in events] == ["message", "close"], events
+        answer = events[0]["data"]
+        assert answer["id"] == 1 and answer["error"]["code"] == -32005
+        assert answer["error"]["data"]["supportedVersions"] == ["^1.0.0", "^0.9.0", "^0.5.0"]
+        assert events[1]["code"] == 1002
+
+    for _ in range(3):  # the race lost every time; three tries make a pass mean something
+        run(host, body)
 
 
 def test_a_connection_without_a_valid_token_is_refused(host: Host) -> None:
