@@ -30,7 +30,7 @@ from agenthost.actors.clock import Clock
 from agenthost.actors.context import Lifecycle, Services
 from agenthost.actors.contributions import Contribution
 from agenthost.actors.handles import Subscription
-from agenthost.actors.protocol import FindSession, ListSessionRows
+from agenthost.actors.protocol import ClaimClient, FindClient, FindSession, ListSessionRows
 from agenthost.actors.startup import Running, policy_of, start_host, stop_host
 from agenthost.actors.supervisor import RestartPolicy
 from agenthost.actors.surface import (
@@ -70,7 +70,7 @@ from agenthost.messages.state import (
     Worktree,
 )
 from agenthost.providers.base import Provider, RetryPolicy
-from agenthost.store.base import Store
+from agenthost.store.base import ClientBinding, Store
 
 __all__ = ["AsyncChat", "AsyncHost", "AsyncSession", "wait"]
 
@@ -170,6 +170,25 @@ class AsyncHost:
         query = FindSession(session_id=session_id, chat_id=chat_id)
         found: SessionSummary | None = await run_async(
             calls.ask(self._core.store_ref, query), timeout
+        )
+        return found
+
+    async def claim_client(
+        self, client_id: str, identity: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ClientBinding:
+        """`Host.claim_client`: answered once the binding is committed."""
+        claim = ClaimClient(
+            client_id=client_id, identity=identity, now_ms=self._core.services.clock.wall_ms()
+        )
+        binding: ClientBinding = await run_async(calls.ask(self._core.store_ref, claim), timeout)
+        return binding
+
+    async def find_client(
+        self, client_id: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ClientBinding | None:
+        """`Host.find_client`."""
+        found: ClientBinding | None = await run_async(
+            calls.ask(self._core.store_ref, FindClient(client_id=client_id)), timeout
         )
         return found
 

@@ -21,7 +21,7 @@ from agenthost.actors.contributions import (
     Contribution,
 )
 from agenthost.actors.handles import Subscription, Ticket
-from agenthost.actors.protocol import FindSession, ListSessionRows
+from agenthost.actors.protocol import ClaimClient, FindClient, FindSession, ListSessionRows
 from agenthost.actors.runtime import ASK_TIMEOUT_S
 from agenthost.actors.startup import Running, policy_of, start_host, stop_host
 from agenthost.actors.supervisor import RestartPolicy
@@ -56,7 +56,7 @@ from agenthost.messages.state import (
     Worktree,
 )
 from agenthost.providers.base import Provider, RetryPolicy
-from agenthost.store.base import Store
+from agenthost.store.base import ClientBinding, Store
 
 log = structlog.get_logger(__name__)
 
@@ -193,6 +193,29 @@ class Host:
         there is none); nothing is loaded into memory."""
         query = FindSession(session_id=session_id, chat_id=chat_id)
         found: SessionSummary | None = run_sync(calls.ask(self._core.store_ref, query), timeout)
+        return found
+
+    def claim_client(
+        self, client_id: str, identity: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ClientBinding:
+        """Bind a client id to an identity unless another identity holds it; the
+        binding that holds afterwards (compare its identity with yours). It is
+        kept in the store, committed before this answers, so no restart gives
+        the id to another identity; it lapses a week after its client was last
+        seen (each claim by its identity renews it)."""
+        claim = ClaimClient(
+            client_id=client_id, identity=identity, now_ms=self._core.services.clock.wall_ms()
+        )
+        binding: ClientBinding = run_sync(calls.ask(self._core.store_ref, claim), timeout)
+        return binding
+
+    def find_client(
+        self, client_id: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ClientBinding | None:
+        """The binding of a client id (None: nobody holds it)."""
+        found: ClientBinding | None = run_sync(
+            calls.ask(self._core.store_ref, FindClient(client_id=client_id)), timeout
+        )
         return found
 
     # -- stopping -------------------------------------------------------------------------------

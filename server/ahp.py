@@ -111,7 +111,9 @@ class AhpServer:
             self.spawn,
             self._observe,
         )
-        self.clients = Clients(self.limits.client_tool_grace_s, self._remove_client, self.spawn)
+        self.clients = Clients(
+            self.host, self.limits.client_tool_grace_s, self._remove_client, self.spawn
+        )
         self._background: set[asyncio.Task[None]] = set()
         self.accepting = True
         self.running_turns = 0

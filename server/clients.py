@@ -2,7 +2,9 @@
 what happens when a client leaves.
 
 A `clientId` is bound to the identity that first claimed it; another identity
-is refused it. A client that acted in a session and then left (its last
+is refused it. The binding is kept in the store (`AsyncHost.claim_client`),
+so no restart hands a client id to another identity; nothing of it is kept
+here. A client that acted in a session and then left (its last
 connection closed) is removed from those sessions after a grace period, so
 its parked client-tool calls fail (DESIGN.md rule 6); coming back within the
 grace keeps them.
@@ -20,10 +22,11 @@ from typing import Any
 
 import attrs
 
+from agenthost.actors.aio import AsyncHost
+
 
 @attrs.frozen(kw_only=True)
 class ClientTableSizes:
-    bound: int
     connected: int
     graces: int
     acted_in: int
@@ -35,22 +38,25 @@ class Clients:
 
     def __init__(
         self,
+        host: AsyncHost,
         grace_s: float,
         remove: Callable[[str, str], Coroutine[Any, Any, None]],
         spawn: Callable[[Coroutine[Any, Any, None]], None],
     ) -> None:
+        self._host = host
         self._grace_s = grace_s
         self._remove = remove  # (session id, client id): the client's calls there fail
         self._spawn = spawn
-        self._bound: dict[str, str] = {}  # client id -> identity
         self._connected: dict[str, int] = {}  # client id -> its open connections
         self._grace: dict[str, asyncio.TimerHandle] = {}  # client id -> pending removal
         self._acted_in: dict[str, set[str]] = {}  # client id -> sessions it acted in
         self._clients_of: dict[str, set[str]] = {}  # session id -> clients that acted in it
 
     async def claim(self, client_id: str, identity: str) -> bool:
-        """Bind a client id to an identity; False if another identity holds it."""
-        return self._bound.setdefault(client_id, identity) == identity
+        """Bind a client id to an identity; False if another identity holds it.
+        The binding is the store's, committed before this answers."""
+        binding = await self._host.claim_client(client_id, identity)
+        return binding.identity == identity
 
     def attach(self, client_id: str) -> None:
         """A connection speaks for the client now: its removal, if pending, is off."""
@@ -109,7 +115,6 @@ class Clients:
 
     def sizes(self) -> ClientTableSizes:
         return ClientTableSizes(
-            bound=len(self._bound),
             connected=len(self._connected),
             graces=len(self._grace),
             acted_in=len(self._acted_in),

@@ -388,6 +388,40 @@ def test_another_identity_sees_nothing_of_a_session(host: Host) -> None:
     run(host, body)
 
 
+def test_a_client_id_stays_its_identitys_across_a_server_restart(
+    start_host: Callable[..., Host],
+) -> None:
+    """The binding is in the store: after a restart on the same store bob is
+    still refused alice's client id, and alice's own initialize and reconnect
+    still work."""
+    first = start_host(ScriptedProvider())
+
+    async def claimed(server: Server) -> None:
+        async with server.client() as alice:
+            await alice.initialize(client_id="alice-phone")
+
+    run(first, claimed)
+    first.stop()
+    again = start_host(ScriptedProvider())
+
+    async def restarted(server: Server) -> None:
+        async with server.client(token=OTHER_TOKEN) as bob:
+            with pytest.raises(RpcFailed) as refused:
+                await bob.initialize(client_id="alice-phone")
+            assert refused.value.code == -32009  # AHP: PermissionDenied
+            with pytest.raises(RpcFailed):
+                await bob.call("reconnect", {"clientId": "alice-phone", "lastSeenServerSeq": 0})
+        async with server.client() as alice:
+            await alice.initialize(client_id="alice-phone")
+        async with server.client() as alice:
+            result = await alice.call(
+                "reconnect", {"clientId": "alice-phone", "lastSeenServerSeq": 0}
+            )
+            assert result["type"] in ("replay", "snapshot")
+
+    run(again, restarted)
+
+
 def test_bad_input_never_hurts_the_server(host: Host) -> None:
     async def body(server: Server) -> None:
         async with server.client() as client:

@@ -5,27 +5,30 @@ left memory."""
 import asyncio
 from typing import Any
 
+from agenthost.actors import Host
 from agenthost.server.clients import Clients
 
 
-def test_a_client_id_is_refused_to_another_identity() -> None:
+def test_a_client_id_is_refused_to_another_identity_and_kept_in_the_store(host: Host) -> None:
     async def main() -> None:
-        clients = Clients(30.0, remove=_never, spawn=_never_spawn)
+        clients = Clients(host.aio, 30.0, remove=_never, spawn=_never_spawn)
         assert await clients.claim("c1", "alice")
         assert await clients.claim("c1", "alice")
         assert not await clients.claim("c1", "bob")
+        binding = await host.aio.find_client("c1")
+        assert binding is not None and binding.identity == "alice"
 
     asyncio.run(main())
 
 
-def test_a_client_that_left_is_removed_from_its_sessions_after_the_grace() -> None:
+def test_a_client_that_left_is_removed_from_its_sessions_after_the_grace(host: Host) -> None:
     async def main() -> None:
         removed: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
 
         async def remove(session_id: str, client_id: str) -> None:
             await removed.put((session_id, client_id))
 
-        clients = Clients(0.0, remove=remove, spawn=lambda work: _spawn(work))
+        clients = Clients(host.aio, 0.0, remove=remove, spawn=lambda work: _spawn(work))
         clients.attach("c1")
         clients.touched("c1", "s1")
         clients.detach("c1")
@@ -35,9 +38,9 @@ def test_a_client_that_left_is_removed_from_its_sessions_after_the_grace() -> No
     asyncio.run(main())
 
 
-def test_a_client_back_within_the_grace_keeps_its_calls() -> None:
+def test_a_client_back_within_the_grace_keeps_its_calls(host: Host) -> None:
     async def main() -> None:
-        clients = Clients(30.0, remove=_never, spawn=_never_spawn)
+        clients = Clients(host.aio, 30.0, remove=_never, spawn=_never_spawn)
         clients.attach("c1")
         clients.touched("c1", "s1")
         clients.detach("c1")
@@ -48,9 +51,9 @@ def test_a_client_back_within_the_grace_keeps_its_calls() -> None:
     asyncio.run(main())
 
 
-def test_a_session_that_left_memory_leaves_the_clients_table() -> None:
+def test_a_session_that_left_memory_leaves_the_clients_table(host: Host) -> None:
     async def main() -> None:
-        clients = Clients(30.0, remove=_never, spawn=_never_spawn)
+        clients = Clients(host.aio, 30.0, remove=_never, spawn=_never_spawn)
         clients.attach("c1")
         clients.touched("c1", "s1")
         clients.detach("c1")
