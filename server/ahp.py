@@ -24,7 +24,7 @@ host; tokens and prompt text are never logged.
 
 import asyncio
 import time
-from collections.abc import Awaitable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 import attrs
@@ -32,6 +32,7 @@ import structlog
 from aiohttp import web
 
 from agenthost.actors.aio import AsyncHost, AsyncSession
+from agenthost.actors.context import Departure
 from agenthost.actors.surface import Host
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import (
@@ -115,6 +116,7 @@ class AhpServer:
             self.host, self.limits.client_tool_grace_s, self._remove_client, self.spawn
         )
         self._background: set[asyncio.Task[None]] = set()
+        self._unwatch: Callable[[], None] = lambda: None
         self.accepting = True
         self.running_turns = 0
         self._idle = asyncio.Event()
@@ -122,6 +124,21 @@ class AhpServer:
 
     def app(self) -> web.Application:
         return build_app(self)
+
+    async def start(self) -> None:
+        """(on the app's startup) Hear of every session that leaves memory."""
+        self._unwatch = self.host.on_session_left(self._session_left)
+
+    def _session_left(self, session_id: str, why: Departure) -> None:
+        """The session left memory: nothing kept for it stays (a disposed one's
+        channels close too; a released one has none: a channel keeps it in)."""
+        gone = why in (Departure.DISPOSED, Departure.COLLECTED)
+        chats = self.registry.disposed(session_id) if gone else self.registry.departed(session_id)
+        self.summaries.departed(session_id)
+        self.clients.departed(session_id)
+        if gone:
+            for uri in (session_uri(session_id), *map(chat_uri, chats)):
+                self.spawn(self.close_channel(uri))
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` in the background; cancelled when the server shuts down."""
@@ -181,6 +198,26 @@ class AhpServer:
         elif isinstance(event, SteeringNotWithdrawn):
             self.metrics.steering_not_withdrawn += 1
 
+    def tables(self) -> dict[str, int]:
+        """How many entries each of the server's tables holds (/metrics shows
+        them): the per-session ones hold resident sessions only, the
+        per-connection ones open connections only."""
+        registry = attrs.asdict(self.registry.sizes())
+        clients = attrs.asdict(self.clients.sizes())
+        sent, checking = self.summaries.sizes()
+        return {
+            **{f"registry_{k}": v for k, v in registry.items()},
+            **{f"clients_{k}": v for k, v in clients.items()},
+            "summaries_sent": sent,
+            "summary_checks": checking,
+            "listened_channels": len(self.listeners),
+            "chat_channels": len(self.channels),
+            "idle_chat_channels": self.channels.idle_count,
+            "recorded_channels": self.sequencer.recording,
+            "connections": len(self.connections),
+            "background_tasks": len(self._background),
+        }
+
     # -- turns and draining --------------------------------------------------------------
     def watch_turn(self, handle: Awaitable[Any], started: float) -> None:
         """Count a client's running turn (for draining) and its latency (for /metrics)."""
@@ -216,6 +253,7 @@ class AhpServer:
         await asyncio.gather(*(c.finished(CLOSE_WAIT_S) for c in connections))
 
     async def shutdown(self) -> None:
+        self._unwatch()
         await self.close_connections()
         self.clients.close()
         for task in list(self._background):

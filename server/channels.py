@@ -99,6 +99,11 @@ class Sequencer:
         # of it from before that would miss what the chat did meanwhile
         self._recorded_from: dict[str, int] = {}
 
+    @property
+    def recording(self) -> int:
+        """How many chat channels are recorded (open ones only)."""
+        return len(self._recorded_from)
+
     def opened(self, channel: str) -> None:
         """A chat channel opened: its events are stamped from now."""
         self._recorded_from[channel] = self.seq
@@ -289,6 +294,11 @@ class ChannelTable:
 
     def __len__(self) -> int:
         return len(self._open)
+
+    @property
+    def idle_count(self) -> int:
+        """Channels nobody follows, waiting out their grace."""
+        return len(self._idle)
 
     def get(self, uri: str) -> ChatChannel | None:
         return self._open.get(uri)

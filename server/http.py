@@ -36,6 +36,7 @@ def build_app(server: "AhpServer") -> web.Application:
         app.router.add_get("/", routes.index)
         app.router.add_static("/static/", server.static_dir)
         add_web_routes(app, server.static_dir, server.tokens)
+    app.on_startup.append(routes.startup)
     app.on_shutdown.append(routes.shutdown)
     return app
 
@@ -56,7 +57,9 @@ class Routes:
     async def metrics(self, request: web.Request) -> web.Response:
         server = self.server
         counters = await server.host.counters()
-        text = server.metrics.render(counters, chat_channels=len(server.channels))
+        text = server.metrics.render(
+            counters, chat_channels=len(server.channels), tables=server.tables()
+        )
         return web.Response(text=text, content_type="text/plain")
 
     def identity(self, request: web.Request) -> str | None:
@@ -89,6 +92,9 @@ class Routes:
         finally:
             server.disconnected(connection)
         return ws
+
+    async def startup(self, app: web.Application) -> None:
+        await self.server.start()
 
     async def shutdown(self, app: web.Application) -> None:
         await self.server.shutdown()

@@ -15,7 +15,9 @@ Invariants:
 3. A lookup whose session was disposed while it read the store reads again
    (the id may be free or another identity's by now); each lookup in flight
    records the disposals it overlapped, and nothing stays once it ends.
-4. A session with no owner yet is not cached: the host may give it one later.
+4. Only a session opened here (so resident) is cached: a lookup that finds
+   another identity's session, or none, or one with no owner yet, keeps
+   nothing (the host may give it an owner later).
 """
 
 from typing import Any
@@ -47,6 +49,11 @@ class TableSizes:
     lookups: int
 
 
+def _owner_of(found: SessionSummary | None) -> str | None:
+    """A stored session's owner; None for none, or a session nobody owns yet."""
+    return None if found is None else dict(found.config).get(OWNER_KEY) or None
+
+
 class Registry:
     """Sessions' owners, handles and chats while they are in memory (loop thread only)."""
 
@@ -65,11 +72,12 @@ class Registry:
         Raises:
             RpcError: SESSION_NOT_FOUND, whether it does not exist or is another's.
         """
-        if session_id not in self._owners:
-            await self.find(session_id=session_id)
-        if self._owners.get(session_id) != identity:
+        owner = self._owners.get(session_id)
+        if owner is None:
+            owner = _owner_of(await self.find(session_id=session_id))
+        if owner != identity:
             raise session_not_found(session_id)
-        return await self.open(session_id)
+        return await self._open_owned(session_id, owner)
 
     async def chat(self, chat_id: str, identity: str) -> tuple[AsyncSession, AsyncChat]:
         """The chat and its session, if `identity` owns it; a chat not seen yet is
@@ -79,13 +87,16 @@ class Registry:
             RpcError: NOT_FOUND, whether it does not exist or is another's.
         """
         session_id = self._chat_sessions.get(chat_id)
-        if session_id is None:
+        owner = None if session_id is None else self._owners.get(session_id)
+        if session_id is None or owner is None:
             found = await self.find(chat_id=chat_id)
             if found is None:
                 raise chat_not_found(chat_id)
-            session_id = found.id
+            session_id, owner = found.id, _owner_of(found)
+        if owner != identity:
+            raise chat_not_found(chat_id)
         try:
-            session = await self.session(session_id, identity)
+            session = await self._open_owned(session_id, owner)
         except RpcError as error:
             raise chat_not_found(chat_id) from error
         self.note_chats(session_id, (chat_id,))
@@ -94,9 +105,9 @@ class Registry:
     async def find(
         self, session_id: str | None = None, chat_id: str | None = None
     ) -> SessionSummary | None:
-        """The stored session (`session_id=` or `chat_id=`), its owner cached (what
-        a creator wrote meanwhile wins over this read); read again when that
-        session was disposed while this read ran."""
+        """The stored session (`session_id=` or `chat_id=`), read again when that
+        session was disposed while this read ran (its id may be free or another
+        identity's by now). Caches nothing: only a session opened is noted."""
         while True:
             lookup = _Lookup()
             self._lookups.add(lookup)
@@ -105,11 +116,14 @@ class Registry:
             finally:
                 self._lookups.discard(lookup)
             if found is None or found.id not in lookup.disposed:
-                break
-        owner = None if found is None else dict(found.config).get(OWNER_KEY)
-        if found is not None and owner:
-            self._owners.setdefault(found.id, owner)
-        return found
+                return found
+
+    async def _open_owned(self, session_id: str, owner: str) -> AsyncSession:
+        """Open a session known to be `owner`'s; now resident, its owner is kept
+        until it leaves memory (what a creator noted meanwhile wins)."""
+        handle = await self.open(session_id)
+        self._owners.setdefault(session_id, owner)
+        return handle
 
     async def open(self, session_id: str) -> AsyncSession:
         """The session's handle (restored into memory by its next call if released).

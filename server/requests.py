@@ -45,7 +45,6 @@ from agenthost.server.views import (
     root_state,
     session_state,
 )
-from agenthost.store.base import OWNER_KEY
 
 if TYPE_CHECKING:
     from agenthost.server.connection import Connection
@@ -253,17 +252,14 @@ def _offset(cursor: str | None) -> int:
 
 
 async def list_sessions(conn: "Connection", params: p.ListSessionsParams) -> p.ListSessionsResult:
-    cursor = _offset(params.cursor)
+    """The identity's sessions, a page at a time (the store's cursor, opaque):
+    one indexed read, whatever other identities hold."""
     limit = _limit(params.limit, conn.limits.page)
-    mine = [
-        s
-        for s in await conn.server.host.list_sessions()
-        if dict(s.config).get(OWNER_KEY) == conn.identity
-    ]
-    page = mine[cursor : cursor + limit]
-    more = cursor + limit < len(mine)
+    page = await conn.server.host.list_sessions_page(
+        conn.identity, limit=limit, cursor=params.cursor or None
+    )
     return p.ListSessionsResult(
-        items=tuple(listed(s) for s in page), next_cursor=str(cursor + limit) if more else None
+        items=tuple(listed(s) for s in page.items), next_cursor=page.next_cursor
     )
 
 

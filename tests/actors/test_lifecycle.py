@@ -363,3 +363,53 @@ def test_a_held_queued_message_with_a_waiting_handle_keeps_its_session_in_memory
     assert chat.send("ok").result(timeout=10).state is OutcomeState.COMPLETE
     assert queued.result(timeout=10).state is OutcomeState.COMPLETE
     host.stop()
+
+
+def test_a_session_is_not_released_before_its_creation_is_answered(
+    db_path: Path, clock: FakeClock
+) -> None:
+    """A bound on resident sessions releases idle ones at once; a session still
+    being created was released before its row was committed, and its creator
+    was told it is gone."""
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": ScriptedProvider()},
+        clock=clock,
+        max_resident=0,
+    )
+    try:
+        for _ in range(5):
+            session = host.create_session()
+            session.set_config({"k": "v"})
+            assert session.chat().send("hi").result(timeout=10).state is OutcomeState.COMPLETE
+    finally:
+        host.stop()
+
+
+def test_whoever_watches_hears_every_session_that_leaves_memory_and_why(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    from agenthost.actors import Departure
+
+    host = start(db_path, clock)
+    heard: list[tuple[str, Departure]] = []
+    unwatch = host.on_session_left(lambda session_id, why: heard.append((session_id, why)))
+    released, _ = released_after_a_turn(host, runner, clock)
+    draft = host.create_session()
+    draft.chat().subscribe().close()
+    runner.run()
+    clock.advance(GRACE)
+    runner.run()
+    disposed = host.create_session()
+    disposed.dispose()
+    runner.run()
+    assert heard == [
+        (released.id, Departure.RELEASED),
+        (draft.id, Departure.COLLECTED),
+        (disposed.id, Departure.DISPOSED),
+    ]
+    unwatch()
+    host.create_session().dispose()
+    runner.run()
+    assert len(heard) == 3
+    host.stop()
