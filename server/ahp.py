@@ -51,8 +51,10 @@ from agenthost.server.channels import CHAT_PREFIX, ChannelTable, Sequencer, chat
 from agenthost.server.clients import Clients
 from agenthost.server.connection import CLOSE_WAIT_S, Connection
 from agenthost.server.errors import RpcError
+from agenthost.server.hosts import HostAllowlist
 from agenthost.server.http import build_app
 from agenthost.server.metrics import Metrics
+from agenthost.server.quotas import IdentityQuotas
 from agenthost.server.registry import Registry
 from agenthost.store.base import OWNER_KEY
 
@@ -77,6 +79,12 @@ class Limits:
     # A chat channel nobody follows is closed after this, so its session can
     # leave memory (a client reconnecting within it finds the channel open).
     channel_idle_s: float = 60.0
+    # An HTTP request's headers must arrive within this (a half-sent request is
+    # closed), counted from the connection's start or its previous response.
+    header_timeout_s: float = 10.0
+    # Per identity: sessions in memory, and sessions created a minute (None: no quota).
+    identity_resident_sessions: int | None = 1_000
+    identity_session_creations_per_minute: int | None = 600
 
 
 _OUTCOMES = {TurnCompleted: "complete", TurnCancelled: "cancelled"}
@@ -93,16 +101,24 @@ class AhpServer:
         limits: Limits | None = None,
         origins: tuple[str, ...] = (),
         static_dir: str | None = None,
+        hosts: HostAllowlist | None = None,
     ) -> None:
         self.host: AsyncHost = host if isinstance(host, AsyncHost) else host.aio
         self.tokens = dict(tokens)
         self.limits = limits or Limits()
         self.origins = origins
         self.static_dir = static_dir
+        self.hosts = hosts or HostAllowlist.of()
         self.sequencer = Sequencer(self.limits.replay)
         self.metrics = Metrics()
         self.connections: set[Connection] = set()
-        self.registry = Registry(self.host)
+        clock = self.host.services.clock
+        self.quotas = IdentityQuotas(
+            self.limits.identity_resident_sessions,
+            self.limits.identity_session_creations_per_minute,
+            clock.now,
+        )
+        self.registry = Registry(self.host, self.quotas.admit_resident)
         self.listeners = Listeners(self.sequencer)
         self.summaries = SummaryChecks(self.registry, self.listeners, self.spawn)
         self.channels = ChannelTable(
@@ -124,6 +140,10 @@ class AhpServer:
 
     def app(self) -> web.Application:
         return build_app(self)
+
+    def listening_on(self, port: int) -> None:
+        """The port the server is bound to (a browser's Origin must name it)."""
+        self.hosts = self.hosts.listening_on(port)
 
     async def start(self) -> None:
         """(on the app's startup) Hear of every session that leaves memory."""

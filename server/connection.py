@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 HOST_LATE = "the host did not answer in time (it may still act)"
+HANDSHAKES = frozenset({"initialize", "reconnect"})
 CLOSE_WAIT_S = 5.0  # how long a closing socket may wait for the client's close frame
 
 
@@ -141,6 +142,9 @@ class Connection:
         self._reading = False  # the reading task waits in its receive loop
         self._interrupted = False
         self._ended = asyncio.Event()
+        self._handshakes = 0  # initialize and reconnect requests in flight
+        self._handshaken = asyncio.Event()
+        self._handshaken.set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._log = log.bind(identity=identity)
 
@@ -222,7 +226,8 @@ class Connection:
     async def _dispatcher(self) -> None:
         while True:
             queued = await self._dispatches.get()
-            await actions.dispatch(self, queued.params, queued.sent)
+            if await self._initialized():  # sent right behind an initialize: it waits for it
+                await actions.dispatch(self, queued.params, queued.sent)
 
     def enqueue(self, params: DispatchActionParams, sent: Any) -> None:
         """Queue a dispatched action behind the ones before it (`sent`: the
@@ -329,8 +334,28 @@ class Connection:
         params = None if message.params is None else message.params.value
         if request_id is None:
             self._notification(message.method, params)
+        elif message.method in HANDSHAKES:
+            self._handshakes += 1
+            self._handshaken.clear()
+            self._spawn(self._handshake(request_id, message.method, params))
         else:
             self._spawn(self._request(request_id, message.method, params))
+
+    async def _handshake(self, request_id: int | str, method: str, params: Any) -> None:
+        """initialize or reconnect; what the client sent behind it waits for it."""
+        try:
+            await self._request(request_id, method, params)
+        finally:
+            self._handshakes -= 1
+            if not self._handshakes:
+                self._handshaken.set()
+
+    async def _initialized(self) -> bool:
+        """Whether the client initialized, once any initialize or reconnect it sent
+        before has been answered (a client may send requests right behind it)."""
+        if not self.initialized and self._handshakes:
+            await self._handshaken.wait()
+        return self.initialized
 
     async def _request(self, request_id: int | str, method: str, params: Any) -> None:
         try:
@@ -355,7 +380,7 @@ class Connection:
         entry = REQUESTS.get(method)
         if entry is None:
             raise RpcError(JsonRpcErrorCode.METHOD_NOT_FOUND, f"method not found: {method}")
-        if not entry.before_initialize and not self.initialized:
+        if not entry.before_initialize and not await self._initialized():
             raise RpcError(JsonRpcErrorCode.NOT_INITIALIZED, "initialize first")
         try:
             typed = rpc.decode_params(method, entry.adapt(params))
@@ -367,7 +392,7 @@ class Connection:
 
     def _notification(self, method: str, params: Any) -> None:
         entry = NOTIFICATIONS.get(method)
-        if not self.initialized or entry is None:
+        if entry is None or not (self.initialized or self._handshakes):
             return  # JSON-RPC: an unknown notification is not answered
         try:
             typed = rpc.decode_params(method, entry.adapt(params))

@@ -7,13 +7,23 @@ Routes: `/ahp` (AHP over WebSocket: a bearer token in the upgrade request,
 `/static/`, and server/web_routes.py's `/render` and `/favicon.ico`).
 
 Invariants:
-1. An upgrade without a valid token is refused (401) before anything else is
-   read; one carrying a foreign Origin is refused (403); a stopping server
-   refuses new ones (503).
-2. Tokens are never logged (the access log is off: a `?token=` query would
+1. Every response (pages, files, /healthz, /metrics, 404s, refused upgrades)
+   carries SECURITY_HEADERS: the page's Content-Security-Policy (with
+   `frame-ancestors 'none'`), nosniff, no referrer, no framing.
+2. A request whose Host header names another server is refused (421) before
+   any route runs (DNS rebinding: server/hosts.py).
+3. An upgrade without a valid token is refused (401) before anything else is
+   read; one carrying an Origin the allowlist does not name is refused (403);
+   a stopping server refuses new ones (503).
+4. Tokens are never logged (the access log is off: a `?token=` query would
    be in it).
+
+What else bounds a request is the runner's: headers must arrive within
+`Limits.header_timeout_s` (aiohttp's keepalive_timeout, which also runs
+from a connection's start: serve.py sets it).
 """
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -24,11 +34,39 @@ from agenthost.server.web_routes import add_web_routes
 if TYPE_CHECKING:
     from agenthost.server.ahp import AhpServer
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self';"
+    " img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",  # frame-ancestors, for browsers older than CSP 2
+}
+
+
+async def _secured(request: web.Request, response: web.StreamResponse) -> None:
+    """(on every response, as it is prepared) The security headers."""
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+
 
 def build_app(server: "AhpServer") -> web.Application:
     """The aiohttp application serving `server`."""
     routes = Routes(server)
-    app = web.Application(client_max_size=server.limits.frame_bytes)
+
+    @web.middleware
+    async def known_host(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not server.hosts.allows_host(request.headers.get("Host")):
+            raise web.HTTPMisdirectedRequest(text="this server does not answer to that host")
+        return await handler(request)
+
+    app = web.Application(client_max_size=server.limits.frame_bytes, middlewares=[known_host])
+    app.on_response_prepare.append(_secured)
     app.router.add_get("/ahp", routes.websocket)
     app.router.add_get("/healthz", routes.healthz)
     app.router.add_get("/metrics", routes.metrics)
@@ -67,16 +105,17 @@ class Routes:
         token = header[7:] if header.startswith("Bearer ") else request.query.get("token", "")
         return self.server.tokens.get(token) if token else None
 
-    def allowed_origins(self, request: web.Request) -> tuple[str, ...]:
-        own = f"{request.scheme}://{request.host}"
-        return (own, *self.server.origins)
+    def origin_allowed(self, origin: str) -> bool:
+        """From the allowlist (or `AhpServer(origins=...)`), never from the
+        request's own Host header."""
+        return origin in self.server.origins or self.server.hosts.allows_origin(origin)
 
     async def websocket(self, request: web.Request) -> web.StreamResponse:
         server = self.server
         if not server.accepting:
             raise web.HTTPServiceUnavailable(text="the server is stopping")
         origin = request.headers.get("Origin")
-        if origin is not None and origin not in self.allowed_origins(request):
+        if origin is not None and not self.origin_allowed(origin):
             raise web.HTTPForbidden(text="origin not allowed")
         identity = self.identity(request)
         if identity is None:

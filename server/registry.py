@@ -20,6 +20,7 @@ Invariants:
    nothing (the host may give it an owner later).
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -43,6 +44,7 @@ class TableSizes:
     """How many entries the registry holds (all zero once no session is resident)."""
 
     owners: int
+    identities: int
     handles: int
     chats: int
     sessions_with_chats: int
@@ -57,9 +59,13 @@ def _owner_of(found: SessionSummary | None) -> str | None:
 class Registry:
     """Sessions' owners, handles and chats while they are in memory (loop thread only)."""
 
-    def __init__(self, host: AsyncHost) -> None:
+    def __init__(
+        self, host: AsyncHost, admit: Callable[[str, int], None] = lambda identity, count: None
+    ) -> None:
         self._host = host
+        self._admit = admit  # (identity, its resident sessions): raises past its quota
         self._owners: dict[str, str] = {}  # session id -> identity
+        self._per_owner: dict[str, int] = {}  # identity -> its sessions noted here
         self._handles: dict[str, AsyncSession] = {}
         self._chat_sessions: dict[str, str] = {}  # chat id -> session id
         self._session_chats: dict[str, set[str]] = {}  # session id -> its chat ids
@@ -119,11 +125,23 @@ class Registry:
                 return found
 
     async def _open_owned(self, session_id: str, owner: str) -> AsyncSession:
-        """Open a session known to be `owner`'s; now resident, its owner is kept
-        until it leaves memory (what a creator noted meanwhile wins)."""
+        """Open a session known to be `owner`'s (within its resident quota); now
+        resident, its owner is kept until it leaves memory (what a creator
+        noted meanwhile wins)."""
+        if session_id not in self._owners:
+            self._admit(owner, self._per_owner.get(owner, 0))
         handle = await self.open(session_id)
-        self._owners.setdefault(session_id, owner)
+        self._note_owner(session_id, owner)
         return handle
+
+    def _note_owner(self, session_id: str, owner: str) -> None:
+        if session_id not in self._owners:
+            self._owners[session_id] = owner
+            self._per_owner[owner] = self._per_owner.get(owner, 0) + 1
+
+    def resident_of(self, identity: str) -> int:
+        """How many of the identity's sessions are in memory as far as the server knows."""
+        return self._per_owner.get(identity, 0)
 
     async def open(self, session_id: str) -> AsyncSession:
         """The session's handle (restored into memory by its next call if released).
@@ -146,7 +164,7 @@ class Registry:
 
     # -- what the server learns -----------------------------------------------------------
     def created(self, session_id: str, identity: str, handle: AsyncSession) -> None:
-        self._owners[session_id] = identity
+        self._note_owner(session_id, identity)
         self._handles[session_id] = handle
 
     def note_chats(self, session_id: str, chat_ids: Any) -> None:
@@ -174,7 +192,13 @@ class Registry:
     def departed(self, session_id: str) -> tuple[str, ...]:
         """The session left memory (released, collected or disposed): forget its
         owner, handle and chats; answers its chat ids."""
-        self._owners.pop(session_id, None)
+        owner = self._owners.pop(session_id, None)
+        if owner is not None:
+            left = self._per_owner[owner] - 1
+            if left:
+                self._per_owner[owner] = left
+            else:
+                del self._per_owner[owner]
         self._handles.pop(session_id, None)
         chats = tuple(self._session_chats.pop(session_id, ()))
         for chat_id in chats:
@@ -184,6 +208,7 @@ class Registry:
     def sizes(self) -> TableSizes:
         return TableSizes(
             owners=len(self._owners),
+            identities=len(self._per_owner),
             handles=len(self._handles),
             chats=len(self._chat_sessions),
             sessions_with_chats=len(self._session_chats),

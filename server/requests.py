@@ -190,14 +190,15 @@ async def create_session(conn: "Connection", params: p.CreateSessionParams) -> C
     provider = params.provider or sorted(server.host.services.providers)[0]
     if server.registry.owner(session_id) is not None or await server.registry.find(session_id):
         raise RpcError(JsonRpcErrorCode.SESSION_ALREADY_EXISTS, f"session {session_id} exists")
-    conn.join(uri)  # the creator follows the lifecycle: creating -> ready, or creationFailed
-    try:
-        session = await server.host.create_session(provider, session_id=session_id)
-    except AgentHostError as error:
-        server.listeners.session_action(session_id, SessionCreationFailed(error=error))
-        conn.leave(uri)
-        raise
-    await server.sessions_owned(session, conn.identity)
+    with server.quotas.creating(conn.identity, server.registry.resident_of(conn.identity)):
+        conn.join(uri)  # the creator follows the lifecycle: creating -> ready, or creationFailed
+        try:
+            session = await server.host.create_session(provider, session_id=session_id)
+        except AgentHostError as error:
+            server.listeners.session_action(session_id, SessionCreationFailed(error=error))
+            conn.leave(uri)
+            raise
+        await server.sessions_owned(session, conn.identity)
     server.listeners.session_action(session_id, SessionReady())
     state, summary = await session_snapshot(conn, session)
     server.listeners.root(

@@ -190,6 +190,27 @@ def test_a_node_websocket_client_gets_the_unsupported_version_answer_before_the_
         run(host, body)
 
 
+def test_requests_sent_right_behind_initialize_wait_for_it(host: Host) -> None:
+    """The client id is claimed through the store, so initialize answers after a
+    round trip: what a client pipelines behind it is not refused meanwhile."""
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            initialize = {"clientId": "eager", "protocolVersions": ["1.1.0"]}
+            await client.ws.send_json(
+                {"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": initialize}
+            )
+            uri = f"ahp-session:/{uuid.uuid4()}"
+            await client.ws.send_json(
+                {"jsonrpc": "2.0", "id": "c", "method": "createSession", "params": {"channel": uri}}
+            )
+            created = await client.response("c")
+            assert "result" in created, created
+            assert "result" in await client.response("i")
+
+    run(host, body)
+
+
 def test_a_connection_without_a_valid_token_is_refused(host: Host) -> None:
     async def body(server: Server) -> None:
         for token in (None, "wrong-token-wrong-token"):
