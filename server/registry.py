@@ -28,7 +28,7 @@ import attrs
 from agenthost.actors.aio import AsyncChat, AsyncHost, AsyncSession
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.state import SessionSummary
-from agenthost.server.errors import RpcError, chat_not_found, session_not_found
+from agenthost.server.errors import RpcError, chat_not_found, is_not_found, session_not_found
 from agenthost.store.base import OWNER_KEY
 
 
@@ -104,6 +104,8 @@ class Registry:
         try:
             session = await self._open_owned(session_id, owner)
         except RpcError as error:
+            if not is_not_found(error):
+                raise  # the owner's own quota: it says so
             raise chat_not_found(chat_id) from error
         self.note_chats(session_id, (chat_id,))
         return session, await session.chat(chat_id)

@@ -149,6 +149,25 @@ def test_an_identity_past_its_resident_sessions_is_refused_and_others_are_not(
     run(host, body, Limits(identity_resident_sessions=2))
 
 
+def test_opening_another_stored_session_past_the_resident_quota_says_so(host: Host) -> None:
+    from agenthost.store.base import OWNER_KEY
+
+    stored = host.create_session()  # alice's, made in memory by the embedding host
+    stored.set_config({OWNER_KEY: "alice"})
+    chat = f"ahp-chat:/{stored.chat().id}"
+
+    async def body(server: Server) -> None:
+        async with server.client() as alice:
+            await alice.initialize()
+            await alice.call("createSession", {"channel": "ahp-session:/mine"})
+            for channel in (chat, f"ahp-session:/{stored.id}"):
+                with pytest.raises(RpcFailed) as refused:
+                    await alice.call("subscribe", {"channel": channel})
+                assert refused.value.error["data"]["quota"] == "residentSessions"
+
+    run(host, body, Limits(identity_resident_sessions=1))
+
+
 def test_an_identity_past_its_creations_a_minute_waits_for_the_rate(
     host: Host, clock: FakeClock
 ) -> None:
