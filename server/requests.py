@@ -39,7 +39,9 @@ from agenthost.server.views import (
     CreatedChat,
     CreatedSession,
     ListedSession,
+    SessionAdded,
     SessionRemoved,
+    SessionsPage,
     TurnsPage,
     listed,
     root_state,
@@ -202,7 +204,7 @@ async def create_session(conn: "Connection", params: p.CreateSessionParams) -> C
     server.listeners.session_action(session_id, SessionReady())
     state, summary = await session_snapshot(conn, session)
     server.listeners.root(
-        conn.identity, "root/sessionAdded", p.SessionAddedParams(channel=ROOT, summary=summary)
+        conn.identity, "root/sessionAdded", SessionAdded(channel=ROOT, summary=summary)
     )
     return CreatedSession(resource=uri, state=state)
 
@@ -252,16 +254,14 @@ def _offset(cursor: str | None) -> int:
     return int(cursor)
 
 
-async def list_sessions(conn: "Connection", params: p.ListSessionsParams) -> p.ListSessionsResult:
+async def list_sessions(conn: "Connection", params: p.ListSessionsParams) -> SessionsPage:
     """The identity's sessions, a page at a time (the store's cursor, opaque):
     one indexed read, whatever other identities hold."""
     limit = _limit(params.limit, conn.limits.page)
     page = await conn.server.host.list_sessions_page(
         conn.identity, limit=limit, cursor=params.cursor or None
     )
-    return p.ListSessionsResult(
-        items=tuple(listed(s) for s in page.items), next_cursor=page.next_cursor
-    )
+    return SessionsPage(items=tuple(listed(s) for s in page.items), next_cursor=page.next_cursor)
 
 
 async def fetch_turns(conn: "Connection", params: p.FetchTurnsParams) -> TurnsPage:

@@ -5,6 +5,7 @@ in them; where agenthost's answer adds to them or keeps an older form its own
 clients read, a subclass names what it adds:
 - `ListedSession`: AHP's SessionSummary (listSessions, root notifications),
   plus `turnCount` and `inputNeeded` (ours: the web page shows the count);
+  `SessionsPage` and `SessionAdded` carry it as such;
 - `CreatedSession`: createSession's answer (AHP: null), the new session's
   resource and state, which every client here reads its default chat from;
 - `CreatedChat`: createChat's answer with the chat in both spellings:
@@ -44,6 +45,19 @@ class ListedSession(p.SessionSummary):
 
     turn_count: int = 0
     input_needed: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SessionsPage(p.ListSessionsResult):
+    """listSessions' answer, its items as listed here (the wire encodes a field by
+    its declared type: AHP's SessionSummary would drop ours)."""
+
+    items: tuple[ListedSession, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class SessionAdded(p.SessionAddedParams):
+    summary: ListedSession
 
 
 @attrs.frozen(kw_only=True)

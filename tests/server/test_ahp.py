@@ -248,8 +248,11 @@ def test_a_turn_from_dispatch_to_completion_with_origin_and_sequence(host: Host)
             assert [t["message"]["text"] for t in fetched["turns"]] == ["hello"]
             listed = await client.call("listSessions")
             assert [s["resource"] for s in listed["items"]] == [session_uri]
+            assert listed["items"][0]["turnCount"] == 1  # ours, beside AHP's fields
+            assert {"createdAt", "modifiedAt"} <= set(listed["items"][0])
             added = await client.wait_for(lambda n: n.get("method") == "root/sessionAdded")
             assert added["params"]["summary"]["resource"] == session_uri
+            assert added["params"]["summary"]["turnCount"] == 0
             await client.wait_for(  # titled by its first message, and unread once it ended
                 lambda n: (
                     n.get("method") == "root/sessionSummaryChanged"
