@@ -3,12 +3,14 @@
 One `AhpServer` serves one Host through its asyncio surface (nothing blocks
 the event loop). It holds the parts and wires them together; each part is
 its own module:
-- server/http.py: the app, its routes and the WebSocket upgrade;
+- server/http.py: the app, its routes and the WebSocket upgrade, the
+  security headers; server/hosts.py: the Host and Origin allowlist;
 - server/connection.py: one socket (framing, outbox, rate limit, the ordered
   dispatch queue);
 - server/requests.py and server/actions.py: the tables of request and client
   action handlers, over the typed frames of messages/protocol.py;
 - server/registry.py: who owns which session, the handles in use;
+  server/quotas.py: what one identity may hold and create;
 - server/broadcasts.py: who listens to which channel, session actions and
   the root's summary notifications;
 - server/channels.py: the chat channels and the one serverSeq;
@@ -19,7 +21,10 @@ Rules kept by the parts (see each module): a session is visible only to the
 identity that created it; an accepted client action drives its side effect
 and its event goes out with the client's origin, an invalid one is echoed
 with a rejectionReason; a slow subscriber is cut off, never blocking the
-host; tokens and prompt text are never logged.
+host; tokens and prompt text are never logged; what the server keeps per
+session goes when the host says the session left memory (`_session_left`),
+so its tables hold resident sessions and open connections only
+(`tables()`, shown on /metrics).
 """
 
 import asyncio

@@ -11,7 +11,8 @@ client sent them. What it sends goes through its `Outbox`.
 
 Invariants (loop thread only):
 1. Every request is answered exactly once, with its result or an error; a
-   frame whose id cannot be read is answered with id null.
+   frame whose id cannot be read is answered with id null. What a client
+   sends right behind an initialize or reconnect waits for its answer.
 2. A client too slow for what it is sent is cut off (close 1008), never
    blocking the host or other clients: the outbox is bounded.
 3. `RateLimit` bounds the messages a connection may send; past it a request
@@ -19,6 +20,10 @@ Invariants (loop thread only):
 4. Nothing a client sends can end the connection's tasks: an unexpected
    error in a handler is logged (without the request's content) and answered
    -32603.
+5. One task writes to the socket (the writer, in outbox order) and one closes
+   it (the reader, after the writer reached the close mark, or at once for a
+   client cut off): a close never races the frames before it, and it waits
+   for the client's close frame, a bounded time.
 """
 
 import asyncio
