@@ -16,12 +16,14 @@ Session, Chat, TurnHandle; agenthost.actors.aio for asyncio). Invariants:
    reaches subscribers only after the store committed it.
 5. A session leaves memory, or is deleted as an unused draft, only when every
    chat agrees at that moment; the store keeps it either way unless deleted.
+   Whoever watches (`Host.on_session_left`) hears of every departure.
 6. A burst stays in order across hops: the events an adapter emits in one
    loop pass travel as one message, and leave before the result of a call
    that ended after them (ProviderConnectionActor, providers.base.Burst).
 """
 
 from agenthost.actors.clock import SystemClock
+from agenthost.actors.context import Departure
 from agenthost.actors.handles import Subscription
 from agenthost.actors.pool import PooledRuntime
 from agenthost.actors.runtime import use_runtime
@@ -31,6 +33,7 @@ from agenthost.actors.threads import ThreadingRuntime
 
 __all__ = [
     "Chat",
+    "Departure",
     "Host",
     "PooledRuntime",
     "RestartPolicy",

@@ -18,8 +18,9 @@ its own so the loop goes on meanwhile.
 """
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pykka
@@ -27,10 +28,16 @@ import pykka
 from agenthost.actors import calls
 from agenthost.actors.calls import ChatHandle, SessionHandle, chat_call, run_async, wait
 from agenthost.actors.clock import Clock
-from agenthost.actors.context import Lifecycle, Services
+from agenthost.actors.context import Departure, Lifecycle, Services
 from agenthost.actors.contributions import Contribution
 from agenthost.actors.handles import Subscription
-from agenthost.actors.protocol import FindSession, ListSessionRows
+from agenthost.actors.protocol import (
+    ClaimClient,
+    FindClient,
+    FindSession,
+    ListSessionPage,
+    ListSessionRows,
+)
 from agenthost.actors.startup import Running, policy_of, start_host, stop_host
 from agenthost.actors.supervisor import RestartPolicy
 from agenthost.actors.surface import (
@@ -71,7 +78,7 @@ from agenthost.messages.state import (
     Worktree,
 )
 from agenthost.providers.base import Provider, RetryPolicy
-from agenthost.store.base import Store
+from agenthost.store.base import ClientBinding, SessionPage, Store
 
 __all__ = ["AsyncChat", "AsyncHost", "AsyncSession", "wait"]
 
@@ -160,6 +167,19 @@ class AsyncHost:
         rows = await run_async(calls.ask(self._core.store_ref, ListSessionRows()), timeout)
         return list(rows)
 
+    async def list_sessions_page(
+        self,
+        owner: str,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> SessionPage:
+        """`Host.list_sessions_page`."""
+        query = ListSessionPage(owner=owner, limit=limit, after=cursor)
+        page: SessionPage = await run_async(calls.ask(self._core.store_ref, query), timeout)
+        return page
+
     async def find_session(
         self,
         session_id: str | None = None,
@@ -173,6 +193,37 @@ class AsyncHost:
             calls.ask(self._core.store_ref, query), timeout
         )
         return found
+
+    async def claim_client(
+        self, client_id: str, identity: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ClientBinding:
+        """`Host.claim_client`: answered once the binding is committed."""
+        claim = ClaimClient(
+            client_id=client_id, identity=identity, now_ms=self._core.services.clock.wall_ms()
+        )
+        binding: ClientBinding = await run_async(calls.ask(self._core.store_ref, claim), timeout)
+        return binding
+
+    async def find_client(
+        self, client_id: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ClientBinding | None:
+        """`Host.find_client`."""
+        found: ClientBinding | None = await run_async(
+            calls.ask(self._core.store_ref, FindClient(client_id=client_id)), timeout
+        )
+        return found
+
+    def on_session_left(self, callback: Callable[[str, Departure], None]) -> Callable[[], None]:
+        """`Host.on_session_left`, with `callback(session_id, why)` called on the
+        running loop (the one this is called on). Returns the function that
+        stops it."""
+        loop = asyncio.get_running_loop()
+
+        def hop(session_id: str, why: Departure) -> None:  # on the host actor's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(callback, session_id, why)
+
+        return self._core.services.departures.watch(hop)
 
     async def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """`Host.stop`, on a thread of its own (it joins threads)."""

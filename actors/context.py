@@ -1,18 +1,25 @@
 """What a host's actors share: services injected at construction.
 
 `ActorGroup` is the host's own registry of the actors it started, in start
-order, so the host stops exactly its actors, in reverse order.
+order, so the host stops exactly its actors, in reverse order. `Departures`
+tells whoever watches (the AHP server) that a session left memory, so what
+they keep per session can go with it.
 """
 
+import enum
+import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
+import structlog
 from pykka import ActorRef
 
 from agenthost.actors.clock import Clock
 from agenthost.providers.base import Provider, ProviderLoop, RetryPolicy
+
+log = structlog.get_logger(__name__)
 
 
 class ActorGroup:
@@ -79,6 +86,47 @@ class SessionEntries:
         return self._entries.get(session_id)
 
 
+class Departure(enum.Enum):
+    """Why a session left memory."""
+
+    RELEASED = "released"  # idle, or past max_resident: its rows stay
+    COLLECTED = "collected"  # an unused draft, collected: its rows are gone
+    DISPOSED = "disposed"  # disposed by a caller: its rows are gone
+    FAILED = "failed"  # it could not be restored: its rows stay untouched
+
+
+class Departures:
+    """Who hears that a session left memory. The host actor tells them, on its
+    own thread: a watcher must not block (hand the notice to your own loop or
+    actor). Thread-safe; a watcher that raises is logged and skipped."""
+
+    def __init__(self) -> None:
+        self._watchers: dict[int, Callable[[str, Departure], None]] = {}
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+
+    def watch(self, watcher: Callable[[str, Departure], None]) -> Callable[[], None]:
+        """Add a watcher; the function returned removes it."""
+        key = next(self._ids)
+        with self._lock:
+            self._watchers[key] = watcher
+
+        def unwatch() -> None:
+            with self._lock:
+                self._watchers.pop(key, None)
+
+        return unwatch
+
+    def left(self, session_id: str, why: Departure) -> None:
+        with self._lock:
+            watchers = list(self._watchers.values())
+        for watcher in watchers:
+            try:
+                watcher(session_id, why)
+            except Exception:
+                log.exception("departure_watcher_failed", session_id=session_id)
+
+
 @attrs.frozen(kw_only=True)
 class Lifecycle:
     """When idle sessions leave memory (their rows stay) and unused drafts go."""
@@ -105,5 +153,6 @@ class Services:
     directory: Directory = attrs.field(factory=Directory)
     entries: SessionEntries = attrs.field(factory=SessionEntries)
     lifecycle: Lifecycle = attrs.field(factory=Lifecycle)
+    departures: Departures = attrs.field(factory=Departures)
     contributions: Any = None  # the Dispatcher (actors.contributions), set at start
     mementos: Any = None  # the MementoCache, set at start

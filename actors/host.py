@@ -4,6 +4,8 @@ It creates sessions (resident at once, answered once the session's row is
 committed) and adopts sessions the surface loaded from the store (answered
 once their provider sessions resumed). A session whose provider failed to
 resume is stopped and forgotten in memory; its stored rows stay untouched.
+Whenever a session leaves memory (released, collected, disposed, failed to
+restore) it tells `services.departures`.
 """
 
 from typing import Any
@@ -11,7 +13,7 @@ from typing import Any
 import attrs
 import structlog
 
-from agenthost.actors.context import Services
+from agenthost.actors.context import Departure, Services
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
@@ -152,7 +154,11 @@ class HostActor(HostedActor):
             ref = self._sessions.pop(message.session_id, None)
             if ref is not None:
                 ref.stop(block=False)
+                self.services.departures.left(message.session_id, Departure.FAILED)
         self._answer(message.session_id, message.error)
+        last = self._last_activity.get(message.session_id)
+        if message.error is None and last is not None:
+            self._activity(last)  # what it did while it was being created counts now
 
     @handles(AdoptSession)
     def _adopt(self, message: AdoptSession) -> RuntimeFuture | SessionInfo:
@@ -218,6 +224,7 @@ class HostActor(HostedActor):
         if ref is not None:
             ref.stop(block=False)
         self.services.mementos.forget(message.session_id)
+        self.services.departures.left(message.session_id, Departure.DISPOSED)
         future = RuntimeFuture()
         self._disposals.setdefault(message.session_id, []).append(future)
         self.send(
@@ -264,6 +271,7 @@ class HostActor(HostedActor):
             ref = self._sessions.pop(message.session_id, None)
             if ref is not None:
                 ref.stop(block=False)
+                self.services.departures.left(message.session_id, Departure.FAILED)
         self._answer(message.session_id, message.error)
 
     # -- residency ----------------------------------------------------------------------------
@@ -274,8 +282,12 @@ class HostActor(HostedActor):
         leave memory past the bound. Each session releases itself after its own
         idle period."""
         self._last_activity[message.session_id] = message
-        if message.session_id not in self._sessions or message.session_id in self._restoring:
-            return  # a session still resuming counts once it is ready
+        if (
+            message.session_id not in self._sessions
+            or message.session_id in self._restoring
+            or message.session_id in self._waiters
+        ):
+            return  # a session still being created or resumed counts once it is answered
         self._sessions[message.session_id] = self._sessions.pop(message.session_id)  # used now
         if message.watched or message.active:
             self._idle.discard(message.session_id)
@@ -306,6 +318,8 @@ class HostActor(HostedActor):
         key = "draft_gc_disposed" if message.disposed else "released"
         self.counters[key] += 1
         log.info(key, session_id=message.session_id)
+        why = Departure.COLLECTED if message.disposed else Departure.RELEASED
+        self.services.departures.left(message.session_id, why)
 
     def on_stop(self) -> None:
         stopped = AgentHostError(code=ErrorCode.HOST_STOPPED, message="The host stopped.")

@@ -7,7 +7,7 @@ in actors/calls.py, for this surface and the asyncio one (actors/aio.py).
 """
 
 import os
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 import pykka
@@ -16,12 +16,18 @@ import structlog
 from agenthost.actors import calls
 from agenthost.actors.calls import ChatHandle, HostCore, SessionHandle, chat_call, run_sync
 from agenthost.actors.clock import Clock
-from agenthost.actors.context import Lifecycle, Services
+from agenthost.actors.context import Departure, Lifecycle, Services
 from agenthost.actors.contributions import (
     Contribution,
 )
 from agenthost.actors.handles import Subscription, Ticket
-from agenthost.actors.protocol import FindSession, ListSessionRows
+from agenthost.actors.protocol import (
+    ClaimClient,
+    FindClient,
+    FindSession,
+    ListSessionPage,
+    ListSessionRows,
+)
 from agenthost.actors.runtime import ASK_TIMEOUT_S
 from agenthost.actors.startup import Running, policy_of, start_host, stop_host
 from agenthost.actors.supervisor import RestartPolicy
@@ -56,7 +62,7 @@ from agenthost.messages.state import (
     Worktree,
 )
 from agenthost.providers.base import Provider, RetryPolicy
-from agenthost.store.base import Store
+from agenthost.store.base import ClientBinding, SessionPage, Store
 
 log = structlog.get_logger(__name__)
 
@@ -182,6 +188,27 @@ class Host:
     def list_sessions(self, *, timeout: float = DEFAULT_TIMEOUT) -> list[SessionSummary]:
         return list(run_sync(calls.ask(self._core.store_ref, ListSessionRows()), timeout))
 
+    def list_sessions_page(
+        self,
+        owner: str,
+        *,
+        limit: int = 100,
+        cursor: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> SessionPage:
+        """One page of the sessions `owner` owns (its `ahp.owner` config value),
+        oldest first; pass the page's `next_cursor` for the next (None on the
+        last). One indexed read: its cost depends on neither other owners'
+        sessions nor the pages before it.
+
+        Raises:
+            AgentHostError: INVALID_ARGUMENT for a limit below 1 or a cursor
+                this store did not make.
+        """
+        query = ListSessionPage(owner=owner, limit=limit, after=cursor)
+        page: SessionPage = run_sync(calls.ask(self._core.store_ref, query), timeout)
+        return page
+
     def find_session(
         self,
         session_id: str | None = None,
@@ -194,6 +221,37 @@ class Host:
         query = FindSession(session_id=session_id, chat_id=chat_id)
         found: SessionSummary | None = run_sync(calls.ask(self._core.store_ref, query), timeout)
         return found
+
+    def claim_client(
+        self, client_id: str, identity: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ClientBinding:
+        """Bind a client id to an identity unless another identity holds it; the
+        binding that holds afterwards (compare its identity with yours). It is
+        kept in the store, committed before this answers, so no restart gives
+        the id to another identity; it lapses a week after its client was last
+        seen (each claim by its identity renews it)."""
+        claim = ClaimClient(
+            client_id=client_id, identity=identity, now_ms=self._core.services.clock.wall_ms()
+        )
+        binding: ClientBinding = run_sync(calls.ask(self._core.store_ref, claim), timeout)
+        return binding
+
+    def find_client(
+        self, client_id: str, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> ClientBinding | None:
+        """The binding of a client id (None: nobody holds it)."""
+        found: ClientBinding | None = run_sync(
+            calls.ask(self._core.store_ref, FindClient(client_id=client_id)), timeout
+        )
+        return found
+
+    def on_session_left(self, callback: Callable[[str, Departure], None]) -> Callable[[], None]:
+        """Call `callback(session_id, why)` whenever a session leaves memory
+        (released when idle or past max_resident, collected as an unused draft,
+        disposed, or failed to restore), so what an embedder keeps per session
+        can go with it. It runs on the host's thread and must not block (hand
+        the notice on). Returns the function that stops it."""
+        return self._core.services.departures.watch(callback)
 
     # -- stopping -------------------------------------------------------------------------------
     def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:

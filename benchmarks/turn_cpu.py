@@ -163,6 +163,8 @@ def serving(system: System, folder: Path) -> Iterator[tuple[str, str, int]]:
     command += ["--port", str(port), "--token-file", str(folder / "tokens")]
     command += ["--store", f"sqlite:///{folder / system.name / 'agenthost.db'}"]
     command += ["--providers", str(manifest)]
+    if system.pythonpath is None:  # this tree's quotas would refuse a load's sessions
+        command += ["--max-resident-sessions", "0", "--session-creations-per-minute", "0"]
     server = subprocess.Popen(
         command, env=_env(system), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

@@ -122,6 +122,7 @@ class JsonRpcErrorCode(IntEnum):
     # agenthost's own, in the application range AHP leaves free
     SERVER_ERROR = -32000
     RATE_LIMITED = -32029
+    QUOTA_EXCEEDED = -32030  # an identity's quota (resident sessions, creations a minute)
     # A request before initialize is not a valid request at that point. (The
     # server answered -32002, LSP's ServerNotInitialized, which AHP gives to
     # ProviderNotFound.)

@@ -95,12 +95,26 @@ class MethodNotFound(LookupError):
 
 
 class FrameError(ValueError):
-    """A frame that is not JSON-RPC's JSON: `code` is what to answer."""
+    """A frame that is not JSON-RPC's JSON: `code` is what to answer, and
+    `request_id` the id to answer with (None when it cannot be read)."""
 
-    def __init__(self, code: JsonRpcErrorCode, message: str) -> None:
+    def __init__(
+        self, code: JsonRpcErrorCode, message: str, request_id: int | str | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.request_id = request_id
+
+
+def _readable_id(value: Mapping[str, Any]) -> int | str | None:
+    """A frame's id when it is one JSON-RPC allows an answer to name."""
+    request_id = value.get("id")
+    if isinstance(request_id, str) or (
+        isinstance(request_id, int) and not isinstance(request_id, bool)
+    ):
+        return request_id
+    return None
 
 
 def decode_params(method: str, params: object) -> Any:
@@ -171,7 +185,7 @@ def parse_frame(text: str | bytes, max_depth: int = 64) -> p.JsonRpcMessage:
 
     Raises:
         FrameError: as parse_json, or INVALID_REQUEST when it is not a JSON-RPC 2.0
-            message.
+            message (its `request_id` set when the frame has a usable id).
     """
     value = parse_json(text, max_depth)
     if not isinstance(value, Mapping) or value.get("jsonrpc") != p.JSONRPC_VERSION:
@@ -179,7 +193,9 @@ def parse_frame(text: str | bytes, max_depth: int = 64) -> p.JsonRpcMessage:
     try:
         message: p.JsonRpcMessage = from_wire(value, p.JsonRpcMessage)  # type: ignore[arg-type]
     except AgentHostError as exc:
-        raise FrameError(JsonRpcErrorCode.INVALID_REQUEST, exc.message) from exc
+        raise FrameError(
+            JsonRpcErrorCode.INVALID_REQUEST, exc.message, _readable_id(value)
+        ) from exc
     return message
 
 

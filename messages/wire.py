@@ -23,7 +23,8 @@ Rules:
   enum values are kept (see OpenStrEnum); an unknown action type is an
   `UnknownAction` for `action_from_wire`, and an error for `from_wire`;
 - a value that does not fit raises ValidationError naming the offending field
-  by its wire path (`params.action.turnId`, `items[2].status`).
+  by its wire path (`params.action.turnId`, `items[2].status`); a sequence is
+  a JSON array (a string or an object in its place does not fit).
 """
 
 import datetime
@@ -81,7 +82,11 @@ def _iso_out(ms: int | None) -> str | int | None:
 
 
 def _iso_in(text: str | int | None, _type: object = None) -> int | None:
-    return None if text is None else iso_to_ms(text)
+    if text is None:
+        return None
+    if isinstance(text, bool) or not isinstance(text, str | int):
+        raise ValueError(f"expected an ISO-8601 time or milliseconds, not {_json_name(text)}")
+    return iso_to_ms(text)
 
 
 def _tag(cls: type) -> str:
@@ -346,6 +351,20 @@ def _structure_float(value: Any, _type: object) -> float:
     return float(value)
 
 
+def _is_tuple(t: Any) -> bool:
+    return typing.get_origin(t) is tuple
+
+
+_structure_any_tuple = converter.get_structure_hook(tuple[int, ...])  # cattrs' own, for every tuple
+
+
+def _structure_array(value: Any, t: Any) -> Any:
+    """A tuple is a JSON array: a string or an object is not taken item by item."""
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"expected an array, not {_json_name(value)}")
+    return _structure_any_tuple(value, t)
+
+
 converter.register_unstructure_hook_factory(attrs.has, _make_unstructure)
 converter.register_structure_hook_factory(attrs.has, _make_structure)
 converter.register_unstructure_hook_func(
@@ -361,6 +380,7 @@ converter.register_structure_hook_func(
     lambda t: _str_or_class(t) is not None, _structure_str_or_class
 )
 converter.register_structure_hook_func(_is_scalar_union, _structure_scalar)
+converter.register_structure_hook_func(_is_tuple, _structure_array)
 
 
 def _structure_enum(value: Any, t: Any) -> Any:

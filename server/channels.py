@@ -7,16 +7,20 @@ buffer, and fanned out to the connections subscribed to that channel. The
 channel keeps the chat state as its own stream shows it, so a snapshot and
 its `fromSeq` always agree. A client-dispatched action carries its origin
 ({clientId, clientSeq}) when the host's event for it goes out.
+`ChannelTable` holds the open channels: one opens on its first use and closes
+once nobody followed it for a grace, so it never keeps its session in memory.
 """
 
 import asyncio
 import contextlib
+import time
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine, Hashable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from agenthost.actors.clock import Clock, TimerHandle
 from agenthost.actors.handles import Subscription
 from agenthost.messages.events import (
     ChatEvent,
@@ -29,9 +33,13 @@ from agenthost.messages.events import (
     TurnCancelled,
     TurnStarted,
 )
+from agenthost.messages.protocol import Snapshot
 from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
 from agenthost.messages.state import ChatState, with_legacy_steering_slot
 from agenthost.messages.wire import to_wire
+
+if TYPE_CHECKING:
+    from agenthost.actors.aio import AsyncChat
 
 log = structlog.get_logger(__name__)
 
@@ -90,6 +98,11 @@ class Sequencer:
         # open chat channel -> the seq its events are stamped after; a replay
         # of it from before that would miss what the chat did meanwhile
         self._recorded_from: dict[str, int] = {}
+
+    @property
+    def recording(self) -> int:
+        """How many chat channels are recorded (open ones only)."""
+        return len(self._recorded_from)
 
     def opened(self, channel: str) -> None:
         """A chat channel opened: its events are stamped from now."""
@@ -199,13 +212,14 @@ class ChatChannel:
         self._abandoned = True
         self._opened.set()
 
-    def snapshot(self, legacy_steering: bool = False) -> dict[str, Any]:
+    def snapshot(self, legacy_steering: bool = False) -> Snapshot:
         """The chat as its stream shows it; with `legacy_steering` (a peer of
         protocol < 1.1) the head of the steering list in the single slot."""
         state = self.state
         if legacy_steering and state is not None:
             state = with_legacy_steering_slot(state)
-        return {"resource": self.uri, "state": to_wire(state), "fromSeq": self.from_seq}
+        assert state is not None, "a channel is snapshotted once open"
+        return Snapshot(resource=self.uri, state=state, from_seq=self.from_seq)
 
     async def _pump(self, subscription: Subscription) -> None:
         async for event in subscription:
@@ -249,3 +263,111 @@ class ChatChannel:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+class ChannelTable:
+    """The open chat channels (event loop thread only).
+
+    A channel opens on its first subscriber (or dispatch) and closes once
+    nobody followed it for `idle_s` on the host's clock, so its subscription
+    does not keep the session in memory for good; a client that comes back
+    within the grace finds it open. Opening is shared: callers that come while
+    one opens wait for it, and a failed opening is retried afresh."""
+
+    def __init__(
+        self,
+        sequencer: Sequencer,
+        clock: Clock,
+        idle_s: float,
+        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        on_event: Callable[[str, ChatEvent], None] = lambda session_id, event: None,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self._sequencer = sequencer
+        self._clock = clock
+        self._idle_s = idle_s
+        self._spawn = spawn
+        self._on_event = on_event
+        self._now_ms = now_ms
+        self._open: dict[str, ChatChannel] = {}
+        self._idle: dict[str, TimerHandle] = {}  # channel -> its close, while nobody follows
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    @property
+    def idle_count(self) -> int:
+        """Channels nobody follows, waiting out their grace."""
+        return len(self._idle)
+
+    def get(self, uri: str) -> ChatChannel | None:
+        return self._open.get(uri)
+
+    async def channel(self, chat: "AsyncChat") -> ChatChannel:
+        """The chat's channel, opened if it is not (its first event is the snapshot)."""
+        uri = chat_uri(chat.id)
+        while (channel := self._open.get(uri)) is not None:
+            if await channel.opened():
+                return channel
+            if self._open.get(uri) is channel:  # its opener failed: open afresh
+                del self._open[uri]
+        session_id = chat.session.id
+        channel = ChatChannel(
+            uri,
+            session_id,
+            self._sequencer,
+            self._now_ms,
+            lambda event: self._on_event(session_id, event),
+        )
+        self._open[uri] = channel
+        try:
+            subscription = await chat.subscribe(maxsize=1_000_000)
+        except BaseException:
+            channel.abandon()
+            raise
+        await channel.open(subscription)
+        return channel
+
+    def followed_or_closing(self, channel: ChatChannel) -> ChatChannel:
+        """A channel a dispatch uses, and nobody follows, closes like one its
+        last subscriber left."""
+        if not channel.subscribers:
+            self.unfollowed(channel.uri)
+        return channel
+
+    def unfollowed(self, uri: str) -> None:
+        """Nobody follows the channel: close it after the grace (on the host's
+        clock), unless someone follows it by then."""
+        if uri in self._idle:
+            return
+        loop = asyncio.get_running_loop()
+
+        def close() -> None:
+            self._idle.pop(uri, None)
+            channel = self._open.get(uri)
+            if channel is None or channel.subscribers:
+                return
+            del self._open[uri]
+            self._spawn(channel.close())
+
+        def due() -> None:  # on the clock's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(close)
+
+        self._idle[uri] = self._clock.call_later(self._idle_s, due)
+
+    async def close(self, uri: str) -> None:
+        """The chat was disposed: its channel closes now."""
+        idle = self._idle.pop(uri, None)
+        if idle is not None:
+            idle.cancel()
+        channel = self._open.pop(uri, None)
+        if channel is not None:
+            await channel.close()
+
+    async def close_all(self) -> None:
+        for idle in self._idle.values():
+            idle.cancel()
+        self._idle.clear()
+        for uri in list(self._open):
+            await self.close(uri)

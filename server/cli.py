@@ -35,6 +35,7 @@ from rich.table import Table
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
+from agenthost.server.ahp import Limits
 from agenthost.server.load import (
     CHATS_PER_CONNECTION,
     MAX_CONNECTIONS,
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="agenthost: host agent chat sessions."
 )
+
+DEFAULT_LIMITS = Limits()
 
 STORE_HELP = (
     "the store: a SQLite file (a path or sqlite:///path) or"
@@ -532,6 +535,26 @@ def serve(
     ),
     token_file: Path | None = typer.Option(None, help=TOKEN_FILE_HELP),
     drain_s: float = typer.Option(30.0, min=0, help="how long running turns may finish on stop"),
+    allowed_host: list[str] = typer.Option(
+        [],
+        help="a host name clients reach the server by (repeatable); loopback names and the"
+        " --host address are allowed already, any other Host header is refused",
+    ),
+    max_resident_sessions: int = typer.Option(
+        DEFAULT_LIMITS.identity_resident_sessions or 0,
+        min=0,
+        help="sessions one identity may hold in memory (0: no quota)",
+    ),
+    session_creations_per_minute: int = typer.Option(
+        DEFAULT_LIMITS.identity_session_creations_per_minute or 0,
+        min=0,
+        help="sessions one identity may create a minute (0: no quota)",
+    ),
+    header_timeout: float = typer.Option(
+        DEFAULT_LIMITS.header_timeout_s,
+        min=0.1,
+        help="seconds a request's headers may take to arrive",
+    ),
 ) -> None:
     """Serve the Agent Host Protocol over WebSocket at /ahp, the web page at /
     (and /healthz, /metrics). Prints the store, the providers and a URL that
@@ -567,6 +590,14 @@ def serve(
     else:
         generated = new_token()
         tokens = {generated: "local"}
+    limits = Limits(
+        identity_resident_sessions=max_resident_sessions or None,
+        identity_session_creations_per_minute=session_creations_per_minute or None,
+        header_timeout_s=header_timeout,
+    )
+    config = ServeConfig(
+        host=host, port=port, drain_s=drain_s, limits=limits, allowed_hosts=tuple(allowed_host)
+    )
     running = _start_host(chosen, configured, say_created=False)
     new = " (created now)" if chosen.created else ""
 
@@ -583,9 +614,7 @@ def serve(
         sys.stdout.flush()
 
     try:
-        asyncio.run(
-            run_server(running, tokens, ServeConfig(host=host, port=port, drain_s=drain_s), ready)
-        )
+        asyncio.run(run_server(running, tokens, config, ready))
     except OSError as error:
         raise _listen_error(host, port, error) from None
     finally:

@@ -34,7 +34,12 @@ class Metrics:
     def turn_ended(self, outcome: str) -> None:
         self.turns[outcome] = self.turns.get(outcome, 0) + 1
 
-    def render(self, counters: Mapping[str, int], chat_channels: int) -> str:
+    def render(
+        self,
+        counters: Mapping[str, int],
+        chat_channels: int,
+        tables: Mapping[str, int] | None = None,
+    ) -> str:
         lines = [
             "# TYPE agenthost_live_sessions gauge",
             f"agenthost_live_sessions {counters.get('resident', 0)}",
@@ -68,4 +73,10 @@ class Metrics:
             f"agenthost_turn_latency_seconds_sum {self.latency_sum:.6f}",
             f"agenthost_turn_latency_seconds_count {self.latency_count}",
         ]
+        if tables:
+            lines.append("# TYPE agenthost_server_table_entries gauge")
+            lines += [
+                f'agenthost_server_table_entries{{table="{k}"}} {v}'
+                for k, v in sorted((tables or {}).items())
+            ]
         return "\n".join(lines) + "\n"

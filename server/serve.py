@@ -18,6 +18,7 @@ from aiohttp import web
 from agenthost.actors.surface import Host
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.server.ahp import AhpServer, Limits
+from agenthost.server.hosts import HostAllowlist
 
 log = structlog.get_logger(__name__)
 
@@ -28,6 +29,7 @@ class ServeConfig:
     port: int = 8765
     drain_s: float = 30.0
     limits: Limits = attrs.field(factory=Limits)
+    allowed_hosts: tuple[str, ...] = ()  # names beside loopback and the bound address
 
 
 def read_tokens(path: Path) -> dict[str, str]:
@@ -71,8 +73,16 @@ async def serve(
 ) -> None:
     """Serve until `stop` is set, or (when no `stop` is given) SIGTERM or SIGINT;
     then drain and return."""
-    server = AhpServer(host, tokens, limits=config.limits, static_dir=web_dir())
-    runner = web.AppRunner(server.app(), handle_signals=False, access_log=None)
+    hosts = HostAllowlist.of(config.host, allowed=config.allowed_hosts)
+    server = AhpServer(host, tokens, limits=config.limits, static_dir=web_dir(), hosts=hosts)
+    runner = web.AppRunner(
+        server.app(),
+        handle_signals=False,
+        access_log=None,
+        # aiohttp closes a connection that has not sent a whole request within
+        # this, from its start as between requests: a half-sent request goes.
+        keepalive_timeout=config.limits.header_timeout_s,
+    )
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port)
     await site.start()
@@ -81,6 +91,7 @@ async def serve(
         for sig in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     bound = runner.addresses[0] if runner.addresses else (config.host, config.port)
+    server.listening_on(int(bound[1]))
     ready(f"http://{bound[0]}:{bound[1]}/")
     await stop.wait()
     log.info("server_stopping")

@@ -371,8 +371,8 @@ def test_a_turn_longer_than_the_idle_period_keeps_its_session_and_it_goes_a_peri
     db_path: Path, runner: DeterministicRunner, clock: FakeClock
 ) -> None:
     """Chats do not tell the session of each turn: the release asks them. A chat
-    busy when asked refuses, and tells the session once it is idle; the session
-    then goes a whole period after that, not earlier and not a period late."""
+    busy when asked refuses; asked again, it says since when it is idle, and the
+    session goes a whole period after the turn's end, not earlier and not late."""
     provider = ScriptedProvider().on("long", Gate("g"), Say("done"))
     host = Host.start(
         store=SqliteStore(db_path),
@@ -420,4 +420,53 @@ def test_a_summary_shows_a_running_turn_though_chats_report_only_once_asked(
     runner.run()
     summary = session.summary()  # the chats now report every change
     assert summary.status is ChatStatus.IDLE and summary.turn_count == 2
+
+
+def test_a_session_is_not_released_before_its_creation_is_answered(
+    db_path: Path, clock: FakeClock
+) -> None:
+    """A bound on resident sessions releases idle ones at once; a session still
+    being created was released before its row was committed, and its creator
+    was told it is gone."""
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": ScriptedProvider()},
+        clock=clock,
+        max_resident=0,
+    )
+    try:
+        for _ in range(5):
+            session = host.create_session()
+            session.set_config({"k": "v"})
+            assert session.chat().send("hi").result(timeout=10).state is OutcomeState.COMPLETE
+    finally:
+        host.stop()
+
+
+def test_whoever_watches_hears_every_session_that_leaves_memory_and_why(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    from agenthost.actors import Departure
+
+    host = start(db_path, clock)
+    heard: list[tuple[str, Departure]] = []
+    unwatch = host.on_session_left(lambda session_id, why: heard.append((session_id, why)))
+    released, _ = released_after_a_turn(host, runner, clock)
+    draft = host.create_session()
+    draft.chat().subscribe().close()
+    runner.run()
+    clock.advance(GRACE)
+    runner.run()
+    disposed = host.create_session()
+    disposed.dispose()
+    runner.run()
+    assert heard == [
+        (released.id, Departure.RELEASED),
+        (draft.id, Departure.COLLECTED),
+        (disposed.id, Departure.DISPOSED),
+    ]
+    unwatch()
+    host.create_session().dispose()
+    runner.run()
+    assert len(heard) == 3
     host.stop()

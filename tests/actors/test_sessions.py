@@ -253,3 +253,17 @@ def test_a_worktree_is_made_in_its_own_repository_even_from_a_git_hook(
     monkeypatch.delenv("GIT_DIR")
     assert f"agenthost/{session.id}" in git(repo, "branch", "--list")
     assert git(hooked, "branch", "--list") == ""
+
+
+def test_a_client_id_is_bound_to_its_first_identity_across_a_restart(db_path: Path) -> None:
+    host = start(db_path)
+    assert host.find_client("phone") is None
+    assert host.claim_client("phone", "alice").identity == "alice"
+    host.stop()
+    again = start(db_path)
+    try:
+        assert again.claim_client("phone", "bob").identity == "alice"  # bob is refused it
+        found = again.find_client("phone")
+        assert found is not None and found.identity == "alice"
+    finally:
+        again.stop()

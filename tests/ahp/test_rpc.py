@@ -163,6 +163,16 @@ def test_a_frame_is_a_json_rpc_message_or_an_invalid_request() -> None:
         assert caught.value.code == JsonRpcErrorCode.INVALID_REQUEST
 
 
+def test_an_invalid_request_keeps_the_id_it_can_be_answered_with() -> None:
+    with pytest.raises(rpc.FrameError) as named:
+        rpc.parse_frame('{"jsonrpc":"2.0","id":"r1","method":7}')
+    assert (named.value.code, named.value.request_id) == (JsonRpcErrorCode.INVALID_REQUEST, "r1")
+    for bad_id in ("true", "1.5", "[1]", "null"):
+        with pytest.raises(rpc.FrameError) as unnamed:
+            rpc.parse_frame('{"jsonrpc":"2.0","id":' + bad_id + ',"method":"ping"}')
+        assert unnamed.value.request_id is None
+
+
 def test_the_server_frames_are_json_rpc_with_typed_params() -> None:
     removed = rpc.notification(
         "root/sessionRemoved", p.SessionRemovedParams(channel="ahp-root://", session=SESSION)

@@ -152,3 +152,28 @@ def test_json_types_are_not_coerced_and_the_error_names_the_field_by_its_wire_pa
     with pytest.raises(ValidationError) as caught:
         action_from_wire({"type": "chat/turnComplete"})
     assert (caught.value.field, caught.value.code) == ("turnId", ErrorCode.INVALID_ARGUMENT)
+
+
+@pytest.mark.parametrize("value", ["ab", {"a": "b"}, 3, True])
+def test_a_sequence_is_a_json_array_not_a_string_or_an_object(value: object) -> None:
+    from agenthost.messages.errors import ValidationError
+    from agenthost.messages.wire import action_from_wire
+
+    with pytest.raises(ValidationError) as caught:
+        action_from_wire({"type": "chat/queuedMessagesReordered", "order": value})
+    assert caught.value.field == "order" and "expected an array" in caught.value.message
+
+
+def test_a_time_is_iso_text_or_milliseconds_never_a_boolean() -> None:
+    from agenthost.messages.errors import ValidationError
+    from agenthost.messages.wire import action_from_wire
+
+    with pytest.raises(ValidationError) as caught:
+        action_from_wire(
+            {"type": "chat/turnStarted", "turnId": "t", "message": {"text": "x"}, "startedAt": True}
+        )
+    assert caught.value.field == "startedAt"
+    started = action_from_wire(
+        {"type": "chat/turnStarted", "turnId": "t", "message": {"text": "x"}, "startedAt": 5}
+    )
+    assert started.started_at == 5  # type: ignore[union-attr]

@@ -127,9 +127,23 @@ def action_of(kind: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:
 
 
 class Server:
-    def __init__(self, url: str, session: aiohttp.ClientSession) -> None:
+    def __init__(
+        self,
+        url: str,
+        session: aiohttp.ClientSession,
+        stopping: asyncio.Event | None = None,
+        task: "asyncio.Task[None] | None" = None,
+    ) -> None:
         self.url = url
         self.http = session
+        self._stopping = stopping
+        self._task = task
+
+    async def stop(self) -> None:
+        """Stop the server as SIGTERM would, and wait until it has."""
+        assert self._stopping is not None and self._task is not None
+        self._stopping.set()
+        await asyncio.wait_for(self._task, WAIT_S)
 
     @asynccontextmanager
     async def client(
@@ -158,7 +172,7 @@ async def running(host: Host, limits: Limits | None = None) -> AsyncIterator[Ser
     url = await asyncio.wait_for(ready, WAIT_S)
     async with aiohttp.ClientSession() as http:
         try:
-            yield Server(url, http)
+            yield Server(url, http, stop, task)
         finally:
             stop.set()
             await asyncio.wait_for(task, WAIT_S)

@@ -1,0 +1,307 @@
+"""The AHP requests the server answers: one async handler per method, taking
+the method's typed params (messages/protocol.py, decoded by the connection
+with `rpc.decode_params`) and returning its typed result (encoded with
+`to_wire`), or raising RpcError / AgentHostError.
+
+`REQUESTS` is the table; adding a method is one entry (a method of
+`rpc.CLIENT_REQUESTS` that has none is answered -32601). `NOTIFICATIONS`
+likewise for the client's notifications (dispatchAction's handler is the
+connection's ordered queue, then server/actions.py).
+
+Rules kept here:
+- a session is visible only to the identity that created it: anyone else is
+  told "not found", never its contents (server/registry.py);
+- `ping`, `initialize` and `reconnect` are answered before initialize; every
+  other request is refused (-32600) until then;
+- `initialize` negotiates as upstream does (`versions.negotiate`): the
+  highest offered version within a served caret range, always one the client
+  offered; none is -32005 with `supportedVersions`, then the socket closes
+  (after the answer: server/connection.py);
+- the creator of a session follows its lifecycle: creating -> ready, or
+  creationFailed.
+"""
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from agenthost.actors.aio import AsyncSession
+from agenthost.messages import protocol as p
+from agenthost.messages import rpc, versions
+from agenthost.messages.common import Implementation
+from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode
+from agenthost.messages.session_events import SessionCreationFailed, SessionReady
+from agenthost.server import actions
+from agenthost.server.channels import CHAT_PREFIX, ROOT, SESSION_PREFIX, chat_uri
+from agenthost.server.errors import RpcError, bad_param
+from agenthost.server.views import (
+    CreatedChat,
+    CreatedSession,
+    ListedSession,
+    SessionAdded,
+    SessionRemoved,
+    SessionsPage,
+    TurnsPage,
+    listed,
+    root_state,
+    session_state,
+)
+
+if TYPE_CHECKING:
+    from agenthost.server.connection import Connection
+
+MAX_PAGE = 1000
+
+
+def _as_sent(params: Any) -> Any:
+    return params
+
+
+@attrs.frozen(kw_only=True)
+class Request:
+    """A request's handler. `adapt` turns an older form of the params into the
+    one its type decodes; `before_initialize`: answered before initialize."""
+
+    handler: Callable[["Connection", Any], Awaitable[Any]]
+    before_initialize: bool = False
+    adapt: Callable[[Any], Any] = _as_sent
+
+
+@attrs.frozen(kw_only=True)
+class Notification:
+    """A notification's handler: its typed params and the params as sent."""
+
+    handler: Callable[["Connection", Any, Any], None]
+    adapt: Callable[[Any], Any] = _as_sent
+
+
+# -- ping, initialize, reconnect ---------------------------------------------------------
+async def ping(conn: "Connection", params: p.PingParams) -> None:
+    return None
+
+
+def _singular_version(params: Any) -> Any:
+    """Older clients offer one `protocolVersion`."""
+    if (
+        isinstance(params, dict)
+        and "protocolVersions" not in params
+        and "protocolVersion" in params
+    ):
+        return {**params, "protocolVersions": [params["protocolVersion"]]}
+    return params
+
+
+async def initialize(conn: "Connection", params: p.InitializeParams) -> p.InitializeResult:
+    version = versions.negotiate(params.protocol_versions)
+    if version is None:  # answered, then the connection closes
+        refused = rpc.unsupported_version(None, versions.supported_versions())["error"]
+        raise RpcError(refused["code"], refused["message"], refused["data"])
+    await conn.bind_client(params.client_id)
+    conn.version = version
+    snapshots = [await subscribe_to(conn, uri) for uri in params.initial_subscriptions]
+    return p.InitializeResult(
+        protocol_version=version,
+        server_seq=conn.server.sequencer.seq,
+        snapshots=tuple(snapshots),
+        server_info=Implementation(name="agenthost"),
+    )
+
+
+async def reconnect(conn: "Connection", params: p.ReconnectParams) -> Any:
+    if isinstance(params, p.ChannelReconnectParams):
+        raise bad_param(
+            "subscriptions", "the per-channel reconnect is not served: send lastSeenServerSeq"
+        )
+    await conn.bind_client(params.client_id)
+    conn.version = conn.version or versions.PROTOCOL_VERSION
+    snapshots: list[p.Snapshot] = []
+    missing: list[str] = []
+    for uri in params.subscriptions:
+        try:
+            snapshots.append(await subscribe_to(conn, uri))
+        except RpcError:
+            missing.append(uri)
+    replay = conn.server.sequencer.since(params.last_seen_server_seq, set(conn.channels))
+    if replay is None:
+        return p.ReconnectSnapshot(snapshots=tuple(snapshots), missing=tuple(missing))
+    return Replayed(actions=tuple(replay), missing=tuple(missing))
+
+
+@attrs.frozen(kw_only=True)
+class Replayed:
+    """reconnect's replay: the envelopes as they were sent (already wire JSON)."""
+
+    actions: tuple[dict[str, Any], ...]
+    missing: tuple[str, ...]
+    type: str = "replay"
+
+
+# -- subscriptions -----------------------------------------------------------------------
+async def subscribe(conn: "Connection", params: p.SubscribeParams) -> p.SubscribeResult:
+    return p.SubscribeResult(snapshot=await subscribe_to(conn, params.channel))
+
+
+async def subscribe_to(conn: "Connection", uri: str) -> p.Snapshot:
+    """Follow a channel; its snapshot."""
+    server = conn.server
+    if uri not in conn.channels and len(conn.channels) >= conn.limits.subscriptions:
+        raise RpcError(JsonRpcErrorCode.INVALID_PARAMS, "too many subscriptions on this connection")
+    if uri == ROOT:
+        conn.join(uri)
+        state = root_state(sorted(server.host.services.providers))
+        return p.Snapshot(resource=ROOT, state=state, from_seq=server.sequencer.seq)
+    if uri.startswith(SESSION_PREFIX):
+        session = await server.registry.session(uri[len(SESSION_PREFIX) :], conn.identity)
+        conn.join(uri)
+        state, _ = await session_snapshot(conn, session)
+        return p.Snapshot(resource=uri, state=state, from_seq=server.sequencer.seq)
+    if uri.startswith(CHAT_PREFIX):
+        _, chat = await server.registry.chat(uri[len(CHAT_PREFIX) :], conn.identity)
+        channel = await server.channels.channel(chat)
+        conn.join(uri)
+        channel.subscribers.add(conn)
+        return channel.snapshot(legacy_steering=conn.legacy_steering)
+    raise RpcError(JsonRpcErrorCode.NOT_FOUND, f"unknown channel {uri}")
+
+
+def unsubscribe(conn: "Connection", params: p.UnsubscribeParams, sent: Any) -> None:
+    if params.channel in conn.channels:
+        conn.leave(params.channel)
+
+
+async def session_snapshot(conn: "Connection", session: AsyncSession) -> tuple[Any, ListedSession]:
+    """The session channel's state and the session as listed."""
+    summary = await session.summary()
+    chats = [chat.id for chat in await session.chats()]
+    conn.server.registry.note_chats(session.id, chats)
+    return session_state(summary, chats), listed(summary)
+
+
+# -- sessions and chats ------------------------------------------------------------------
+def _session_id(uri: str) -> str:
+    if not uri.startswith(SESSION_PREFIX) or len(uri) == len(SESSION_PREFIX):
+        raise bad_param("channel", "must be ahp-session:/<id>")
+    return uri[len(SESSION_PREFIX) :]
+
+
+async def create_session(conn: "Connection", params: p.CreateSessionParams) -> CreatedSession:
+    server = conn.server
+    uri = params.channel
+    session_id = _session_id(uri)
+    provider = params.provider or sorted(server.host.services.providers)[0]
+    if server.registry.owner(session_id) is not None or await server.registry.find(session_id):
+        raise RpcError(JsonRpcErrorCode.SESSION_ALREADY_EXISTS, f"session {session_id} exists")
+    with server.quotas.creating(conn.identity, server.registry.resident_of(conn.identity)):
+        conn.join(uri)  # the creator follows the lifecycle: creating -> ready, or creationFailed
+        try:
+            session = await server.host.create_session(provider, session_id=session_id)
+        except AgentHostError as error:
+            server.listeners.session_action(session_id, SessionCreationFailed(error=error))
+            conn.leave(uri)
+            raise
+        await server.sessions_owned(session, conn.identity)
+    server.listeners.session_action(session_id, SessionReady())
+    state, summary = await session_snapshot(conn, session)
+    server.listeners.root(
+        conn.identity, "root/sessionAdded", SessionAdded(channel=ROOT, summary=summary)
+    )
+    return CreatedSession(resource=uri, state=state)
+
+
+async def dispose_session(conn: "Connection", params: p.DisposeSessionParams) -> None:
+    server = conn.server
+    uri = params.channel
+    session = await server.registry.session(uri.removeprefix(SESSION_PREFIX), conn.identity)
+    await session.dispose()
+    await server.forget_session(session.id)
+    removed = SessionRemoved(channel=ROOT, session=uri, resource=uri)
+    server.listeners.root(conn.identity, "root/sessionRemoved", removed)
+
+
+async def create_chat(conn: "Connection", params: p.CreateChatParams) -> CreatedChat:
+    server = conn.server
+    session = await server.registry.session(
+        params.channel.removeprefix(SESSION_PREFIX), conn.identity
+    )
+    chat = await session.create_chat()
+    server.registry.note_chats(session.id, (chat.id,))
+    uri = chat_uri(chat.id)
+    return CreatedChat(chat=uri, resource=uri)
+
+
+async def dispose_chat(conn: "Connection", params: p.DisposeChatParams) -> None:
+    server = conn.server
+    uri = params.channel
+    session, chat = await server.registry.chat(uri.removeprefix(CHAT_PREFIX), conn.identity)
+    await session.dispose_chat(chat.id)
+    await server.close_channel(uri)
+
+
+def _limit(limit: int | None, default: int) -> int:
+    if limit is None:
+        return default
+    if not 1 <= limit <= MAX_PAGE:
+        raise bad_param("limit", f"must be 1 to {MAX_PAGE}")
+    return limit
+
+
+def _offset(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    if not cursor.isdigit():
+        raise bad_param("cursor", "not a cursor this server made")
+    return int(cursor)
+
+
+async def list_sessions(conn: "Connection", params: p.ListSessionsParams) -> SessionsPage:
+    """The identity's sessions, a page at a time (the store's cursor, opaque):
+    one indexed read, whatever other identities hold."""
+    limit = _limit(params.limit, conn.limits.page)
+    page = await conn.server.host.list_sessions_page(
+        conn.identity, limit=limit, cursor=params.cursor or None
+    )
+    return SessionsPage(items=tuple(listed(s) for s in page.items), next_cursor=page.next_cursor)
+
+
+async def fetch_turns(conn: "Connection", params: p.FetchTurnsParams) -> TurnsPage:
+    uri = params.channel
+    _, chat = await conn.server.registry.chat(uri.removeprefix(CHAT_PREFIX), conn.identity)
+    turns = (await chat.state()).turns
+    cursor = _offset(params.cursor)
+    limit = _limit(params.limit, conn.limits.page)
+    more = cursor + limit < len(turns)
+    return TurnsPage(
+        turns=turns[cursor : cursor + limit],
+        has_more=more,
+        next_cursor=str(cursor + limit) if more else None,
+    )
+
+
+REQUESTS: dict[str, Request] = {
+    "ping": Request(handler=ping, before_initialize=True),
+    "initialize": Request(handler=initialize, before_initialize=True, adapt=_singular_version),
+    "reconnect": Request(handler=reconnect, before_initialize=True),
+    "subscribe": Request(handler=subscribe),
+    "createSession": Request(handler=create_session),
+    "disposeSession": Request(handler=dispose_session),
+    "createChat": Request(handler=create_chat),
+    "disposeChat": Request(handler=dispose_chat),
+    "listSessions": Request(handler=list_sessions),
+    "fetchTurns": Request(handler=fetch_turns),
+}
+"""Method -> handler. The methods of rpc.CLIENT_REQUESTS missing here are not
+offered yet (authenticate, completions, resolveSessionConfig,
+sessionConfigCompletions): -32601."""
+
+
+def dispatch_action(conn: "Connection", params: p.DispatchActionParams, sent: Any) -> None:
+    conn.enqueue(params, sent["action"])
+
+
+NOTIFICATIONS: dict[str, Notification] = {
+    "unsubscribe": Notification(handler=unsubscribe),
+    "dispatchAction": Notification(handler=dispatch_action, adapt=actions.older_shapes),
+}
+"""The client's notifications the server acts on; a dispatched action is
+queued on its connection and taken in order by server/actions.py."""

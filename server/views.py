@@ -1,0 +1,132 @@
+"""How the server shows the host's values on the AHP wire, as typed values.
+
+AHP's types (messages/protocol.py, messages/state.py) where agenthost answers
+in them; where agenthost's answer adds to them or keeps an older form its own
+clients read, a subclass names what it adds:
+- `ListedSession`: AHP's SessionSummary (listSessions, root notifications),
+  plus `turnCount` and `inputNeeded` (ours: the web page shows the count);
+  `SessionsPage` and `SessionAdded` carry it as such;
+- `CreatedSession`: createSession's answer (AHP: null), the new session's
+  resource and state, which every client here reads its default chat from;
+- `CreatedChat`: createChat's answer with the chat in both spellings:
+  AHP's `chat` and the `resource` older clients here read;
+- `SessionRemoved`, `SummaryChanged`: the root notifications in AHP's shape
+  (`session`; `changes`, here the whole summary) with the field the web page
+  reads beside it (`resource`; `summary`);
+- `TurnsPage`: fetchTurns' answer: the turns (AHP before 0.5.1), `hasMore`,
+  and `nextCursor` (ours: an offset into the chat's turns).
+
+Nothing here reads the host: these are pure functions of what it answered.
+"""
+
+import attrs
+
+from agenthost.messages import protocol as p
+from agenthost.messages.fields import extension
+from agenthost.messages.state import (
+    AgentInfo,
+    ChatStatus,
+    ChatSummary,
+    RootState,
+    SessionState,
+    SessionSummary,
+    Turn,
+)
+from agenthost.messages.wire import ms_to_iso
+from agenthost.server.channels import chat_uri, session_uri
+
+RESERVED_CONFIG = "ahp."
+"""Config keys the server keeps for itself (the owner); clients neither see nor set them."""
+
+
+@attrs.frozen(kw_only=True)
+class ListedSession(p.SessionSummary):
+    """A session as listSessions and the root notifications show it."""
+
+    turn_count: int = 0
+    input_needed: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SessionsPage(p.ListSessionsResult):
+    """listSessions' answer, its items as listed here (the wire encodes a field by
+    its declared type: AHP's SessionSummary would drop ours)."""
+
+    items: tuple[ListedSession, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class SessionAdded(p.SessionAddedParams):
+    summary: ListedSession
+
+
+@attrs.frozen(kw_only=True)
+class CreatedSession:
+    resource: str
+    state: SessionState
+
+
+@attrs.frozen(kw_only=True)
+class CreatedChat(p.CreateChatResult):
+    resource: str
+
+
+@attrs.frozen(kw_only=True)
+class SessionRemoved(p.SessionRemovedParams):
+    resource: str
+
+
+@attrs.frozen(kw_only=True)
+class SummaryChanged:
+    channel: str
+    session: str
+    changes: ListedSession
+    summary: ListedSession
+
+
+@attrs.frozen(kw_only=True)
+class TurnsPage:
+    turns: tuple[Turn, ...]
+    has_more: bool
+    next_cursor: str | None = extension(default=None)
+
+
+def status_bits(summary: SessionSummary) -> ChatStatus:
+    """AHP's session status: the chats' activity, IsRead 32, IsArchived 64."""
+    bits = int(summary.status) | (0 if summary.unread else 32) | (64 if summary.archived else 0)
+    return ChatStatus(bits)
+
+
+def listed(summary: SessionSummary) -> ListedSession:
+    return ListedSession(
+        resource=session_uri(summary.id),
+        provider=summary.provider,
+        title=summary.title,
+        status=status_bits(summary),
+        created_at=ms_to_iso(summary.created_at),
+        modified_at=ms_to_iso(summary.modified_at or summary.created_at),
+        turn_count=summary.turn_count,
+        input_needed=summary.input_needed,
+    )
+
+
+def client_config(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((k, v) for k, v in pairs if not k.startswith(RESERVED_CONFIG))
+
+
+def session_state(summary: SessionSummary, chat_ids: list[str]) -> SessionState:
+    """A session channel's state as the session's summary and chats show it."""
+    return SessionState(
+        title=summary.title,
+        read=not summary.unread,
+        archived=summary.archived,
+        config=client_config(summary.config),
+        provider=summary.provider,
+        status=summary.status,
+        chats=tuple(ChatSummary(resource=chat_uri(chat_id)) for chat_id in chat_ids),
+        default_chat=chat_uri(chat_ids[0]) if chat_ids else None,
+    )
+
+
+def root_state(providers: list[str]) -> RootState:
+    return RootState(agents=tuple(AgentInfo(provider=p, display_name=p) for p in providers))
