@@ -53,6 +53,7 @@ from agenthost.messages import (
 from agenthost.messages.errors import AgentHostError, ValidationError
 from agenthost.messages.fields import AS_OBJECT, IMPLICIT, ISO_TIME, OMIT_DEFAULT, Json
 from agenthost.messages.wire_shapes import ADAPTERS, wire_name_of
+from agenthost.messages.wire_shapes import camel as camel  # re-exported
 
 T = TypeVar("T")
 
