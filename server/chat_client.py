@@ -15,6 +15,10 @@ streams. Each input line is a message or a command:
     /open ID      open a session (its id, or the start of it), with its history
     /new          create a session
     /quit         leave
+    /rename title, and any other /command: the host's (sent as a message)
+
+The open session is marked read when it is opened and whenever a turn left it
+unread while it was open: what the user sees is read.
 
 The client's view of the chat comes from the snapshot it subscribed with and
 the actions that follow; `_wire_*` and `_read_action` are the only code that
@@ -51,7 +55,17 @@ text          send a message (queued while a turn runs)
 /sessions     list your sessions
 /open ID      open a session and show its history
 /new          create a session
-/quit         leave (or Ctrl+D)"""
+/rename title name this session (the host's command)
+/quit         leave (or Ctrl+D)
+Any other /command goes to the host, which hands what it does not know to the model."""
+OWN_COMMANDS = frozenset(
+    {
+        "/help", "/sessions", "/open", "/new", "/steer", "/queue", "/remove", "/cancel",
+        "/approve", "/deny", "/answer", "/quit", "/exit",
+    }
+)  # fmt: skip
+"""The commands this client handles itself; any other line goes to the host."""
+READ = 32  # a session summary's status bit: the user has seen it
 
 
 class ChatError(Exception):
@@ -199,6 +213,8 @@ def _read_action(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         return "pending_removed", {"id": pending_id, "reason": action.get("reason") or "client"}
     if kind == "x-chat/steeringRecorded":
         return "steering_folded", {"pending": _wire_pending(action.get("pending") or {})}
+    if kind == "x-chat/titleChanged":
+        return "renamed", {"title": action.get("title") or "untitled"}
     if kind == "chat/toolCallStart":
         return "tool", {"name": action.get("displayName") or action.get("toolName")}
     if kind == "x-chat/requestOpened":
@@ -221,6 +237,15 @@ REMOVED = {
 
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def not_one_session(matches: list[str]) -> str:
+    """Why a wanted id opens no session: none matches, or several do."""
+    if not matches:
+        return "no session of yours has this id or starts with it (/sessions lists them)"
+    ids = [m.removeprefix(SESSION_PREFIX) for m in matches]
+    listed = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+    return f"{len(ids)} sessions start with it: {listed}"
 
 
 def status_text(status: int) -> str:
@@ -255,6 +280,7 @@ class ChatClient:
         self._seq = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._streaming = False
+        self._background: set[asyncio.Task[None]] = set()
         self._reader = asyncio.get_running_loop().create_task(self._read())
         self.closed = asyncio.Event()
 
@@ -287,6 +313,13 @@ class ChatClient:
             and (message.get("params") or {}).get("resource") == self.session
         ):
             self._line("[this session was removed]")
+        elif message.get("method") == "root/sessionSummaryChanged":
+            summary = (message.get("params") or {}).get("summary") or {}
+            if (
+                summary.get("resource") == self.session
+                and not int(summary.get("status") or 0) & READ
+            ):
+                self._mark_read()  # a turn ended while the user watched: seen
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         request_id = next(self._ids)
@@ -297,9 +330,17 @@ class ChatClient:
         )
         return await asyncio.wait_for(future, CALL_TIMEOUT_S)
 
-    async def dispatch(self, action: dict[str, Any]) -> None:
-        params = {"channel": self.chat, "clientSeq": next(self._seq), "action": action}
+    async def dispatch(self, action: dict[str, Any], channel: str | None = None) -> None:
+        """Dispatch an action to the open chat (or to `channel`)."""
+        params = {"channel": channel or self.chat, "clientSeq": next(self._seq), "action": action}
         await self.ws.send_json({"jsonrpc": "2.0", "method": "dispatchAction", "params": params})
+
+    def _mark_read(self) -> None:
+        if self.session is not None and not self.ws.closed:
+            action = {"type": "session/isReadChanged", "isRead": True}
+            task = asyncio.get_running_loop().create_task(self.dispatch(action, self.session))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def close(self) -> None:
         await self.ws.close()
@@ -313,9 +354,13 @@ class ChatClient:
         self.write(text + "\n")
 
     def _on_action(self, envelope: dict[str, Any]) -> None:
+        action = envelope.get("action") or {}
+        if envelope.get("channel") == self.session and self.session is not None:
+            if action.get("type") == "session/titleChanged" and "rejectionReason" not in envelope:
+                self._line(f"[renamed: {action.get('title') or 'untitled'}]")  # by another client
+            return
         if envelope.get("channel") != self.chat:
             return
-        action = envelope.get("action") or {}
         if "rejectionReason" in envelope:
             origin = envelope.get("origin") or {}
             if origin.get("clientId") in (None, self.client_id):
@@ -353,11 +398,17 @@ class ChatClient:
         elif what == "pending_removed":
             removed = self._drop_pending(fields["id"])
             if removed is not None:
-                said = REMOVED.get(fields["reason"], "[removed ({reason})] {text}")
-                self._line(said.format(text=removed.text, reason=fields["reason"]))
+                reason = fields["reason"]
+                if removed.kind == "queued" and reason == "consumed":  # ran without a turn
+                    said = "[taken from the queue] {text}"
+                else:
+                    said = REMOVED.get(reason, "[removed ({reason})] {text}")
+                self._line(said.format(text=removed.text, reason=reason))
         elif what == "steering_folded":
             folded = self._drop_pending(fields["pending"].id) or fields["pending"]
             self._line(f"[steering folded into the running turn] {folded.text}")
+        elif what == "renamed":
+            self._line(f"[renamed: {fields['title']}]")
         elif what == "tool":
             self._line(f"[tool] {fields['name']}")
         elif what == "request_opened":
@@ -422,6 +473,8 @@ class ChatClient:
                 )
         self.session, self.chat = uri, chat
         self._from_seq = int(subscribed.get("fromSeq") or 0)
+        if not int(snapshot["state"].get("status") or 0) & READ:
+            self._mark_read()  # opened: what it shows is seen
         view = self.view = _wire_view(subscribed["state"])
         title = snapshot["state"].get("title") or "untitled"
         pending = f"{len(view.pending)} pending" if view.pending else "nothing pending"
@@ -451,13 +504,15 @@ class ChatClient:
         for request in view.requests:
             self._request_line(request)
 
-    async def _resolve(self, wanted: str) -> str | None:
-        wanted = wanted.removeprefix(SESSION_PREFIX)
+    async def matching(self, wanted: str) -> list[str]:
+        """The sessions (URIs) `wanted` names: the one with this id, else those
+        whose id starts with it."""
+        wanted = wanted.strip().removeprefix(SESSION_PREFIX)
+        if not wanted:
+            return []
         ids = [str(s["resource"]).removeprefix(SESSION_PREFIX) for s in await self.sessions()]
         matches = [i for i in ids if i == wanted] or [i for i in ids if i.startswith(wanted)]
-        if len(matches) != 1:
-            return None
-        return f"{SESSION_PREFIX}{matches[0]}"
+        return [f"{SESSION_PREFIX}{i}" for i in matches]
 
     # -- input -------------------------------------------------------------------------------
     async def handle_line(self, line: str) -> bool:
@@ -490,20 +545,21 @@ class ChatClient:
                 turns = plural(int(item.get("turnCount") or 0), "turn")
                 self._line(f"{mark} {uri.removeprefix(SESSION_PREFIX)}  {status}  {turns}  {title}")
         elif command == "/open":
-            found = await self._resolve(rest) if rest else None
-            if found is None:
-                self._line(f"[error] no single session matches {rest!r}")
+            found = await self.matching(rest)
+            if len(found) != 1:
+                self._line(f"[error] /open {rest}: {not_one_session(found)}")
             else:
-                await self.open_session(found)
+                await self.open_session(found[0])
         elif command == "/new":
             await self.create_session()
         elif self.chat is None:
             self._line("[error] no session is open: /new or /open ID")
-        elif command == "":
+        elif command not in OWN_COMMANDS:  # a message, or the host's command (/rename ...)
+            text = f"{command} {rest}".strip()  # the host queues a command as it queues a send
             if view.active_turn is None:
-                await self.dispatch(_wire_turn_started(uuid.uuid4().hex, rest))
+                await self.dispatch(_wire_turn_started(uuid.uuid4().hex, text))
             else:
-                await self.dispatch(_wire_pending_set("queued", uuid.uuid4().hex, rest))
+                await self.dispatch(_wire_pending_set("queued", uuid.uuid4().hex, text))
         elif command == "/steer":
             if not rest:
                 self._line("[error] /steer needs text")
@@ -518,7 +574,9 @@ class ChatClient:
                 self._line(f"{number}. [{pending.kind}] {pending.text}")
         elif command == "/remove":
             pending_list = view.pending
-            if not rest.isdigit() or not 1 <= int(rest) <= len(pending_list):
+            if not pending_list:
+                self._line("[error] nothing is pending to remove")
+            elif not rest.isdigit() or not 1 <= int(rest) <= len(pending_list):
                 self._line(f"[error] /remove N, N from 1 to {len(pending_list)} (see /queue)")
             else:
                 chosen = pending_list[int(rest) - 1]
@@ -550,6 +608,4 @@ class ChatClient:
                 await self.dispatch(
                     {"type": "chat/inputCompleted", "requestId": questions[0].id, "answer": rest}
                 )
-        else:
-            self._line(f"[error] unknown command {command}: /help lists them")
         return True
