@@ -68,6 +68,11 @@ def one_line_errors(command: F) -> F:
     return guarded  # type: ignore[return-value]
 
 
+def count(n: int, noun: str) -> str:
+    """`n` and its noun, in words: "1 turn", "2 turns"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def error_line(error: Exception) -> str:
     """An error as `<what>: <why>` (after `agenthost: `)."""
     if isinstance(error, CliError):
