@@ -239,7 +239,7 @@ def test_a_reply_streams_and_renders_as_markdown_and_a_script_in_it_never_runs(
         Say("Here is **bold**, `inline` and a [link](https://example.com):\n\n"),
         Say("```python\nprint('hello')\n```\n\n"),
         Say('<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'),
-        Say("[click](javascript:window.pwned=3)"),
+        Say("[click](javascript:window.pwned=3) ![a chart](https://example.com/chart.png)"),
     )
     page = open_page(server)
     new_session(page)
@@ -272,6 +272,11 @@ def test_a_reply_streams_and_renders_as_markdown_and_a_script_in_it_never_runs(
     assert page.evaluate("window.pwned") is None
     expect(reply.get_by_role("link", name="link")).to_have_attribute("target", "_blank")
     assert reply.get_by_role("link", name="click").count() == 0  # no javascript: link
+    # an image is a link to it named by its alt text: nothing loads from elsewhere
+    chart = reply.get_by_role("link", name="a chart")
+    expect(chart).to_have_attribute("href", "https://example.com/chart.png")
+    expect(chart).to_have_class("image")
+    assert reply.locator("p:empty").count() == 0
     expect(page.locator("#sessions li .title")).to_have_text("long")  # named by its first message
     shot(page, tmp_path, "conversation")
 
