@@ -471,7 +471,7 @@ function turnNode(turn, active) {
     } else if (!turn.parts.some((p) => p.kind === "markdown" && p.text)) {
       reply.append(el("span", { class: "typing", "aria-label": "The agent is working" }, el("i"), el("i"), el("i")));
     } else if (last && last.classList.contains("md")) {
-      last.classList.add("cursor");
+      streamEnd(last).append(el("span", { class: "cursor", "aria-hidden": "true" }));
     }
   }
   node.append(el("div", { class: "msg assistant" }, el("div", { class: "avatar", "aria-hidden": "true", text: "AI" }), reply));
@@ -499,15 +499,27 @@ function partNode(part, turn, active) {
   if (html !== undefined) {
     setSanitizedHtml(node, html);
   } else if (active && part.rendered && part.text.startsWith(part.rendered.text)) {
-    // streaming: what was rendered, then the rest as text until it is rendered too
+    // streaming: what was rendered, then the rest as text until it is rendered too, inside
+    // the last block rendered, so a word cut by a delta flows on in its line
     setSanitizedHtml(node, part.rendered.html);
-    node.append(el("span", { class: "tail", text: part.text.slice(part.rendered.text.length) }));
+    streamEnd(node).append(el("span", { class: "tail", text: part.text.slice(part.rendered.text.length) }));
   } else {
     node.classList.add("plain");
     node.textContent = part.text;
   }
   if (active && html !== undefined) part.rendered = { text: part.text, html };
   return node;
+}
+
+// Where text still streaming in goes: the innermost last block of what was rendered (the
+// last paragraph, list item, cell or code block), or the node itself.
+const FLOWS_ON = new Set(["P", "UL", "OL", "LI", "BLOCKQUOTE", "H1", "H2", "H3", "H4", "H5", "H6",
+  "TABLE", "THEAD", "TBODY", "TR", "TD", "TH", "DIV", "PRE", "CODE"]);
+
+function streamEnd(node) {
+  let at = node;
+  while (at.lastElementChild && FLOWS_ON.has(at.lastElementChild.tagName)) at = at.lastElementChild;
+  return at;
 }
 
 // HTML from POST /render only: markdown-it-py with raw HTML off, then nh3's allow-list.

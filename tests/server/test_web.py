@@ -282,8 +282,54 @@ def test_a_reply_streams_and_renders_as_markdown_and_a_script_in_it_never_runs(
 
 
 @needs_browser
+def test_a_streaming_reply_flows_on_inside_its_last_paragraph_with_the_cursor_inline(
+    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
+) -> None:
+    provider.on(
+        "stream", Say("The first *half* of a wo"), Gate("g"), Say("rd, and more"), Gate("h")
+    )
+    page = open_page(server)
+    new_session(page)
+    send(page, "stream")
+    provider.wait_reached("g", 10)
+    paragraph = page.locator("#active-turn .reply .md > p")
+    expect(paragraph.locator("em")).to_have_text("half")  # rendered as far as it came
+    held: list[Any] = []
+    holding = [True]
+
+    def hold(route: Any) -> None:  # what comes next stays unrendered for now
+        if holding[0]:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/render", hold)
+    provider.open("g")
+    provider.wait_reached("h", 10)
+    # the text not rendered yet goes on in the rendered paragraph, the cursor after it
+    expect(paragraph.locator(".tail")).to_have_text("rd, and more")
+    expect(paragraph).to_have_text("The first half of a word, and more")
+    expect(paragraph.locator(".tail + .cursor")).to_have_count(1)
+    assert page.locator("#active-turn .md > :is(.tail, .cursor)").count() == 0
+    tops = page.evaluate(
+        """() => [...document.querySelectorAll("#active-turn .md > p :is(em, .tail, .cursor)")]
+             .map((node) => Math.round(node.getClientRects()[0].top))"""
+    )
+    assert len(set(tops)) == 1, f"the cut word or the cursor broke the line: {tops}"
+    shot(page, tmp_path, "streaming")
+    holding[0] = False
+    for route in held:
+        route.continue_()
+    provider.open("h")
+    expect(done(page, "stream").locator(".reply p")).to_have_text(
+        "The first half of a word, and more"
+    )
+    expect(page.locator(".cursor, .tail")).to_have_count(0)
+
+
+@needs_browser
 def test_the_page_steers_queues_and_removes_from_the_queue(
-    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page]
+    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
 ) -> None:
     provider.on("long", Say("first half"), Gate("g"), Say(" second half"))
     page = open_page(server)
@@ -536,6 +582,9 @@ def test_the_page_works_at_400_px_wide(
     expect(page.locator("#sidebar")).not_to_be_in_viewport()
     send(page, "long")
     expect(page.locator("#active-turn .reply")).to_contain_text("a a a")
+    provider.wait_reached("g", 10)
+    expect(page.locator("#active-turn .md p .cursor")).to_have_count(1)  # inline, narrow too
+    shot(page, tmp_path, "narrow-streaming")
     page.keyboard.press("Escape")  # stops the running turn
     done(page, "long", "cancelled")
     send(page, "a message with a `code span` and a very-long-word-" + "x" * 80)
