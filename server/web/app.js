@@ -49,9 +49,11 @@ const wire = {
     if (p.kind === "toolCall" && p.toolCall) return wire.tool(p.toolCall);
     return { kind: p.kind === "reasoning" ? "reasoning" : "markdown", id: p.id, text: p.content || "" };
   },
+  origin: (message) => (message && message.origin && message.origin.kind) || "user",
   turn: (t, state) => ({
     id: t.id,
     text: (t.message && t.message.text) || "",
+    origin: wire.origin(t.message),
     parts: (t.responseParts || []).map(wire.part),
     steering: (t.steering || []).map((p) => wire.pending(p).text),
     state: state || "complete",
@@ -71,7 +73,7 @@ const wire = {
     switch (a.type) {
       case "chat/turnStarted":
         return { type: "turnStarted", turnId: a.turnId, text: a.message && a.message.text,
-                 pendingId: a.queuedMessageId };
+                 origin: wire.origin(a.message), pendingId: a.queuedMessageId };
       case "chat/responsePart": return { type: "part", turnId: a.turnId, part: wire.part(a.part || {}) };
       case "chat/delta": return { type: "delta", turnId: a.turnId, partId: a.partId, text, kind: "markdown" };
       case "chat/reasoning":
@@ -456,7 +458,16 @@ function renderChat() {
 function turnNode(turn, active) {
   const node = el("article", { class: "turn", "data-turn": turn.id, "data-state": turn.state,
                                id: active ? "active-turn" : null });
-  node.append(el("div", { class: "msg user" }, el("div", { class: "bubble", text: turn.text })));
+  const user = el("div", { class: "msg user" });
+  if (turn.origin === "steering") {
+    // steering that became a turn of its own (the provider started one for it)
+    user.classList.add("steering");
+    user.append(el("div", { class: "stack" }, el("span", { class: "origin", text: "Steering" }),
+      el("div", { class: "bubble", text: turn.text })));
+  } else {
+    user.append(el("div", { class: "bubble", text: turn.text }));
+  }
+  node.append(user);
   const reply = el("div", { class: "reply" });
   for (const text of turn.steering || []) reply.append(el("p", { class: "steered", text: `↳ you steered: ${text}` }));
   for (const part of turn.parts) reply.append(partNode(part, turn, active));
@@ -623,7 +634,8 @@ function onChatAction(envelope) {
   switch (a.type) {
     case "turnStarted":
       if (s.active) { s.active.state = "complete"; s.turns.push(s.active); }
-      s.active = { id: a.turnId, text: a.text || "", parts: [], steering: [], state: "running", error: null, version: 0 };
+      s.active = { id: a.turnId, text: a.text || "", origin: a.origin, parts: [], steering: [],
+                   state: "running", error: null, version: 0 };
       if (a.pendingId) dropPending(a.pendingId);
       markWorking(true);
       break;

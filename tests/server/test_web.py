@@ -360,6 +360,13 @@ def test_the_page_steers_queues_and_removes_from_the_queue(
     expect(turn(page, "later")).to_have_count(0)
     expect(page.locator("#queue li")).to_have_count(0)
     assert "later" not in provider.prompts
+    # the steering's turn says it was steering; a message sent as such does not
+    expect(turn(page, "faster").locator(".msg.user .origin")).to_have_text("Steering")
+    expect(turn(page, "long").locator(".origin")).to_have_count(0)
+    page.reload()  # from the store too
+    expect(done(page, "faster").locator(".msg.user .origin")).to_have_text("Steering")
+    expect(turn(page, "keep me").locator(".origin")).to_have_count(0)
+    shot(page, tmp_path, "steering-turn")
 
 
 @needs_browser
