@@ -48,6 +48,7 @@ from agenthost.messages.events import (
 from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
 from agenthost.messages.state import PendingKind, SessionSummary
 from agenthost.messages.wire import to_wire
+from agenthost.server.auth import PROTOCOLS, bearer_token
 from agenthost.server.channels import (
     CHAT_PREFIX,
     ROOT,
@@ -289,8 +290,7 @@ class AhpServer:
         return web.Response(text=text, content_type="text/plain")
 
     def _identity(self, request: web.Request) -> str | None:
-        header = request.headers.get("Authorization", "")
-        token = header[7:] if header.startswith("Bearer ") else request.query.get("token", "")
+        token = bearer_token(request)  # the header, the page's subprotocol, or ?token=
         return self.tokens.get(token) if token else None
 
     async def _websocket(self, request: web.Request) -> web.StreamResponse:
@@ -304,7 +304,9 @@ class AhpServer:
             raise web.HTTPUnauthorized(
                 text="a bearer token is required", headers={"WWW-Authenticate": "Bearer"}
             )
-        ws = web.WebSocketResponse(max_msg_size=self.limits.frame_bytes, heartbeat=30.0)
+        ws = web.WebSocketResponse(
+            max_msg_size=self.limits.frame_bytes, heartbeat=30.0, protocols=PROTOCOLS
+        )
         await ws.prepare(request)
         connection = Connection(self, ws, identity)
         self.connections.add(connection)

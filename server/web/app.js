@@ -123,6 +123,12 @@ function randomId() {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+// The subprotocol that carries the token: its UTF-8 bytes as unpadded base64url.
+function bearerProtocol(token) {
+  const binary = Array.from(new TextEncoder().encode(token), (b) => String.fromCharCode(b)).join("");
+  return `agenthost.bearer.${btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+}
+
 class Connection {
   constructor(token, handlers) {
     this.handlers = handlers;
@@ -131,7 +137,7 @@ class Connection {
     this.ready = false;
     this.waiting = new Map();
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    this.ws = new WebSocket(`${scheme}//${location.host}/ahp?token=${encodeURIComponent(token)}`);
+    this.ws = new WebSocket(`${scheme}//${location.host}/ahp`, ["agenthost", bearerProtocol(token)]);
     this.opened = new Promise((resolve, reject) => {
       this.ws.addEventListener("open", () => resolve());
       this.ws.addEventListener("close", (e) => reject(new Error(`closed (${e.code})`)));

@@ -18,9 +18,11 @@ from typing import Any
 
 import aiohttp
 import pytest
+import structlog
 
 from agenthost.actors import Host
 from agenthost.providers.scripted import AskUser, Gate, Reject, Say, ScriptedProvider, ToolCall
+from agenthost.server.auth import bearer_protocol
 from agenthost.server.serve import ServeConfig, serve
 from agenthost.server.web_routes import RENDER_BYTES
 from tests.server.ahp_client import TOKEN, TOKENS, WAIT_S
@@ -127,9 +129,10 @@ def console() -> Console:
 def open_page(browser: Any, console: Console, tmp_path: Path) -> Iterator[Callable[..., Page]]:
     """Open the page (signed in through the URL's #token= unless token=None)."""
     contexts: list[Any] = []
+    sockets: list[str] = []  # the URLs the page opened WebSockets to
 
     def open_(
-        server: LiveServer, token: str | None = TOKEN, width: int = 1200, height: int = 800
+        server: LiveServer, token: str | None = TOKEN, width: int = 1280, height: int = 800
     ) -> Page:
         context = browser.new_context(viewport={"width": width, "height": height})
         context.grant_permissions(["clipboard-read", "clipboard-write"])
@@ -138,6 +141,7 @@ def open_page(browser: Any, console: Console, tmp_path: Path) -> Iterator[Callab
         page.set_default_timeout(WAIT_MS)
         page.on("console", lambda m: console.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: console.errors.append(f"uncaught: {e}"))
+        page.on("websocket", lambda ws: sockets.append(ws.url))
         if token is None:
             page.goto(server.url)
         else:
@@ -150,6 +154,7 @@ def open_page(browser: Any, console: Console, tmp_path: Path) -> Iterator[Callab
     for context in contexts:
         context.close()
     assert console.unexpected() == [], "console errors"
+    assert sockets and not [url for url in sockets if "token" in url or TOKEN in url]
 
 
 def shot(page: Page, tmp_path: Path, name: str) -> None:
@@ -226,6 +231,27 @@ def test_render_sanitizes_markdown_and_wants_the_token_and_a_bounded_body(
         assert 'href="https://example.com"' in html and 'rel="noopener noreferrer nofollow"' in html
 
     asyncio.run(main())
+
+
+def test_the_websocket_takes_the_token_as_a_subprotocol_and_never_logs_it(
+    server: LiveServer,
+) -> None:
+    async def main() -> None:
+        url = server.url.replace("http", "ws", 1) + "ahp"
+        async with aiohttp.ClientSession() as http:
+            offered = ("agenthost", bearer_protocol(TOKEN))
+            async with http.ws_connect(url, protocols=offered) as ws:
+                assert ws.protocol == "agenthost"  # selected: the token is not echoed back
+                await ws.send_json({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}})
+                assert (await ws.receive_json())["id"] == 1
+            wrong = ("agenthost", bearer_protocol("x" * 32))
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await http.ws_connect(url, protocols=wrong)
+            assert refused.value.status == 401
+
+    with structlog.testing.capture_logs() as logs:
+        asyncio.run(main())
+    assert TOKEN not in repr(logs) and bearer_protocol(TOKEN) not in repr(logs)
 
 
 # -- in the browser ------------------------------------------------------------------------------
