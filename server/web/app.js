@@ -7,6 +7,12 @@
 // sanitizes (POST /render: markdown-it-py with raw HTML off, then nh3), and
 // which the page inserts as that sanitized HTML. The Content-Security-Policy
 // (index.html) refuses inline scripts and styles besides.
+//
+// The token never goes in a URL: the WebSocket offers it as a subprotocol
+// (`agenthost.bearer.<base64url>`, beside `agenthost`, the one the server
+// selects; server/auth.py), /render gets it in its Authorization header.
+// Messages written while disconnected wait in the tab's sessionStorage, so a
+// reload keeps them; each leaves it once it is handed to the socket.
 "use strict";
 
 const ROOT = "ahp-root://";
@@ -263,7 +269,7 @@ const page = {
   fromSeq: 0,
   state: null, // wire.chatState(...) of the open chat
   notes: [], // lines the page says in the open chat (a rename, ...)
-  outbox: [], // messages written while disconnected: {id, chat, text}
+  outbox: loadOutbox(), // messages written while disconnected: {id, chat, text}
   views: new Map(), // turn id -> {version, node}
   retry: 0,
   retryTimer: null,
@@ -273,6 +279,20 @@ const page = {
   renaming: null, // the session whose title is being edited
 };
 sessionStorage.setItem("agenthost.client", page.clientId);
+
+function loadOutbox() {
+  try {
+    const kept = JSON.parse(sessionStorage.getItem("agenthost.outbox") || "[]");
+    return Array.isArray(kept) ? kept.filter((m) => m && m.id && m.chat && typeof m.text === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+function saveOutbox() {
+  if (page.outbox.length) sessionStorage.setItem("agenthost.outbox", JSON.stringify(page.outbox));
+  else sessionStorage.removeItem("agenthost.outbox");
+}
 
 const $ = (id) => document.getElementById(id);
 
@@ -832,6 +852,7 @@ function send(text) {
   const item = { id: randomId(), chat: page.chat, text };
   if (!deliver(item)) {
     page.outbox.push(item);
+    saveOutbox();
     renderChat();
   }
 }
@@ -854,6 +875,7 @@ function flushOutbox() {
   const left = page.outbox.filter((item) => !deliver(item));
   const sent = page.outbox.length - left.length;
   page.outbox = left;
+  saveOutbox();
   if (sent) renderChat();
 }
 
@@ -968,15 +990,22 @@ function connect(token) {
 function onClosed(conn, event) {
   if (page.conn !== conn) return;
   if (!conn.ready && $("app").hidden) {
-    // never in: a wrong token (the server answers 401), or no server at all
+    // never in: a wrong token, no server at all, or a server that could not take it now
+    // (a browser does not say why an upgrade failed: /render, which wants the same token, does)
     page.conn = null;
     $("login").hidden = false;
-    fetch("/healthz").then(
-      () => {
-        sessionStorage.removeItem("agenthost.token");
-        refused("Connection refused: check the token");
+    const token = page.token;
+    fetch("/render", { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+                       body: JSON.stringify({ texts: [] }) }).then(
+      (response) => {
+        if (response.status === 401) {
+          sessionStorage.removeItem("agenthost.token");
+          refused("Connection refused: check the token");
+        } else {
+          retrySignIn(token, "The server did not take the connection.");
+        }
       },
-      () => refused("Cannot reach the server: is agenthost serve running?"));
+      () => retrySignIn(token, "Cannot reach the server: is agenthost serve running?"));
     return;
   }
   conn.ready = false;
@@ -991,6 +1020,15 @@ function onClosed(conn, event) {
   renderChat();
 }
 
+// Try the same token again later (what was written offline waits for it).
+function retrySignIn(token, why) {
+  const wait = RETRY_S[Math.min(page.retry, RETRY_S.length - 1)];
+  page.retry += 1;
+  refused(`${why} Trying again in ${wait} s…`);
+  clearTimeout(page.retryTimer);
+  page.retryTimer = setTimeout(() => { if (page.conn === null) connect(token); }, wait * 1000);
+}
+
 function refused(text) {
   $("connection").textContent = text;
   $("connection").classList.add("refused");
@@ -1000,6 +1038,7 @@ function refused(text) {
 function signOut() {
   sessionStorage.removeItem("agenthost.token");
   sessionStorage.removeItem("agenthost.session");
+  sessionStorage.removeItem("agenthost.outbox"); // another identity could not send them
   location.reload();
 }
 

@@ -132,7 +132,11 @@ def open_page(browser: Any, console: Console, tmp_path: Path) -> Iterator[Callab
     sockets: list[str] = []  # the URLs the page opened WebSockets to
 
     def open_(
-        server: LiveServer, token: str | None = TOKEN, width: int = 1280, height: int = 800
+        server: LiveServer,
+        token: str | None = TOKEN,
+        width: int = 1280,
+        height: int = 800,
+        sockets_to: Callable[[Any], None] | None = None,
     ) -> Page:
         context = browser.new_context(viewport={"width": width, "height": height})
         context.grant_permissions(["clipboard-read", "clipboard-write"])
@@ -142,6 +146,8 @@ def open_page(browser: Any, console: Console, tmp_path: Path) -> Iterator[Callab
         page.on("console", lambda m: console.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: console.errors.append(f"uncaught: {e}"))
         page.on("websocket", lambda ws: sockets.append(ws.url))
+        if sockets_to is not None:  # the test stands between the page and the server
+            page.route_web_socket(re.compile(r"/ahp$"), sockets_to)
         if token is None:
             page.goto(server.url)
         else:
@@ -467,6 +473,31 @@ def test_the_page_refuses_a_wrong_token_and_connects_with_the_right_one(
 
 
 @needs_browser
+def test_a_sign_in_the_server_did_not_take_is_tried_again_with_the_same_token(
+    server: LiveServer, open_page: Callable[..., Page], tmp_path: Path
+) -> None:
+    attempts: list[str] = []
+
+    def first_refused(ws: Any) -> None:
+        attempts.append(ws.url)
+        if len(attempts) == 1:
+            ws.close(code=1011)  # the server could not take it, this once
+        else:
+            ws.connect_to_server()
+
+    page = open_page(server, token=None, sockets_to=first_refused)
+    page.get_by_label("Access token").fill(TOKEN)
+    page.get_by_role("button", name="Connect").click()
+    expect(page.locator("#connection")).to_have_text(
+        "The server did not take the connection. Trying again in 1 s…"
+    )
+    shot(page, tmp_path, "sign-in-retry")
+    expect(page.locator("#link")).to_have_text("Connected")  # by itself, the token kept
+    assert len(attempts) == 2
+    expect(page.locator("#welcome")).to_be_visible()
+
+
+@needs_browser
 def test_sessions_are_renamed_archived_deleted_and_searched_from_the_sidebar(
     server: LiveServer, open_page: Callable[..., Page], tmp_path: Path
 ) -> None:
@@ -599,6 +630,37 @@ def test_a_message_sent_while_disconnected_is_kept_and_sent_on_reconnect(
     done(page, "written offline")
     expect(waiting).to_have_count(0)
     expect(page.locator("#banner")).to_be_hidden()
+
+
+@needs_browser
+def test_a_message_written_offline_is_kept_across_a_reload_and_sent_once(
+    server: LiveServer, open_page: Callable[..., Page], console: Console, tmp_path: Path
+) -> None:
+    assert playwright_api is not None
+    console.allow("ERR_CONNECTION_REFUSED|WebSocket connection to .* failed")
+    page = open_page(server)
+    new_session(page)
+    send(page, "before")
+    done(page, "before")
+    server.stop()
+    expect(page.locator("#link")).to_have_text("Offline")
+    send(page, "kept across a reload")
+    expect(page.locator("[data-outbox]")).to_contain_text("Not sent yet")
+    with pytest.raises(playwright_api.Error, match="ERR_CONNECTION_REFUSED"):
+        page.reload()  # the server is down: the tab shows the browser's error page
+    page.wait_for_url(re.compile("^chrome-error:"))
+    server.start()
+    page.goto(server.url)  # back, signed in from the tab's storage
+    expect(page.locator("#link")).to_have_text("Connected")
+    done(page, "kept across a reload")
+    assert page.evaluate("sessionStorage.getItem('agenthost.outbox')") is None
+    page.reload()
+    done(page, "kept across a reload")
+    expect(page.locator("article.turn")).to_have_count(2)
+    uri = page.evaluate("sessionStorage.getItem('agenthost.session')")
+    turns = server.host.open_session(uri.removeprefix("ahp-session:/")).chat().state().turns
+    assert [t.user_text for t in turns] == ["before", "kept across a reload"]  # sent once
+    shot(page, tmp_path, "after-offline-reload")
 
 
 @needs_browser
