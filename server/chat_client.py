@@ -257,7 +257,7 @@ def status_text(status: int) -> str:
         return "working"
     if status & 2:
         return "error"
-    return "idle" if status & 32 else "idle, unread"
+    return "idle" if status & READ else "idle, unread"
 
 
 class ChatClient:
@@ -545,8 +545,10 @@ class ChatClient:
                 turns = plural(int(item.get("turnCount") or 0), "turn")
                 self._line(f"{mark} {uri.removeprefix(SESSION_PREFIX)}  {status}  {turns}  {title}")
         elif command == "/open":
-            found = await self.matching(rest)
-            if len(found) != 1:
+            found = await self.matching(rest) if rest else []
+            if not rest:
+                self._line("[error] /open ID: give a session's id or the start of it (/sessions)")
+            elif len(found) != 1:
                 self._line(f"[error] /open {rest}: {not_one_session(found)}")
             else:
                 await self.open_session(found[0])

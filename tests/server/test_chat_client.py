@@ -243,6 +243,7 @@ def test_chat_explains_mistakes_without_sending_anything(host: Host) -> None:
                 ("/remove 3", "[error] nothing is pending to remove\n"),
                 ("/steer now", "[error] no turn is running: type the text to send it\n"),
                 ("/approve", "[error] no permission prompt is open\n"),
+                ("/open", "[error] /open ID: give a session's id or the start of it"),
             ):
                 await client.handle_line(line)
                 await screen.shows(answer)
