@@ -380,6 +380,8 @@ def chat(
         address = chat_address(url)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--url") from None
+    if session is not None and not session.strip():
+        raise CliError("--open", "the session id is empty: give its id or the start of it", USAGE)
     token = token or address.token
     if not token:
         if not sys.stdin.isatty():

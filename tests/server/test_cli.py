@@ -236,6 +236,14 @@ def test_chat_without_a_token_on_a_pipe_fails_in_one_line(
     assert "Warning" not in err
 
 
+def test_chat_refuses_an_empty_session_to_open_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = agenthost(capsys, "chat", "--open", " ", "--token", "t" * 32)
+    assert code == 2
+    one_line(err, "--open: the session id is empty")
+
+
 def test_chat_refuses_a_url_that_is_no_websocket_url_in_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
