@@ -21,8 +21,8 @@ The open session is marked read when it is opened and whenever a turn left it
 unread while it was open: what the user sees is read.
 
 The client's view of the chat comes from the snapshot it subscribed with and
-the actions that follow; `_wire_*` and `_read_action` are the only code that
-knows AHP's JSON shapes. The token goes in the upgrade request's
+the actions that follow; server/chat_wire.py is the only code that knows
+AHP's JSON shapes. The token goes in the upgrade request's
 Authorization header, never on the command line's output or in a log.
 
 `run_chat` (server/chat_terminal.py) connects it to a terminal.
@@ -36,13 +36,22 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-import attrs
+
+from agenthost.server.chat_wire import (
+    ChatView,
+    Pending,
+    Request,
+    read_action,
+    wire_pending_removed,
+    wire_pending_set,
+    wire_turn_started,
+    wire_view,
+)
 
 ROOT = "ahp-root://"
 SESSION_PREFIX = "ahp-session:/"
 VERSIONS = ["1.1.0"]
 CALL_TIMEOUT_S = 30.0
-HISTORY_TURNS = 20  # turns /open shows of a session's history
 
 HELP = """\
 text          send a message (queued while a turn runs)
@@ -70,158 +79,6 @@ READ = 32  # a session summary's status bit: the user has seen it
 
 class ChatError(Exception):
     """A request the server refused, or a connection that ended."""
-
-
-@attrs.define
-class Pending:
-    id: str
-    kind: str
-    text: str
-
-
-@attrs.define
-class Request:
-    id: str
-    kind: str
-    turn_id: str | None
-    tool_call_id: str | None
-    label: str
-
-
-@attrs.define
-class Turn:
-    """A finished turn as /open shows it."""
-
-    text: str
-    reply: str
-    state: str
-    error: str | None
-
-
-@attrs.define
-class ChatView:
-    """The open chat as the client last saw it."""
-
-    active_turn: str | None = None
-    steering: list[Pending] = attrs.field(factory=list)
-    queued: list[Pending] = attrs.field(factory=list)
-    requests: list[Request] = attrs.field(factory=list)
-    turns: int = 0
-    history: list[Turn] = attrs.field(factory=list)  # as subscribed; not kept up to date
-    active_text: str = ""  # the running turn's message and its reply so far, as subscribed
-    active_reply: str = ""
-
-    @property
-    def pending(self) -> list[Pending]:
-        """Steering first, then the queue: the numbering /queue and /remove use."""
-        return self.steering + self.queued
-
-
-# -- the AHP JSON shapes ---------------------------------------------------------------------
-def _wire_turn_started(turn_id: str, text: str) -> dict[str, Any]:
-    return {"type": "chat/turnStarted", "turnId": turn_id, "message": {"text": text}}
-
-
-def _wire_pending_set(kind: str, pending_id: str, text: str) -> dict[str, Any]:
-    return {
-        "type": "chat/pendingMessageSet",
-        "kind": kind,
-        "id": pending_id,
-        "message": {"text": text},
-    }
-
-
-def _wire_pending_removed(kind: str, pending_id: str) -> dict[str, Any]:
-    return {"type": "chat/pendingMessageRemoved", "kind": kind, "id": pending_id}
-
-
-def _wire_pending(data: dict[str, Any], kind: str | None = None) -> Pending:
-    """A pending message; in a chat state's lists its kind is the list's."""
-    message = data.get("message") or {}
-    kind = str(data.get("kind") or kind)
-    return Pending(id=str(data.get("id")), kind=kind, text=message.get("text", ""))
-
-
-def _wire_request(data: dict[str, Any]) -> Request:
-    label = (
-        data.get("question") or f"{data.get('toolName') or 'a tool'} {data.get('arguments') or ''}"
-    )
-    return Request(
-        id=str(data.get("requestId")),
-        kind=str(data.get("kind")),
-        turn_id=data.get("turnId"),
-        tool_call_id=data.get("toolCallId"),
-        label=label.strip(),
-    )
-
-
-def _wire_reply(turn: dict[str, Any]) -> str:
-    parts = turn.get("responseParts") or []
-    return "".join(str(p.get("content") or "") for p in parts if p.get("kind") == "markdown")
-
-
-def _wire_turn(turn: dict[str, Any]) -> Turn:
-    error = turn.get("error")
-    return Turn(
-        text=str((turn.get("message") or {}).get("text", "")),
-        reply=_wire_reply(turn),
-        state=str(turn.get("state") or "complete"),
-        error=error.get("message") if isinstance(error, dict) else None,
-    )
-
-
-def _wire_view(state: dict[str, Any]) -> ChatView:
-    active = state.get("activeTurn")
-    turns = state.get("turns") or []
-    return ChatView(
-        active_turn=active.get("id") if isinstance(active, dict) else None,
-        steering=[_wire_pending(p, "steering") for p in state.get("steeringMessages") or []],
-        queued=[_wire_pending(p, "queued") for p in state.get("queuedMessages") or []],
-        requests=[_wire_request(r) for r in state.get("openRequests") or []],
-        turns=len(turns),
-        history=[_wire_turn(t) for t in turns[-HISTORY_TURNS:]],
-        active_text=_wire_turn(active).text if isinstance(active, dict) else "",
-        active_reply=_wire_reply(active) if isinstance(active, dict) else "",
-    )
-
-
-def _read_action(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """An action as (what happened, the fields the client uses)."""
-    kind = action.get("type")
-    message = action.get("message") or {}
-    if kind == "chat/turnStarted":
-        return "started", {
-            "turn_id": action.get("turnId"),
-            "text": message.get("text", ""),
-            "pending_id": action.get("queuedMessageId"),
-        }
-    if kind == "chat/delta":
-        text = action.get("text", action.get("content", ""))  # AHP names it content
-        return "delta", {"turn_id": action.get("turnId"), "text": text}
-    if kind in ("chat/turnComplete", "chat/turnCancelled", "chat/error"):
-        outcome = {"chat/turnComplete": "complete", "chat/turnCancelled": "cancelled"}
-        error = action.get("error") or {}
-        return "ended", {
-            "turn_id": action.get("turnId"),
-            "outcome": outcome.get(kind, "error"),
-            "error": error.get("message") if isinstance(error, dict) else None,
-        }
-    if kind == "chat/pendingMessageSet":
-        return "pending_set", {"pending": _wire_pending(action.get("pending") or action)}
-    if kind == "chat/pendingMessageRemoved":
-        pending_id = action.get("pendingId") or action.get("id")
-        return "pending_removed", {"id": pending_id, "reason": action.get("reason") or "client"}
-    if kind == "x-chat/steeringRecorded":
-        return "steering_folded", {"pending": _wire_pending(action.get("pending") or {})}
-    if kind == "x-chat/titleChanged":
-        return "renamed", {"title": action.get("title") or "untitled"}
-    if kind == "chat/toolCallStart":
-        return "tool", {"name": action.get("displayName") or action.get("toolName")}
-    if kind == "x-chat/requestOpened":
-        return "request_opened", {"request": _wire_request(action.get("request") or {})}
-    if kind == "x-chat/requestClosed":
-        return "request_closed", {"id": action.get("requestId")}
-    return "other", {}
 
 
 # What became of a pending message, by the reason the server gave for its removal.
@@ -369,7 +226,7 @@ class ChatClient:
         seq = envelope.get("serverSeq")
         if isinstance(seq, int) and seq <= self._from_seq:
             return
-        what, fields = _read_action(action)
+        what, fields = read_action(action)
         view = self.view
         if what == "started":
             view.active_turn = fields["turn_id"]
@@ -475,7 +332,7 @@ class ChatClient:
         self._from_seq = int(subscribed.get("fromSeq") or 0)
         if not int(snapshot["state"].get("status") or 0) & READ:
             self._mark_read()  # opened: what it shows is seen
-        view = self.view = _wire_view(subscribed["state"])
+        view = self.view = wire_view(subscribed["state"])
         title = snapshot["state"].get("title") or "untitled"
         pending = f"{len(view.pending)} pending" if view.pending else "nothing pending"
         running = ", a turn is running" if view.active_turn else ""
@@ -559,16 +416,16 @@ class ChatClient:
         elif command not in OWN_COMMANDS:  # a message, or the host's command (/rename ...)
             text = f"{command} {rest}".strip()  # the host queues a command as it queues a send
             if view.active_turn is None:
-                await self.dispatch(_wire_turn_started(uuid.uuid4().hex, text))
+                await self.dispatch(wire_turn_started(uuid.uuid4().hex, text))
             else:
-                await self.dispatch(_wire_pending_set("queued", uuid.uuid4().hex, text))
+                await self.dispatch(wire_pending_set("queued", uuid.uuid4().hex, text))
         elif command == "/steer":
             if not rest:
                 self._line("[error] /steer needs text")
             elif view.active_turn is None:
                 self._line("[error] no turn is running: type the text to send it")
             else:
-                await self.dispatch(_wire_pending_set("steering", uuid.uuid4().hex, rest))
+                await self.dispatch(wire_pending_set("steering", uuid.uuid4().hex, rest))
         elif command == "/queue":
             if not view.pending:
                 self._line("[queue empty]")
@@ -582,7 +439,7 @@ class ChatClient:
                 self._line(f"[error] /remove N, N from 1 to {len(pending_list)} (see /queue)")
             else:
                 chosen = pending_list[int(rest) - 1]
-                await self.dispatch(_wire_pending_removed(chosen.kind, chosen.id))
+                await self.dispatch(wire_pending_removed(chosen.kind, chosen.id))
         elif command == "/cancel":
             if view.active_turn is None:
                 self._line("[error] no turn is running")
