@@ -5,6 +5,7 @@ timeout) until the text it expects has been printed, never for a time.
 """
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -14,7 +15,15 @@ from agenthost.actors import Host
 from agenthost.providers.scripted import AskUser, Gate, Reject, Say, ScriptedProvider, ToolCall
 from agenthost.server.chat_client import ChatClient
 from agenthost.server.chat_terminal import ChatAddress, Terminal, chat_address, run_chat
-from tests.server.ahp_client import OTHER_TOKEN, TOKEN, WAIT_S, AhpClient, Server, running
+from tests.server.ahp_client import (
+    OTHER_TOKEN,
+    TOKEN,
+    WAIT_S,
+    AhpClient,
+    Server,
+    action_of,
+    running,
+)
 
 
 class Screen:
@@ -289,12 +298,16 @@ def test_the_open_session_is_marked_read_when_opened_and_while_viewed(
     async def body(server: Server) -> None:
         async with server.client() as watcher:  # the same user, in another window
             await watcher.initialize("watcher", initialSubscriptions=["ahp-root://"])
-            async with chat_client(server) as (client, screen):
-                uri = await client.create_session()
-                await client.handle_line("first")
-                await screen.shows("[turn complete]\n")
+            uri = f"ahp-session:/{uuid.uuid4()}"  # a turn that ends with nobody looking
+            await watcher.call("createSession", {"channel": uri})
+            subscribed = await watcher.call("subscribe", {"channel": uri})
+            chat = subscribed["snapshot"]["state"]["defaultChat"]
+            await watcher.call("subscribe", {"channel": chat})
+            started = {"type": "chat/turnStarted", "turnId": "t1", "message": {"text": "first"}}
+            await watcher.dispatch(chat, started)
+            await watcher.wait_for(action_of("chat/turnComplete", turnId="t1"))
             await watcher.wait_until(lambda: summaries(watcher, uri)[-1:] == [False])
-            assert host.list_sessions()[0].unread  # a turn ended with nobody looking
+            assert host.list_sessions()[0].unread
 
             async with chat_client(server) as (client, screen):
                 await client.handle_line(f"/open {uri.removeprefix('ahp-session:/')}")
