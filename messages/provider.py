@@ -17,7 +17,7 @@ from agenthost.messages.state import Attachment
 
 @attrs.frozen(kw_only=True)
 class Capabilities:
-    """What a provider does, declared (DESIGN.md, "Provider contract")."""
+    """What a provider does, declared (docs/design-rules.md: the host never infers it)."""
 
     call_settles_with_turn: bool
     can_withdraw_steering: bool

@@ -7,8 +7,8 @@ tool_reducer.py, the rest here. The session and root reducers
 state's invariants live, and no reducer raises on a well-typed action:
 
 1. A terminal action (complete, cancelled, error) whose turn id is not the
-   active turn's is a no-op, so every turn ends exactly once (DESIGN.md rule
-   2). Its `duration` is recorded, never below zero.
+   active turn's is a no-op, so every turn ends exactly once (design rule
+   2, docs/design-rules.md). Its `duration` is recorded, never below zero.
 2. A turn start taken from a pending message removes that message from the
    steering list, the legacy slot and the queue; a start naming the active
    turn again is a no-op (AHP's idempotent turnStarted).

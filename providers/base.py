@@ -66,7 +66,8 @@ class ProviderCrashed(Exception):
 
 class ProviderResumeError(Exception):
     """Resume failed. `no_history` is True only when the provider positively
-    reports that no history exists (DESIGN.md rule 4's allowlist)."""
+    reports that no history exists (design rule 4's allowlist,
+    docs/design-rules.md)."""
 
     def __init__(self, code: int, message: str, *, no_history: bool = False) -> None:
         super().__init__(f"{code}: {message}")

@@ -17,7 +17,7 @@ What the SDK does that matters here:
   echo, with the message id), `assistant.message_delta`, `assistant.message`,
   tool events, and `session.idle` when the run is over. Steering is a send in
   `immediate` mode; it is echoed as its own `user.message` and, for the host,
-  starts a new turn (DESIGN.md rule 1).
+  starts a new turn (design rule 1, docs/design-rules.md).
 - The SDK's own RPCs wait forever. Every call here has a timeout; consecutive
   timeouts, or a dead CLI, fail the connection (`ProviderCrashed` /
   `ConnectionFailed`) and the supervisor restarts it. While a run is in

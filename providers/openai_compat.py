@@ -15,8 +15,8 @@ messages), then the turn's text. The adapter reports UserMessageEcho once the
 endpoint accepted the request, a ReplyDelta per streamed chunk, UsageUpdated
 from the stream's usage report, and at the end of the stream one
 ReplyMessage with the whole text and the finish reason (None when the
-stream gave none: the final message is flushed either way, DESIGN.md rule 3),
-then Idle. A request the endpoint never accepted (refused connection, error
+stream gave none: the final message is flushed either way, design rule 3 in
+docs/design-rules.md), then Idle. A request the endpoint never accepted (refused connection, error
 status) fails the send before anything streamed; a stream that breaks
 mid-way fails it with the provider's own error text, the turn taken.
 

@@ -15,10 +15,14 @@ streams. Each input line is a message or a command:
     /open ID      open a session (its id, or the start of it), with its history
     /new          create a session
     /quit         leave
+    /rename title, and any other /command: the host's (sent as a message)
+
+The open session is marked read when it is opened and whenever a turn left it
+unread while it was open: what the user sees is read.
 
 The client's view of the chat comes from the snapshot it subscribed with and
-the actions that follow; `_wire_*` and `_read_action` are the only code that
-knows AHP's JSON shapes. The token goes in the upgrade request's
+the actions that follow; server/chat_wire.py is the only code that knows
+AHP's JSON shapes. The token goes in the upgrade request's
 Authorization header, never on the command line's output or in a log.
 
 `run_chat` (server/chat_terminal.py) connects it to a terminal.
@@ -32,13 +36,22 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-import attrs
+
+from agenthost.server.chat_wire import (
+    ChatView,
+    Pending,
+    Request,
+    read_action,
+    wire_pending_removed,
+    wire_pending_set,
+    wire_turn_started,
+    wire_view,
+)
 
 ROOT = "ahp-root://"
 SESSION_PREFIX = "ahp-session:/"
 VERSIONS = ["1.1.0"]
 CALL_TIMEOUT_S = 30.0
-HISTORY_TURNS = 20  # turns /open shows of a session's history
 
 HELP = """\
 text          send a message (queued while a turn runs)
@@ -51,161 +64,21 @@ text          send a message (queued while a turn runs)
 /sessions     list your sessions
 /open ID      open a session and show its history
 /new          create a session
-/quit         leave (or Ctrl+D)"""
+/rename title name this session (the host's command)
+/quit         leave (or Ctrl+D)
+Any other /command goes to the host, which hands what it does not know to the model."""
+OWN_COMMANDS = frozenset(
+    {
+        "/help", "/sessions", "/open", "/new", "/steer", "/queue", "/remove", "/cancel",
+        "/approve", "/deny", "/answer", "/quit", "/exit",
+    }
+)  # fmt: skip
+"""The commands this client handles itself; any other line goes to the host."""
+READ = 32  # a session summary's status bit: the user has seen it
 
 
 class ChatError(Exception):
     """A request the server refused, or a connection that ended."""
-
-
-@attrs.define
-class Pending:
-    id: str
-    kind: str
-    text: str
-
-
-@attrs.define
-class Request:
-    id: str
-    kind: str
-    turn_id: str | None
-    tool_call_id: str | None
-    label: str
-
-
-@attrs.define
-class Turn:
-    """A finished turn as /open shows it."""
-
-    text: str
-    reply: str
-    state: str
-    error: str | None
-
-
-@attrs.define
-class ChatView:
-    """The open chat as the client last saw it."""
-
-    active_turn: str | None = None
-    steering: list[Pending] = attrs.field(factory=list)
-    queued: list[Pending] = attrs.field(factory=list)
-    requests: list[Request] = attrs.field(factory=list)
-    turns: int = 0
-    history: list[Turn] = attrs.field(factory=list)  # as subscribed; not kept up to date
-    active_text: str = ""  # the running turn's message and its reply so far, as subscribed
-    active_reply: str = ""
-
-    @property
-    def pending(self) -> list[Pending]:
-        """Steering first, then the queue: the numbering /queue and /remove use."""
-        return self.steering + self.queued
-
-
-# -- the AHP JSON shapes ---------------------------------------------------------------------
-def _wire_turn_started(turn_id: str, text: str) -> dict[str, Any]:
-    return {"type": "chat/turnStarted", "turnId": turn_id, "message": {"text": text}}
-
-
-def _wire_pending_set(kind: str, pending_id: str, text: str) -> dict[str, Any]:
-    return {
-        "type": "chat/pendingMessageSet",
-        "kind": kind,
-        "id": pending_id,
-        "message": {"text": text},
-    }
-
-
-def _wire_pending_removed(kind: str, pending_id: str) -> dict[str, Any]:
-    return {"type": "chat/pendingMessageRemoved", "kind": kind, "id": pending_id}
-
-
-def _wire_pending(data: dict[str, Any], kind: str | None = None) -> Pending:
-    """A pending message; in a chat state's lists its kind is the list's."""
-    message = data.get("message") or {}
-    kind = str(data.get("kind") or kind)
-    return Pending(id=str(data.get("id")), kind=kind, text=message.get("text", ""))
-
-
-def _wire_request(data: dict[str, Any]) -> Request:
-    label = (
-        data.get("question") or f"{data.get('toolName') or 'a tool'} {data.get('arguments') or ''}"
-    )
-    return Request(
-        id=str(data.get("requestId")),
-        kind=str(data.get("kind")),
-        turn_id=data.get("turnId"),
-        tool_call_id=data.get("toolCallId"),
-        label=label.strip(),
-    )
-
-
-def _wire_reply(turn: dict[str, Any]) -> str:
-    parts = turn.get("responseParts") or []
-    return "".join(str(p.get("content") or "") for p in parts if p.get("kind") == "markdown")
-
-
-def _wire_turn(turn: dict[str, Any]) -> Turn:
-    error = turn.get("error")
-    return Turn(
-        text=str((turn.get("message") or {}).get("text", "")),
-        reply=_wire_reply(turn),
-        state=str(turn.get("state") or "complete"),
-        error=error.get("message") if isinstance(error, dict) else None,
-    )
-
-
-def _wire_view(state: dict[str, Any]) -> ChatView:
-    active = state.get("activeTurn")
-    turns = state.get("turns") or []
-    return ChatView(
-        active_turn=active.get("id") if isinstance(active, dict) else None,
-        steering=[_wire_pending(p, "steering") for p in state.get("steeringMessages") or []],
-        queued=[_wire_pending(p, "queued") for p in state.get("queuedMessages") or []],
-        requests=[_wire_request(r) for r in state.get("openRequests") or []],
-        turns=len(turns),
-        history=[_wire_turn(t) for t in turns[-HISTORY_TURNS:]],
-        active_text=_wire_turn(active).text if isinstance(active, dict) else "",
-        active_reply=_wire_reply(active) if isinstance(active, dict) else "",
-    )
-
-
-def _read_action(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """An action as (what happened, the fields the client uses)."""
-    kind = action.get("type")
-    message = action.get("message") or {}
-    if kind == "chat/turnStarted":
-        return "started", {
-            "turn_id": action.get("turnId"),
-            "text": message.get("text", ""),
-            "pending_id": action.get("queuedMessageId"),
-        }
-    if kind == "chat/delta":
-        text = action.get("text", action.get("content", ""))  # AHP names it content
-        return "delta", {"turn_id": action.get("turnId"), "text": text}
-    if kind in ("chat/turnComplete", "chat/turnCancelled", "chat/error"):
-        outcome = {"chat/turnComplete": "complete", "chat/turnCancelled": "cancelled"}
-        error = action.get("error") or {}
-        return "ended", {
-            "turn_id": action.get("turnId"),
-            "outcome": outcome.get(kind, "error"),
-            "error": error.get("message") if isinstance(error, dict) else None,
-        }
-    if kind == "chat/pendingMessageSet":
-        return "pending_set", {"pending": _wire_pending(action.get("pending") or action)}
-    if kind == "chat/pendingMessageRemoved":
-        pending_id = action.get("pendingId") or action.get("id")
-        return "pending_removed", {"id": pending_id, "reason": action.get("reason") or "client"}
-    if kind == "x-chat/steeringRecorded":
-        return "steering_folded", {"pending": _wire_pending(action.get("pending") or {})}
-    if kind == "chat/toolCallStart":
-        return "tool", {"name": action.get("displayName") or action.get("toolName")}
-    if kind == "x-chat/requestOpened":
-        return "request_opened", {"request": _wire_request(action.get("request") or {})}
-    if kind == "x-chat/requestClosed":
-        return "request_closed", {"id": action.get("requestId")}
-    return "other", {}
 
 
 # What became of a pending message, by the reason the server gave for its removal.
@@ -223,6 +96,15 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
+def not_one_session(matches: list[str]) -> str:
+    """Why a wanted id opens no session: none matches, or several do."""
+    if not matches:
+        return "no session of yours has this id or starts with it (/sessions lists them)"
+    ids = [m.removeprefix(SESSION_PREFIX) for m in matches]
+    listed = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+    return f"{len(ids)} sessions start with it: {listed}"
+
+
 def status_text(status: int) -> str:
     if status & 64:
         return "archived"
@@ -232,7 +114,7 @@ def status_text(status: int) -> str:
         return "working"
     if status & 2:
         return "error"
-    return "idle" if status & 32 else "idle, unread"
+    return "idle" if status & READ else "idle, unread"
 
 
 class ChatClient:
@@ -255,6 +137,7 @@ class ChatClient:
         self._seq = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._streaming = False
+        self._background: set[asyncio.Task[None]] = set()
         self._reader = asyncio.get_running_loop().create_task(self._read())
         self.closed = asyncio.Event()
 
@@ -287,6 +170,13 @@ class ChatClient:
             and (message.get("params") or {}).get("resource") == self.session
         ):
             self._line("[this session was removed]")
+        elif message.get("method") == "root/sessionSummaryChanged":
+            summary = (message.get("params") or {}).get("summary") or {}
+            if (
+                summary.get("resource") == self.session
+                and not int(summary.get("status") or 0) & READ
+            ):
+                self._mark_read()  # a turn ended while the user watched: seen
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         request_id = next(self._ids)
@@ -297,9 +187,17 @@ class ChatClient:
         )
         return await asyncio.wait_for(future, CALL_TIMEOUT_S)
 
-    async def dispatch(self, action: dict[str, Any]) -> None:
-        params = {"channel": self.chat, "clientSeq": next(self._seq), "action": action}
+    async def dispatch(self, action: dict[str, Any], channel: str | None = None) -> None:
+        """Dispatch an action to the open chat (or to `channel`)."""
+        params = {"channel": channel or self.chat, "clientSeq": next(self._seq), "action": action}
         await self.ws.send_json({"jsonrpc": "2.0", "method": "dispatchAction", "params": params})
+
+    def _mark_read(self) -> None:
+        if self.session is not None and not self.ws.closed:
+            action = {"type": "session/isReadChanged", "isRead": True}
+            task = asyncio.get_running_loop().create_task(self.dispatch(action, self.session))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def close(self) -> None:
         await self.ws.close()
@@ -313,9 +211,13 @@ class ChatClient:
         self.write(text + "\n")
 
     def _on_action(self, envelope: dict[str, Any]) -> None:
+        action = envelope.get("action") or {}
+        if envelope.get("channel") == self.session and self.session is not None:
+            if action.get("type") == "session/titleChanged" and "rejectionReason" not in envelope:
+                self._line(f"[renamed: {action.get('title') or 'untitled'}]")  # by another client
+            return
         if envelope.get("channel") != self.chat:
             return
-        action = envelope.get("action") or {}
         if "rejectionReason" in envelope:
             origin = envelope.get("origin") or {}
             if origin.get("clientId") in (None, self.client_id):
@@ -324,7 +226,7 @@ class ChatClient:
         seq = envelope.get("serverSeq")
         if isinstance(seq, int) and seq <= self._from_seq:
             return
-        what, fields = _read_action(action)
+        what, fields = read_action(action)
         view = self.view
         if what == "started":
             view.active_turn = fields["turn_id"]
@@ -353,11 +255,17 @@ class ChatClient:
         elif what == "pending_removed":
             removed = self._drop_pending(fields["id"])
             if removed is not None:
-                said = REMOVED.get(fields["reason"], "[removed ({reason})] {text}")
-                self._line(said.format(text=removed.text, reason=fields["reason"]))
+                reason = fields["reason"]
+                if removed.kind == "queued" and reason == "consumed":  # ran without a turn
+                    said = "[taken from the queue] {text}"
+                else:
+                    said = REMOVED.get(reason, "[removed ({reason})] {text}")
+                self._line(said.format(text=removed.text, reason=reason))
         elif what == "steering_folded":
             folded = self._drop_pending(fields["pending"].id) or fields["pending"]
             self._line(f"[steering folded into the running turn] {folded.text}")
+        elif what == "renamed":
+            self._line(f"[renamed: {fields['title']}]")
         elif what == "tool":
             self._line(f"[tool] {fields['name']}")
         elif what == "request_opened":
@@ -422,7 +330,9 @@ class ChatClient:
                 )
         self.session, self.chat = uri, chat
         self._from_seq = int(subscribed.get("fromSeq") or 0)
-        view = self.view = _wire_view(subscribed["state"])
+        if not int(snapshot["state"].get("status") or 0) & READ:
+            self._mark_read()  # opened: what it shows is seen
+        view = self.view = wire_view(subscribed["state"])
         title = snapshot["state"].get("title") or "untitled"
         pending = f"{len(view.pending)} pending" if view.pending else "nothing pending"
         running = ", a turn is running" if view.active_turn else ""
@@ -451,13 +361,15 @@ class ChatClient:
         for request in view.requests:
             self._request_line(request)
 
-    async def _resolve(self, wanted: str) -> str | None:
-        wanted = wanted.removeprefix(SESSION_PREFIX)
+    async def matching(self, wanted: str) -> list[str]:
+        """The sessions (URIs) `wanted` names: the one with this id, else those
+        whose id starts with it."""
+        wanted = wanted.strip().removeprefix(SESSION_PREFIX)
+        if not wanted:
+            return []
         ids = [str(s["resource"]).removeprefix(SESSION_PREFIX) for s in await self.sessions()]
         matches = [i for i in ids if i == wanted] or [i for i in ids if i.startswith(wanted)]
-        if len(matches) != 1:
-            return None
-        return f"{SESSION_PREFIX}{matches[0]}"
+        return [f"{SESSION_PREFIX}{i}" for i in matches]
 
     # -- input -------------------------------------------------------------------------------
     async def handle_line(self, line: str) -> bool:
@@ -490,27 +402,30 @@ class ChatClient:
                 turns = plural(int(item.get("turnCount") or 0), "turn")
                 self._line(f"{mark} {uri.removeprefix(SESSION_PREFIX)}  {status}  {turns}  {title}")
         elif command == "/open":
-            found = await self._resolve(rest) if rest else None
-            if found is None:
-                self._line(f"[error] no single session matches {rest!r}")
+            found = await self.matching(rest) if rest else []
+            if not rest:
+                self._line("[error] /open ID: give a session's id or the start of it (/sessions)")
+            elif len(found) != 1:
+                self._line(f"[error] /open {rest}: {not_one_session(found)}")
             else:
-                await self.open_session(found)
+                await self.open_session(found[0])
         elif command == "/new":
             await self.create_session()
         elif self.chat is None:
             self._line("[error] no session is open: /new or /open ID")
-        elif command == "":
+        elif command not in OWN_COMMANDS:  # a message, or the host's command (/rename ...)
+            text = f"{command} {rest}".strip()  # the host queues a command as it queues a send
             if view.active_turn is None:
-                await self.dispatch(_wire_turn_started(uuid.uuid4().hex, rest))
+                await self.dispatch(wire_turn_started(uuid.uuid4().hex, text))
             else:
-                await self.dispatch(_wire_pending_set("queued", uuid.uuid4().hex, rest))
+                await self.dispatch(wire_pending_set("queued", uuid.uuid4().hex, text))
         elif command == "/steer":
             if not rest:
                 self._line("[error] /steer needs text")
             elif view.active_turn is None:
                 self._line("[error] no turn is running: type the text to send it")
             else:
-                await self.dispatch(_wire_pending_set("steering", uuid.uuid4().hex, rest))
+                await self.dispatch(wire_pending_set("steering", uuid.uuid4().hex, rest))
         elif command == "/queue":
             if not view.pending:
                 self._line("[queue empty]")
@@ -518,11 +433,13 @@ class ChatClient:
                 self._line(f"{number}. [{pending.kind}] {pending.text}")
         elif command == "/remove":
             pending_list = view.pending
-            if not rest.isdigit() or not 1 <= int(rest) <= len(pending_list):
+            if not pending_list:
+                self._line("[error] nothing is pending to remove")
+            elif not rest.isdigit() or not 1 <= int(rest) <= len(pending_list):
                 self._line(f"[error] /remove N, N from 1 to {len(pending_list)} (see /queue)")
             else:
                 chosen = pending_list[int(rest) - 1]
-                await self.dispatch(_wire_pending_removed(chosen.kind, chosen.id))
+                await self.dispatch(wire_pending_removed(chosen.kind, chosen.id))
         elif command == "/cancel":
             if view.active_turn is None:
                 self._line("[error] no turn is running")
@@ -550,6 +467,4 @@ class ChatClient:
                 await self.dispatch(
                     {"type": "chat/inputCompleted", "requestId": questions[0].id, "answer": rest}
                 )
-        else:
-            self._line(f"[error] unknown command {command}: /help lists them")
         return True

@@ -11,17 +11,51 @@ import asyncio
 import contextlib
 import sys
 import threading
+import urllib.parse
 from collections.abc import AsyncGenerator, Callable
 
 import aiohttp
+import attrs
 from prompt_toolkit import PromptSession
 from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import patch_stdout
 
-from agenthost.server.chat_client import ChatClient, ChatError
+from agenthost.server.chat_client import ChatClient, ChatError, not_one_session
 
 PROMPT = "> "
+
+
+@attrs.frozen(kw_only=True)
+class ChatAddress:
+    """Where `agenthost chat` connects: the AHP WebSocket URL, and the token the
+    URL carried (`#token=`, as in the URL `agenthost serve` prints), if any."""
+
+    url: str
+    token: str | None = attrs.field(default=None, repr=False)
+
+
+def chat_address(url: str) -> ChatAddress:
+    """The WebSocket URL for a --url: ws:// and wss:// as given; http:// and
+    https:// (the page's URL) as the server's /ahp beside it.
+
+    Raises:
+        ValueError: a URL of another kind, saying what to give.
+    """
+    parts = urllib.parse.urlsplit(url.strip())
+    token = urllib.parse.parse_qs(parts.fragment).get("token", [None])[0]
+    scheme = {"ws": "ws", "wss": "wss", "http": "ws", "https": "wss"}.get(parts.scheme.lower())
+    if scheme is None or not parts.netloc:
+        raise ValueError(
+            f"{url!r} is not a WebSocket URL: give ws://HOST:PORT/ahp (or the http:// URL"
+            " `agenthost serve` printed)"
+        )
+    path = parts.path
+    if parts.scheme.lower().startswith("http") and path in ("", "/"):
+        path = "/ahp"
+    return ChatAddress(
+        url=urllib.parse.urlunsplit((scheme, parts.netloc, path, parts.query, "")), token=token
+    )
 
 
 class Terminal:
@@ -117,8 +151,8 @@ async def run_chat(
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    def fail(why: str) -> int:
-        print(f"agenthost: chat: {why}", file=sys.stderr)
+    def fail(why: str, what: str = "chat") -> int:
+        print(f"agenthost: {what}: {why}", file=sys.stderr)
         return 1
 
     headers = {"Authorization": f"Bearer {token}"}
@@ -135,11 +169,14 @@ async def run_chat(
         try:
             with patch_stdout() if interactive else contextlib.nullcontext():
                 version = await client.initialize()
+                found = None if session is None else await client.matching(session)
+                if found is not None and len(found) != 1:
+                    return fail(not_one_session(found), f"--open {session}")
                 client.write(f"[connected: AHP {version}; /help lists the commands]\n")
-                if session is None:
+                if found is None:
                     await client.create_session()
-                elif not await client.handle_line(f"/open {session}") or client.chat is None:
-                    return 1
+                else:
+                    await client.open_session(found[0])
                 lines = _keyboard(terminal, input, output) if interactive else _piped()
                 return await converse(client, lines)
         except (ChatError, TimeoutError) as error:

@@ -2,7 +2,8 @@
 upgrade that hands an authenticated socket to a `Connection`.
 
 Routes: `/ahp` (AHP over WebSocket: a bearer token in the upgrade request,
-`Authorization: Bearer` or `?token=`, mapped to an identity), `/healthz`,
+`Authorization: Bearer`, the page's `agenthost.bearer.<token>` subprotocol
+or `?token=`, mapped to an identity), `/healthz`,
 `/metrics` (Prometheus text), and with a static folder the web page (`/`,
 `/static/`, and server/web_routes.py's `/render` and `/favicon.ico`).
 
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from agenthost.server.auth import PROTOCOLS, bearer_token
 from agenthost.server.connection import Connection
 from agenthost.server.web_routes import add_web_routes
 
@@ -101,8 +103,7 @@ class Routes:
         return web.Response(text=text, content_type="text/plain")
 
     def identity(self, request: web.Request) -> str | None:
-        header = request.headers.get("Authorization", "")
-        token = header[7:] if header.startswith("Bearer ") else request.query.get("token", "")
+        token = bearer_token(request)  # the header, the page's subprotocol, or ?token=
         return self.server.tokens.get(token) if token else None
 
     def origin_allowed(self, origin: str) -> bool:
@@ -122,7 +123,9 @@ class Routes:
             raise web.HTTPUnauthorized(
                 text="a bearer token is required", headers={"WWW-Authenticate": "Bearer"}
             )
-        ws = web.WebSocketResponse(max_msg_size=server.limits.frame_bytes, heartbeat=30.0)
+        ws = web.WebSocketResponse(
+            max_msg_size=server.limits.frame_bytes, heartbeat=30.0, protocols=PROTOCOLS
+        )
         await ws.prepare(request)
         connection = Connection(server, ws, identity)
         server.connected(connection)

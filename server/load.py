@@ -78,6 +78,14 @@ class LoadError(Exception):
     """The run could not start or set its chats up (not an invariant violation)."""
 
 
+class StoreRefused(LoadError):
+    """The run's store could not be opened: `error` is the store's own refusal."""
+
+    def __init__(self, error: AgentHostError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 @attrs.frozen(kw_only=True)
 class LoadConfig:
     chats: int = 10
@@ -126,6 +134,10 @@ class LoadReport:
     resident_sessions: int | None = None
     connections: int | None = None
     frames_received: int | None = None
+    store: str | None = None
+    """Where the in-process run's store is; None: a temporary file, removed after
+    the run (or, remotely, the server's own)."""
+    store_created: bool = False
     violations: tuple[str, ...]
 
     @property
@@ -368,13 +380,12 @@ def run_load(
             delta_s=config.delta_ms / 1000,
         )
         try:
+            store = store_from_spec(spec)
             host = Host.start(
-                store=store_from_spec(spec),
-                providers={"scripted": provider},
-                idle_release_s=RESIDENT_S,
+                store=store, providers={"scripted": provider}, idle_release_s=RESIDENT_S
             )
         except AgentHostError as error:
-            raise LoadError(error.message) from None
+            raise StoreRefused(error) from None
         records = [ChatRecord(index=i) for i in range(config.chats)]
         latencies: list[float] = []
         try:
@@ -390,6 +401,8 @@ def run_load(
         run.seconds,
         bytes_per_idle_session=run.bytes_per_idle_session,
         resident_sessions=run.resident,
+        store=None if config.store is None else store.location,
+        store_created=store.created,
     )
 
 

@@ -8,18 +8,28 @@ attributes and URL schemes listed here, so no script, event handler or
 token as on its WebSocket; a body is at most RENDER_BYTES of text and
 RENDER_TEXTS texts. Rendering runs on a worker thread, off the event loop.
 
+An image (`![alt](url)`) is rendered as a link to it, its text the alt
+text (or the file's name): the page loads no image a reply names, since an
+image from another origin tells that origin who read the reply and when
+(the page's Content-Security-Policy would refuse it anyway). An image inside
+a link is its alt text, in that link.
+
 `/favicon.ico` answers with the page's SVG icon, so a browser that asks for
 it finds one.
 """
 
 import asyncio
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import nh3
 from aiohttp import web
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 
 RENDER_BYTES = 512 * 1024  # of text, all texts of one request together
 RENDER_TEXTS = 200
@@ -30,10 +40,30 @@ TAGS = {
     "tr", "ul",
 }  # fmt: skip
 # no style attribute: the page's Content-Security-Policy refuses inline styles
-ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}}
+ATTRIBUTES = {"a": {"href", "title", "class"}, "code": {"class"}}
 URL_SCHEMES = {"http", "https", "mailto"}
 
+
+def _image_as_link(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    """An image as a link to it (see the module docstring)."""
+    token = tokens[idx]
+    src = str(token.attrGet("src") or "")
+    alt = self.renderInlineAsText(token.children, options, env).strip()
+    label = escapeHtml(alt or src.rstrip("/").rsplit("/", 1)[-1] or "image")
+    opened = sum(
+        +1 if t.type == "link_open" else -1 for t in tokens[:idx] if t.type.startswith("link_")
+    )
+    if opened > 0:  # already inside a link: no link in a link
+        return label
+    said = str(token.attrGet("title") or ("" if src.startswith("data:") else src))
+    title = escapeHtml(f"Image: {said}" if said else "Image")
+    return f'<a class="image" href="{escapeHtml(src)}" title="{title}">{label}</a>'
+
+
 _markdown = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+_markdown.add_render_rule("image", _image_as_link)
 
 
 @functools.lru_cache(maxsize=2048)

@@ -159,6 +159,8 @@ class SqliteStore(SqlStore):
             raise
 
     def _open_read_only(self) -> None:
+        if self.path.is_dir():
+            raise self._folder()
         if not self.path.is_file():
             raise self._refused("no such file", "give the path of an existing store")
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
@@ -185,6 +187,12 @@ class SqliteStore(SqlStore):
     def _refused(self, problem: str, remedy: str) -> Exception:
         return store_error(f"store {self.path}: {problem}; {remedy}")
 
+    def _folder(self) -> Exception:
+        return self._refused(
+            "it is a folder, not a store file",
+            f"give the store's file (e.g. {self.path / 'agenthost.db'})",
+        )
+
     def _looks_usable(self) -> bool:
         """Whether the file exists; refuses what cannot be a usable store of ours
         before SQLite touches it (SQLite would take a missing or empty file for a
@@ -204,9 +212,7 @@ class SqliteStore(SqlStore):
         except OSError as exc:
             raise self._refused(f"cannot reach it ({exc.strerror})", "check the path") from None
         if self.path.is_dir():
-            raise self._refused(
-                "it is a folder", f"give the store's file (e.g. {self.path / 'agenthost.db'})"
-            )
+            raise self._folder()
         if st.st_size == 0:
             raise self._refused(
                 "the file is empty (0 bytes), so it holds no store",

@@ -7,6 +7,12 @@
 // sanitizes (POST /render: markdown-it-py with raw HTML off, then nh3), and
 // which the page inserts as that sanitized HTML. The Content-Security-Policy
 // (index.html) refuses inline scripts and styles besides.
+//
+// The token never goes in a URL: the WebSocket offers it as a subprotocol
+// (`agenthost.bearer.<base64url>`, beside `agenthost`, the one the server
+// selects; server/auth.py), /render gets it in its Authorization header.
+// Messages written while disconnected wait in the tab's sessionStorage, so a
+// reload keeps them; each leaves it once it is handed to the socket.
 "use strict";
 
 const ROOT = "ahp-root://";
@@ -49,9 +55,11 @@ const wire = {
     if (p.kind === "toolCall" && p.toolCall) return wire.tool(p.toolCall);
     return { kind: p.kind === "reasoning" ? "reasoning" : "markdown", id: p.id, text: p.content || "" };
   },
+  origin: (message) => (message && message.origin && message.origin.kind) || "user",
   turn: (t, state) => ({
     id: t.id,
     text: (t.message && t.message.text) || "",
+    origin: wire.origin(t.message),
     parts: (t.responseParts || []).map(wire.part),
     steering: (t.steering || []).map((p) => wire.pending(p).text),
     state: state || "complete",
@@ -71,7 +79,7 @@ const wire = {
     switch (a.type) {
       case "chat/turnStarted":
         return { type: "turnStarted", turnId: a.turnId, text: a.message && a.message.text,
-                 pendingId: a.queuedMessageId };
+                 origin: wire.origin(a.message), pendingId: a.queuedMessageId };
       case "chat/responsePart": return { type: "part", turnId: a.turnId, part: wire.part(a.part || {}) };
       case "chat/delta": return { type: "delta", turnId: a.turnId, partId: a.partId, text, kind: "markdown" };
       case "chat/reasoning":
@@ -121,6 +129,12 @@ function randomId() {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+// The subprotocol that carries the token: its UTF-8 bytes as unpadded base64url.
+function bearerProtocol(token) {
+  const binary = Array.from(new TextEncoder().encode(token), (b) => String.fromCharCode(b)).join("");
+  return `agenthost.bearer.${btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+}
+
 class Connection {
   constructor(token, handlers) {
     this.handlers = handlers;
@@ -129,7 +143,7 @@ class Connection {
     this.ready = false;
     this.waiting = new Map();
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    this.ws = new WebSocket(`${scheme}//${location.host}/ahp?token=${encodeURIComponent(token)}`);
+    this.ws = new WebSocket(`${scheme}//${location.host}/ahp`, ["agenthost", bearerProtocol(token)]);
     this.opened = new Promise((resolve, reject) => {
       this.ws.addEventListener("open", () => resolve());
       this.ws.addEventListener("close", (e) => reject(new Error(`closed (${e.code})`)));
@@ -255,7 +269,7 @@ const page = {
   fromSeq: 0,
   state: null, // wire.chatState(...) of the open chat
   notes: [], // lines the page says in the open chat (a rename, ...)
-  outbox: [], // messages written while disconnected: {id, chat, text}
+  outbox: loadOutbox(), // messages written while disconnected: {id, chat, text}
   views: new Map(), // turn id -> {version, node}
   retry: 0,
   retryTimer: null,
@@ -265,6 +279,20 @@ const page = {
   renaming: null, // the session whose title is being edited
 };
 sessionStorage.setItem("agenthost.client", page.clientId);
+
+function loadOutbox() {
+  try {
+    const kept = JSON.parse(sessionStorage.getItem("agenthost.outbox") || "[]");
+    return Array.isArray(kept) ? kept.filter((m) => m && m.id && m.chat && typeof m.text === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+function saveOutbox() {
+  if (page.outbox.length) sessionStorage.setItem("agenthost.outbox", JSON.stringify(page.outbox));
+  else sessionStorage.removeItem("agenthost.outbox");
+}
 
 const $ = (id) => document.getElementById(id);
 
@@ -456,7 +484,16 @@ function renderChat() {
 function turnNode(turn, active) {
   const node = el("article", { class: "turn", "data-turn": turn.id, "data-state": turn.state,
                                id: active ? "active-turn" : null });
-  node.append(el("div", { class: "msg user" }, el("div", { class: "bubble", text: turn.text })));
+  const user = el("div", { class: "msg user" });
+  if (turn.origin === "steering") {
+    // steering that became a turn of its own (the provider started one for it)
+    user.classList.add("steering");
+    user.append(el("div", { class: "stack" }, el("span", { class: "origin", text: "Steering" }),
+      el("div", { class: "bubble", text: turn.text })));
+  } else {
+    user.append(el("div", { class: "bubble", text: turn.text }));
+  }
+  node.append(user);
   const reply = el("div", { class: "reply" });
   for (const text of turn.steering || []) reply.append(el("p", { class: "steered", text: `↳ you steered: ${text}` }));
   for (const part of turn.parts) reply.append(partNode(part, turn, active));
@@ -471,7 +508,7 @@ function turnNode(turn, active) {
     } else if (!turn.parts.some((p) => p.kind === "markdown" && p.text)) {
       reply.append(el("span", { class: "typing", "aria-label": "The agent is working" }, el("i"), el("i"), el("i")));
     } else if (last && last.classList.contains("md")) {
-      last.classList.add("cursor");
+      streamEnd(last).append(el("span", { class: "cursor", "aria-hidden": "true" }));
     }
   }
   node.append(el("div", { class: "msg assistant" }, el("div", { class: "avatar", "aria-hidden": "true", text: "AI" }), reply));
@@ -499,15 +536,27 @@ function partNode(part, turn, active) {
   if (html !== undefined) {
     setSanitizedHtml(node, html);
   } else if (active && part.rendered && part.text.startsWith(part.rendered.text)) {
-    // streaming: what was rendered, then the rest as text until it is rendered too
+    // streaming: what was rendered, then the rest as text until it is rendered too, inside
+    // the last block rendered, so a word cut by a delta flows on in its line
     setSanitizedHtml(node, part.rendered.html);
-    node.append(el("span", { class: "tail", text: part.text.slice(part.rendered.text.length) }));
+    streamEnd(node).append(el("span", { class: "tail", text: part.text.slice(part.rendered.text.length) }));
   } else {
     node.classList.add("plain");
     node.textContent = part.text;
   }
   if (active && html !== undefined) part.rendered = { text: part.text, html };
   return node;
+}
+
+// Where text still streaming in goes: the innermost last block of what was rendered (the
+// last paragraph, list item, cell or code block), or the node itself.
+const FLOWS_ON = new Set(["P", "UL", "OL", "LI", "BLOCKQUOTE", "H1", "H2", "H3", "H4", "H5", "H6",
+  "TABLE", "THEAD", "TBODY", "TR", "TD", "TH", "DIV", "PRE", "CODE"]);
+
+function streamEnd(node) {
+  let at = node;
+  while (at.lastElementChild && FLOWS_ON.has(at.lastElementChild.tagName)) at = at.lastElementChild;
+  return at;
 }
 
 // HTML from POST /render only: markdown-it-py with raw HTML off, then nh3's allow-list.
@@ -611,7 +660,8 @@ function onChatAction(envelope) {
   switch (a.type) {
     case "turnStarted":
       if (s.active) { s.active.state = "complete"; s.turns.push(s.active); }
-      s.active = { id: a.turnId, text: a.text || "", parts: [], steering: [], state: "running", error: null, version: 0 };
+      s.active = { id: a.turnId, text: a.text || "", origin: a.origin, parts: [], steering: [],
+                   state: "running", error: null, version: 0 };
       if (a.pendingId) dropPending(a.pendingId);
       markWorking(true);
       break;
@@ -802,6 +852,7 @@ function send(text) {
   const item = { id: randomId(), chat: page.chat, text };
   if (!deliver(item)) {
     page.outbox.push(item);
+    saveOutbox();
     renderChat();
   }
 }
@@ -824,6 +875,7 @@ function flushOutbox() {
   const left = page.outbox.filter((item) => !deliver(item));
   const sent = page.outbox.length - left.length;
   page.outbox = left;
+  saveOutbox();
   if (sent) renderChat();
 }
 
@@ -938,15 +990,22 @@ function connect(token) {
 function onClosed(conn, event) {
   if (page.conn !== conn) return;
   if (!conn.ready && $("app").hidden) {
-    // never in: a wrong token (the server answers 401), or no server at all
+    // never in: a wrong token, no server at all, or a server that could not take it now
+    // (a browser does not say why an upgrade failed: /render, which wants the same token, does)
     page.conn = null;
     $("login").hidden = false;
-    fetch("/healthz").then(
-      () => {
-        sessionStorage.removeItem("agenthost.token");
-        refused("Connection refused: check the token");
+    const token = page.token;
+    fetch("/render", { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+                       body: JSON.stringify({ texts: [] }) }).then(
+      (response) => {
+        if (response.status === 401) {
+          sessionStorage.removeItem("agenthost.token");
+          refused("Connection refused: check the token");
+        } else {
+          retrySignIn(token, "The server did not take the connection.");
+        }
       },
-      () => refused("Cannot reach the server: is agenthost serve running?"));
+      () => retrySignIn(token, "Cannot reach the server: is agenthost serve running?"));
     return;
   }
   conn.ready = false;
@@ -961,6 +1020,15 @@ function onClosed(conn, event) {
   renderChat();
 }
 
+// Try the same token again later (what was written offline waits for it).
+function retrySignIn(token, why) {
+  const wait = RETRY_S[Math.min(page.retry, RETRY_S.length - 1)];
+  page.retry += 1;
+  refused(`${why} Trying again in ${wait} s…`);
+  clearTimeout(page.retryTimer);
+  page.retryTimer = setTimeout(() => { if (page.conn === null) connect(token); }, wait * 1000);
+}
+
 function refused(text) {
   $("connection").textContent = text;
   $("connection").classList.add("refused");
@@ -970,6 +1038,7 @@ function refused(text) {
 function signOut() {
   sessionStorage.removeItem("agenthost.token");
   sessionStorage.removeItem("agenthost.session");
+  sessionStorage.removeItem("agenthost.outbox"); // another identity could not send them
   location.reload();
 }
 

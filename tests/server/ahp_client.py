@@ -97,6 +97,15 @@ class AhpClient:
 
         return await asyncio.wait_for(found(), WAIT_S)
 
+    async def wait_until(self, condition: Callable[[], bool]) -> None:
+        """Wait until `condition` (over what has arrived) holds."""
+
+        async def holds() -> None:
+            async with self._arrived:
+                await self._arrived.wait_for(condition)
+
+        await asyncio.wait_for(holds(), WAIT_S)
+
     def actions(self, channel: str | None = None) -> list[dict[str, Any]]:
         return [
             n["params"]

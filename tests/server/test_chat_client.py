@@ -5,6 +5,7 @@ timeout) until the text it expects has been printed, never for a time.
 """
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -13,8 +14,16 @@ import pytest
 from agenthost.actors import Host
 from agenthost.providers.scripted import AskUser, Gate, Reject, Say, ScriptedProvider, ToolCall
 from agenthost.server.chat_client import ChatClient
-from agenthost.server.chat_terminal import Terminal, run_chat
-from tests.server.ahp_client import OTHER_TOKEN, TOKEN, WAIT_S, Server, running
+from agenthost.server.chat_terminal import ChatAddress, Terminal, chat_address, run_chat
+from tests.server.ahp_client import (
+    OTHER_TOKEN,
+    TOKEN,
+    WAIT_S,
+    AhpClient,
+    Server,
+    action_of,
+    running,
+)
 
 
 class Screen:
@@ -162,10 +171,13 @@ def test_chat_lists_and_opens_sessions(host: Host) -> None:
             await screen.shows(f"[session {first} (in the first): 1 turn, nothing pending]\n")
             assert client.session == f"ahp-session:/{first}"
             await client.handle_line("/open no-such-session")
-            await screen.shows("[error] no single session matches 'no-such-session'\n")
+            await screen.shows(
+                "[error] /open no-such-session: no session of yours has this id or starts with"
+                " it (/sessions lists them)\n"
+            )
         async with chat_client(server, OTHER_TOKEN) as (client, screen):
             await client.handle_line(f"/open {first}")  # another identity: not found
-            await screen.shows(f"[error] no single session matches '{first}'\n")
+            await screen.shows(f"[error] /open {first}: no session of yours has this id")
             assert client.session is None
 
     run(host, body)
@@ -237,16 +249,132 @@ def test_chat_explains_mistakes_without_sending_anything(host: Host) -> None:
             await client.handle_line("/new")
             await screen.shows("[session ")
             for line, answer in (
-                ("/remove 3", "[error] /remove N, N from 1 to 0 (see /queue)\n"),
+                ("/remove 3", "[error] nothing is pending to remove\n"),
                 ("/steer now", "[error] no turn is running: type the text to send it\n"),
                 ("/approve", "[error] no permission prompt is open\n"),
-                ("/frobnicate", "[error] unknown command /frobnicate: /help lists them\n"),
+                ("/open", "[error] /open ID: give a session's id or the start of it"),
             ):
                 await client.handle_line(line)
                 await screen.shows(answer)
             assert await client.handle_line("/quit") is False
 
     run(host, body)
+
+
+def test_rename_and_any_other_slash_command_go_to_the_host(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("long", Say("a"), Gate("g"), Say("b"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.handle_line("/help")
+            await screen.shows("/rename title name this session (the host's command)\n")
+            await client.create_session()
+            await client.handle_line("/rename Q3 report")
+            await screen.shows("[renamed: Q3 report]\n")
+            (summary,) = host.list_sessions()
+            assert summary.title == "Q3 report"
+            await client.handle_line("long")
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+            await client.handle_line("/rename while it runs")  # the host queues it, as a send
+            await screen.shows("[queued] /rename while it runs\n")
+            await asyncio.to_thread(provider.open, "g")
+            await screen.shows("[turn complete]\n")
+            # its turn came: handled by the host, with no turn for it
+            await screen.shows("[taken from the queue] /rename while it runs\n")
+            await screen.shows("[renamed: while it runs]\n")
+            assert client.view.pending == [] and client.view.active_turn is None
+            await client.handle_line("/frobnicate")  # not the host's either: the model's
+            await screen.shows("you: /frobnicate\nassistant: echo: /frobnicate\n")
+            assert "/rename Q3 report" not in provider.prompts
+
+    run(host, body)
+
+
+def test_the_open_session_is_marked_read_when_opened_and_while_viewed(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as watcher:  # the same user, in another window
+            await watcher.initialize("watcher", initialSubscriptions=["ahp-root://"])
+            uri = f"ahp-session:/{uuid.uuid4()}"  # a turn that ends with nobody looking
+            await watcher.call("createSession", {"channel": uri})
+            subscribed = await watcher.call("subscribe", {"channel": uri})
+            chat = subscribed["snapshot"]["state"]["defaultChat"]
+            await watcher.call("subscribe", {"channel": chat})
+            started = {"type": "chat/turnStarted", "turnId": "t1", "message": {"text": "first"}}
+            await watcher.dispatch(chat, started)
+            await watcher.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            await watcher.wait_until(lambda: summaries(watcher, uri)[-1:] == [False])
+            assert host.list_sessions()[0].unread
+
+            async with chat_client(server) as (client, screen):
+                await client.handle_line(f"/open {uri.removeprefix('ahp-session:/')}")
+                await screen.shows("[session ")
+                await watcher.wait_until(lambda: summaries(watcher, uri)[-1:] == [True])
+                seen = len(summaries(watcher, uri))
+                await client.handle_line("second")  # a turn that ends while it is viewed
+                await screen.shows("[turn complete]\n")
+                await watcher.wait_until(
+                    lambda: False in (later := summaries(watcher, uri)[seen:]) and later[-1] is True
+                )
+                mark = len(screen.text)
+                await client.handle_line("/sessions")
+                assert "idle  2 turns" in screen.text[mark:]  # not "idle, unread"
+            assert not host.list_sessions()[0].unread
+
+    run(host, body)
+
+
+def summaries(client: AhpClient, uri: str) -> list[bool]:
+    """Whether the session was read, in each summary of it the client was sent."""
+    return [
+        bool(n["params"]["summary"]["status"] & 32)
+        for n in client.notifications
+        if n.get("method") in ("root/sessionAdded", "root/sessionSummaryChanged")
+        and n["params"]["summary"]["resource"] == uri
+    ]
+
+
+def test_run_chat_refuses_an_open_that_matches_no_single_session_in_one_line(
+    host: Host, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def body(server: Server) -> None:
+        url = server.url.replace("http", "ws", 1) + "ahp"
+        assert await run_chat(url, TOKEN, "zzzz") == 1
+
+    run(host, body)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "agenthost: --open zzzz: no session of yours has this id or starts with it"
+        " (/sessions lists them)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "url", "token"),
+    [
+        ("ws://127.0.0.1:8765/ahp", "ws://127.0.0.1:8765/ahp", None),
+        ("wss://example.com/ahp", "wss://example.com/ahp", None),
+        ("http://127.0.0.1:8765/", "ws://127.0.0.1:8765/ahp", None),
+        ("https://example.com", "wss://example.com/ahp", None),
+        ("http://127.0.0.1:8765/#token=abc-123", "ws://127.0.0.1:8765/ahp", "abc-123"),
+        ("http://127.0.0.1:8765/ahp", "ws://127.0.0.1:8765/ahp", None),
+    ],
+)
+def test_chat_takes_a_websocket_url_or_the_page_url_serve_printed(
+    given: str, url: str, token: str | None
+) -> None:
+    assert chat_address(given) == ChatAddress(url=url, token=token)
+    assert chat_address(given).token == token  # (not compared by ==: kept out of repr)
+
+
+@pytest.mark.parametrize("given", ["ftp://127.0.0.1/ahp", "127.0.0.1:8765", "ws://"])
+def test_chat_refuses_a_url_that_is_no_websocket_url(given: str) -> None:
+    with pytest.raises(ValueError, match="give ws://HOST:PORT/ahp"):
+        chat_address(given)
 
 
 def test_run_chat_reports_a_refused_token(host: Host, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,6 +6,7 @@ calls), so a store a test's host holds is held against them as another
 process's would be (flock locks are per open file).
 """
 
+import io
 import json
 import os
 import re
@@ -75,6 +76,43 @@ def test_a_missing_argument_and_an_unknown_command_are_one_line_each(
     one_line(err, "exprot")
 
 
+@pytest.mark.parametrize(
+    ("args", "usage", "line"),
+    [
+        ((), "Usage: agenthost [OPTIONS] COMMAND", "agenthost: a command is needed: load, "),
+        (("--log-level", "info"), None, "agenthost: a command is needed: load, "),
+        (
+            ("store",),
+            "Usage: agenthost store [OPTIONS] COMMAND",
+            "agenthost: store: a command is needed: check or backup\n",
+        ),
+    ],
+)
+def test_a_group_without_its_command_shows_its_help_and_names_the_commands(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], usage: str | None, line: str
+) -> None:
+    code, out, err = agenthost(capsys, *args)
+    assert code == 2  # as click exits for a group that needs a command
+    if usage is not None:
+        assert usage in out
+    one_line(err, line)
+    assert err.startswith(line) and ":  (" not in err
+    code, _, err = agenthost(capsys, "--debug", *args)  # no traceback for a command line
+    assert code == 2 and err.startswith(line)
+
+
+def test_each_command_is_summed_up_in_one_line_of_the_help() -> None:
+    import typer
+
+    group = typer.main.get_command(cli.app)
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        summary = (command.help or "").split("\n\n")[0]
+        assert summary and "\n" not in summary, name  # no break in mid-sentence
+    store = group.commands["store"]  # type: ignore[attr-defined]
+    for name, command in store.commands.items():
+        assert "\n" not in (command.help or "").split("\n\n")[0], name
+
+
 def test_debug_shows_the_traceback(capsys: pytest.CaptureFixture[str], store: Path) -> None:
     with pytest.raises(cli.CliError):
         cli.run(["--debug", "export", "nosuch", "--store", str(store)])
@@ -108,6 +146,110 @@ def test_sessions_of_an_empty_or_missing_store(
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     code, out, err = agenthost(capsys, "sessions")
     assert (code, err) == (0, "") and out.startswith("No sessions yet (")
+
+
+@pytest.mark.parametrize("command", ["sessions", "export", "import", "store check"])
+def test_a_folder_given_as_the_store_is_said_to_be_a_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    args = {"export": ["ab11"], "import": [str(tmp_path / "s.json")]}.get(command, [])
+    (tmp_path / "s.json").write_text('{"agenthost": 1, "session": {"provider": "scripted"}}')
+    if command == "store check":
+        code, _, err = agenthost(capsys, "store", "check", str(tmp_path))
+    else:
+        code, _, err = agenthost(capsys, command, *args, "--store", str(tmp_path))
+    assert code in (1, 2) and code == (1 if command == "store check" else 2)
+    one_line(err, str(tmp_path), "it is a folder", "agenthost.db")
+    assert "no such file" not in err
+
+
+def test_an_empty_session_id_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], store: Path
+) -> None:
+    for empty in ("", " "):
+        code, out, err = agenthost(capsys, "export", empty, "--store", str(store))
+        assert (code, out) == (2, "")
+        one_line(err, "export: the session id is empty", "agenthost sessions")
+
+
+@pytest.mark.parametrize("command", ["load", "import", "serve"])
+def test_a_store_in_a_missing_folder_is_refused_and_no_folder_is_made(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "s.json").write_text('{"agenthost": 1, "session": {"provider": "scripted"}}')
+    missing = tmp_path / "no" / "such" / "dir"
+    args = {
+        "load": ["load", "--chats", "1", "--turns", "1"],
+        "import": ["import", str(tmp_path / "s.json")],
+        "serve": ["serve", "--port", "0"],
+    }[command]
+    code, out, err = agenthost(capsys, *args, "--store", str(missing))
+    assert (code, out) == (2, "")
+    one_line(err, f"store {missing}", f"its folder {missing.parent} does not exist")
+    assert not (tmp_path / "no").exists()
+
+
+def test_load_says_where_it_made_its_store_and_counts_in_words(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    given = ["--chats", "1", "--turns", "1", "--store", str(tmp_path)]
+    code, out, err = agenthost(capsys, "load", *given)
+    (made,) = tmp_path.glob("load-*.db")
+    assert code == 0
+    assert err == f"agenthost: created a new store at {made}\n"
+    assert "1 chat x 1 turn (copilot)" in out and "│ store " in out
+    code, out, err = agenthost(capsys, "load", *given, "--json")
+    (_, again) = sorted(tmp_path.glob("load-*.db"))
+    assert json.loads(out)["store"] == str(again) and str(again) in err
+    code, out, err = agenthost(capsys, "load", "--chats", "2", "--turns", "3")
+    assert (code, err) == (0, "")  # a temporary store: removed, so not announced
+    assert "2 chats x 3 turns" in out and "a temporary file" in out
+
+
+def test_load_refuses_a_store_it_cannot_use_as_every_command_does(
+    capsys: pytest.CaptureFixture[str], store: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "empty.db").write_bytes(b"")
+    code, _, err = agenthost(capsys, "load", "--chats", "1", "--store", str(tmp_path / "empty.db"))
+    assert code == 2  # a --store naming no usable store, as for serve, import, export
+    one_line(err, "empty.db", "the file is empty")
+    host = Host.start(store=SqliteStore(store))
+    try:
+        code, _, err = agenthost(capsys, "load", "--chats", "1", "--store", str(store))
+    finally:
+        host.stop()
+    assert code == 2
+    one_line(err, str(store), "in use by another agenthost process", "stop it")
+    code, _, err = agenthost(capsys, "load", "--store", str(tmp_path / "nowhere") + "/")
+    assert code == 2
+    one_line(err, "nowhere/", "no such folder")
+
+
+def test_chat_without_a_token_on_a_pipe_fails_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENTHOST_TOKEN", raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("hello\n"))
+    code, out, err = agenthost(capsys, "chat")
+    assert (code, out) == (2, "")
+    one_line(err, "--token: needed", "AGENTHOST_TOKEN", "not a terminal")
+    assert "Warning" not in err
+
+
+def test_chat_refuses_an_empty_session_to_open_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = agenthost(capsys, "chat", "--open", " ", "--token", "t" * 32)
+    assert code == 2
+    one_line(err, "--open: the session id is empty")
+
+
+def test_chat_refuses_a_url_that_is_no_websocket_url_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = agenthost(capsys, "chat", "--url", "ftp://127.0.0.1/", "--token", "t" * 32)
+    assert code == 2
+    one_line(err, "--url", "give ws://HOST:PORT/ahp", "http:// URL")
 
 
 def test_export_takes_a_unique_prefix_and_names_the_matches_of_an_ambiguous_one(

@@ -18,9 +18,11 @@ from typing import Any
 
 import aiohttp
 import pytest
+import structlog
 
 from agenthost.actors import Host
 from agenthost.providers.scripted import AskUser, Gate, Reject, Say, ScriptedProvider, ToolCall
+from agenthost.server.auth import bearer_protocol
 from agenthost.server.serve import ServeConfig, serve
 from agenthost.server.web_routes import RENDER_BYTES
 from tests.server.ahp_client import TOKEN, TOKENS, WAIT_S
@@ -127,9 +129,14 @@ def console() -> Console:
 def open_page(browser: Any, console: Console, tmp_path: Path) -> Iterator[Callable[..., Page]]:
     """Open the page (signed in through the URL's #token= unless token=None)."""
     contexts: list[Any] = []
+    sockets: list[str] = []  # the URLs the page opened WebSockets to
 
     def open_(
-        server: LiveServer, token: str | None = TOKEN, width: int = 1200, height: int = 800
+        server: LiveServer,
+        token: str | None = TOKEN,
+        width: int = 1280,
+        height: int = 800,
+        sockets_to: Callable[[Any], None] | None = None,
     ) -> Page:
         context = browser.new_context(viewport={"width": width, "height": height})
         context.grant_permissions(["clipboard-read", "clipboard-write"])
@@ -138,6 +145,9 @@ def open_page(browser: Any, console: Console, tmp_path: Path) -> Iterator[Callab
         page.set_default_timeout(WAIT_MS)
         page.on("console", lambda m: console.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: console.errors.append(f"uncaught: {e}"))
+        page.on("websocket", lambda ws: sockets.append(ws.url))
+        if sockets_to is not None:  # the test stands between the page and the server
+            page.route_web_socket(re.compile(r"/ahp$"), sockets_to)
         if token is None:
             page.goto(server.url)
         else:
@@ -150,6 +160,7 @@ def open_page(browser: Any, console: Console, tmp_path: Path) -> Iterator[Callab
     for context in contexts:
         context.close()
     assert console.unexpected() == [], "console errors"
+    assert sockets and not [url for url in sockets if "token" in url or TOKEN in url]
 
 
 def shot(page: Page, tmp_path: Path, name: str) -> None:
@@ -228,6 +239,27 @@ def test_render_sanitizes_markdown_and_wants_the_token_and_a_bounded_body(
     asyncio.run(main())
 
 
+def test_the_websocket_takes_the_token_as_a_subprotocol_and_never_logs_it(
+    server: LiveServer,
+) -> None:
+    async def main() -> None:
+        url = server.url.replace("http", "ws", 1) + "ahp"
+        async with aiohttp.ClientSession() as http:
+            offered = ("agenthost", bearer_protocol(TOKEN))
+            async with http.ws_connect(url, protocols=offered) as ws:
+                assert ws.protocol == "agenthost"  # selected: the token is not echoed back
+                await ws.send_json({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}})
+                assert (await ws.receive_json())["id"] == 1
+            wrong = ("agenthost", bearer_protocol("x" * 32))
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await http.ws_connect(url, protocols=wrong)
+            assert refused.value.status == 401
+
+    with structlog.testing.capture_logs() as logs:
+        asyncio.run(main())
+    assert TOKEN not in repr(logs) and bearer_protocol(TOKEN) not in repr(logs)
+
+
 # -- in the browser ------------------------------------------------------------------------------
 @needs_browser
 def test_a_reply_streams_and_renders_as_markdown_and_a_script_in_it_never_runs(
@@ -239,7 +271,7 @@ def test_a_reply_streams_and_renders_as_markdown_and_a_script_in_it_never_runs(
         Say("Here is **bold**, `inline` and a [link](https://example.com):\n\n"),
         Say("```python\nprint('hello')\n```\n\n"),
         Say('<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'),
-        Say("[click](javascript:window.pwned=3)"),
+        Say("[click](javascript:window.pwned=3) ![a chart](https://example.com/chart.png)"),
     )
     page = open_page(server)
     new_session(page)
@@ -272,13 +304,64 @@ def test_a_reply_streams_and_renders_as_markdown_and_a_script_in_it_never_runs(
     assert page.evaluate("window.pwned") is None
     expect(reply.get_by_role("link", name="link")).to_have_attribute("target", "_blank")
     assert reply.get_by_role("link", name="click").count() == 0  # no javascript: link
+    # an image is a link to it named by its alt text: nothing loads from elsewhere
+    chart = reply.get_by_role("link", name="a chart")
+    expect(chart).to_have_attribute("href", "https://example.com/chart.png")
+    expect(chart).to_have_class("image")
+    assert reply.locator("p:empty").count() == 0
     expect(page.locator("#sessions li .title")).to_have_text("long")  # named by its first message
     shot(page, tmp_path, "conversation")
 
 
 @needs_browser
+def test_a_streaming_reply_flows_on_inside_its_last_paragraph_with_the_cursor_inline(
+    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
+) -> None:
+    provider.on(
+        "stream", Say("The first *half* of a wo"), Gate("g"), Say("rd, and more"), Gate("h")
+    )
+    page = open_page(server)
+    new_session(page)
+    send(page, "stream")
+    provider.wait_reached("g", 10)
+    paragraph = page.locator("#active-turn .reply .md > p")
+    expect(paragraph.locator("em")).to_have_text("half")  # rendered as far as it came
+    held: list[Any] = []
+    holding = [True]
+
+    def hold(route: Any) -> None:  # what comes next stays unrendered for now
+        if holding[0]:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/render", hold)
+    provider.open("g")
+    provider.wait_reached("h", 10)
+    # the text not rendered yet goes on in the rendered paragraph, the cursor after it
+    expect(paragraph.locator(".tail")).to_have_text("rd, and more")
+    expect(paragraph).to_have_text("The first half of a word, and more")
+    expect(paragraph.locator(".tail + .cursor")).to_have_count(1)
+    assert page.locator("#active-turn .md > :is(.tail, .cursor)").count() == 0
+    tops = page.evaluate(
+        """() => [...document.querySelectorAll("#active-turn .md > p :is(em, .tail, .cursor)")]
+             .map((node) => Math.round(node.getClientRects()[0].top))"""
+    )
+    assert len(set(tops)) == 1, f"the cut word or the cursor broke the line: {tops}"
+    shot(page, tmp_path, "streaming")
+    holding[0] = False
+    for route in held:
+        route.continue_()
+    provider.open("h")
+    expect(done(page, "stream").locator(".reply p")).to_have_text(
+        "The first half of a word, and more"
+    )
+    expect(page.locator(".cursor, .tail")).to_have_count(0)
+
+
+@needs_browser
 def test_the_page_steers_queues_and_removes_from_the_queue(
-    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page]
+    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
 ) -> None:
     provider.on("long", Say("first half"), Gate("g"), Say(" second half"))
     page = open_page(server)
@@ -309,6 +392,13 @@ def test_the_page_steers_queues_and_removes_from_the_queue(
     expect(turn(page, "later")).to_have_count(0)
     expect(page.locator("#queue li")).to_have_count(0)
     assert "later" not in provider.prompts
+    # the steering's turn says it was steering; a message sent as such does not
+    expect(turn(page, "faster").locator(".msg.user .origin")).to_have_text("Steering")
+    expect(turn(page, "long").locator(".origin")).to_have_count(0)
+    page.reload()  # from the store too
+    expect(done(page, "faster").locator(".msg.user .origin")).to_have_text("Steering")
+    expect(turn(page, "keep me").locator(".origin")).to_have_count(0)
+    shot(page, tmp_path, "steering-turn")
 
 
 @needs_browser
@@ -380,6 +470,31 @@ def test_the_page_refuses_a_wrong_token_and_connects_with_the_right_one(
     expect(page.locator("#login")).to_be_hidden()
     expect(page.locator("#welcome")).to_be_visible()
     shot(page, tmp_path, "empty")
+
+
+@needs_browser
+def test_a_sign_in_the_server_did_not_take_is_tried_again_with_the_same_token(
+    server: LiveServer, open_page: Callable[..., Page], tmp_path: Path
+) -> None:
+    attempts: list[str] = []
+
+    def first_refused(ws: Any) -> None:
+        attempts.append(ws.url)
+        if len(attempts) == 1:
+            ws.close(code=1011)  # the server could not take it, this once
+        else:
+            ws.connect_to_server()
+
+    page = open_page(server, token=None, sockets_to=first_refused)
+    page.get_by_label("Access token").fill(TOKEN)
+    page.get_by_role("button", name="Connect").click()
+    expect(page.locator("#connection")).to_have_text(
+        "The server did not take the connection. Trying again in 1 s…"
+    )
+    shot(page, tmp_path, "sign-in-retry")
+    expect(page.locator("#link")).to_have_text("Connected")  # by itself, the token kept
+    assert len(attempts) == 2
+    expect(page.locator("#welcome")).to_be_visible()
 
 
 @needs_browser
@@ -518,6 +633,37 @@ def test_a_message_sent_while_disconnected_is_kept_and_sent_on_reconnect(
 
 
 @needs_browser
+def test_a_message_written_offline_is_kept_across_a_reload_and_sent_once(
+    server: LiveServer, open_page: Callable[..., Page], console: Console, tmp_path: Path
+) -> None:
+    assert playwright_api is not None
+    console.allow("ERR_CONNECTION_REFUSED|WebSocket connection to .* failed")
+    page = open_page(server)
+    new_session(page)
+    send(page, "before")
+    done(page, "before")
+    server.stop()
+    expect(page.locator("#link")).to_have_text("Offline")
+    send(page, "kept across a reload")
+    expect(page.locator("[data-outbox]")).to_contain_text("Not sent yet")
+    with pytest.raises(playwright_api.Error, match="ERR_CONNECTION_REFUSED"):
+        page.reload()  # the server is down: the tab shows the browser's error page
+    page.wait_for_url(re.compile("^chrome-error:"))
+    server.start()
+    page.goto(server.url)  # back, signed in from the tab's storage
+    expect(page.locator("#link")).to_have_text("Connected")
+    done(page, "kept across a reload")
+    assert page.evaluate("sessionStorage.getItem('agenthost.outbox')") is None
+    page.reload()
+    done(page, "kept across a reload")
+    expect(page.locator("article.turn")).to_have_count(2)
+    uri = page.evaluate("sessionStorage.getItem('agenthost.session')")
+    turns = server.host.open_session(uri.removeprefix("ahp-session:/")).chat().state().turns
+    assert [t.user_text for t in turns] == ["before", "kept across a reload"]  # sent once
+    shot(page, tmp_path, "after-offline-reload")
+
+
+@needs_browser
 def test_the_page_works_at_400_px_wide(
     server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
 ) -> None:
@@ -531,6 +677,9 @@ def test_the_page_works_at_400_px_wide(
     expect(page.locator("#sidebar")).not_to_be_in_viewport()
     send(page, "long")
     expect(page.locator("#active-turn .reply")).to_contain_text("a a a")
+    provider.wait_reached("g", 10)
+    expect(page.locator("#active-turn .md p .cursor")).to_have_count(1)  # inline, narrow too
+    shot(page, tmp_path, "narrow-streaming")
     page.keyboard.press("Escape")  # stops the running turn
     done(page, "long", "cancelled")
     send(page, "a message with a `code span` and a very-long-word-" + "x" * 80)
