@@ -194,6 +194,7 @@ class ShardLink:
         self._waiting: list[_Pending] = []
         self._subs: dict[int, Subscription] = {}
         self._sub_numbers: dict[int, int] = {}  # id(subscription) -> its number
+        self._sub_chats: dict[int, ChatTarget] = {}
         self._tickets: dict[int, _Watched] = {}
         self._connecting: asyncio.Task[None] | None = None
         self._ready: list[asyncio.Future[None]] = []
@@ -224,6 +225,8 @@ class ShardLink:
             sub = no
             self._subs[sub] = message.subscription
             self._sub_numbers[id(message.subscription)] = sub
+            assert isinstance(pending.target, ChatTarget)
+            self._sub_chats[sub] = pending.target
             message = AttachRemote(sub=sub, maxsize=message.subscription.maxsize)
         self._sent[no] = pending
         self._writer.send(
@@ -235,6 +238,7 @@ class ShardLink:
             sub = self._sub_numbers.pop(id(message.subscription), None)
             if sub is None or self._subs.pop(sub, None) is None:
                 return
+            self._sub_chats.pop(sub, None)
             message = DetachRemote(sub=sub)
         if self._writer is not None:
             self._writer.send(Tell(target=target, message=message))
@@ -281,7 +285,11 @@ class ShardLink:
             self.log.warning("shard_connection_failed", exc_info=True)
         self._writer.close()
         self._writer = None
-        self._lost()
+        try:
+            self._lost()
+        except Exception:  # a bug here must not leave callers waiting silently
+            self.log.error("shard_loss_failed", exc_info=True)
+            raise
 
     async def _reach(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         retrying = tenacity.AsyncRetrying(
@@ -319,6 +327,7 @@ class ShardLink:
                 if (events and not subscription.push_many(events)) or closed:
                     self._subs.pop(sub, None)
                     self._sub_numbers.pop(id(subscription), None)
+                    self._sub_chats.pop(sub, None)
                     subscription.close()
             case TicketEnded(ticket=no, outcome=outcome, error=error):
                 watched = self._tickets.pop(no, None)
@@ -389,12 +398,14 @@ class ShardLink:
                 self._waiting.append(pending)
             else:
                 pending.future.set_exception(exc_info=_exc_info(_shard_lost(self.shard_id)))
-        for subscription in self._subs.values():
-            sid, cid = subscription.session_id, subscription.chat_id
-            subscription.push(Lagged(session_id=sid, chat_id=cid, dropped=0))
+        for sub, subscription in self._subs.items():
+            chat = self._sub_chats.pop(sub)
+            lagged = Lagged(session_id=chat.session_id, chat_id=chat.chat_id, dropped=0)
+            subscription.push(lagged)
             subscription.close()
         self._subs.clear()
         self._sub_numbers.clear()
+        self._sub_chats.clear()
         tickets, self._tickets = self._tickets, {}
         for watched in tickets.values():
             if watched.ticket.turn_id is None:

@@ -6,8 +6,10 @@ import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
+from agenthost.providers import ScriptedProvider
 from agenthost.shards import ShardedHost, ShardOptions
 from agenthost.shards.front import Address, Locate
 from agenthost.shards.serving import ServedShard
@@ -27,8 +29,11 @@ class LocalShards:
         self.shards: dict[str, ServedShard] = {}
         self._all: list[ServedShard] = []
 
-    def start(self, name: str) -> ServedShard:
-        shard = ServedShard(name, self.options, self.secret)
+    def start(self, name: str, provider: ScriptedProvider | None = None) -> ServedShard:
+        options = self.options
+        if provider is not None:
+            options = attrs.evolve(options, providers=lambda: {"scripted": provider})
+        shard = ServedShard(name, options, self.secret)
         self.shards[name] = shard
         self._all.append(shard)
         return shard
