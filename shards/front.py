@@ -285,6 +285,8 @@ class ShardLink:
             self.log.warning("shard_connection_failed", exc_info=True)
         self._writer.close()
         self._writer = None
+        if self.gone:  # closed here: nothing to recover
+            return
         try:
             self._lost()
         except Exception:  # a bug here must not leave callers waiting silently

@@ -74,6 +74,7 @@ class Front:
         )
         self.core = HostCore(self.services)  # type: ignore[arg-type]
         self._on_stop = on_stop
+        self.shards: Any = None  # what started the shards (shards/ray_shards.py: RayShards)
 
     def connect(self, timeout: float) -> None:
         """Reach every shard once (so a start that cannot fails at once)."""
@@ -118,10 +119,13 @@ class ShardedHost(Host):
         provider_names: tuple[str, ...] = ("scripted",),
         *,
         on_stop: Callable[[float], None] | None = None,
+        shards_started: Any = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> "ShardedHost":
-        """A front over running shards: shard id -> where it is now."""
+        """A front over running shards: shard id -> where it is now. `on_stop` runs
+        when it stops (it stops what started the shards, `shards_started`)."""
         front = Front(shards, secret, provider_names, on_stop=on_stop)
+        front.shards = shards_started
         try:
             front.connect(timeout)
         except BaseException:
@@ -132,6 +136,11 @@ class ShardedHost(Host):
     @property
     def front(self) -> Front:
         return self._front
+
+    @property
+    def shards(self) -> Any:
+        """What started the shards (RayShards on Ray), if this front did."""
+        return self._front.shards
 
     def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Close the links; stop the shards if this front started them."""
