@@ -192,12 +192,19 @@ def load(
         help="messages per second per WebSocket; keep it below the server's limit",
     ),
     as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
+    shards: int | None = typer.Option(
+        None, min=1, help="in process through a sharded host of N shards (Ray; a PostgreSQL --store)"
+    ),
+    ray_address: str | None = typer.Option(
+        None, help="with --shards: join this Ray cluster (default: start one on this machine)"
+    ),
 ) -> None:
     """Drive N concurrent chats of T turns through an in-process host, or with
     --url through a running AHP server; report throughput, latency and the
     invariant checks, and exit 1 on a violation.
 
-    In-process it runs on the embedded default: SQLite and the scripted provider.
+    In-process it runs on the embedded default: SQLite and the scripted provider
+    (with --shards: a sharded host over Ray, on the PostgreSQL --store).
     """
     if shape not in ("copilot", "claude", "codex"):
         raise typer.BadParameter(
@@ -210,6 +217,12 @@ def load(
             raise typer.BadParameter("a token is needed with --url", param_hint="--token")
         if store is not None:
             raise typer.BadParameter("the server keeps its own store", param_hint="--store")
+        if shards is not None:
+            raise typer.BadParameter("the server runs its own shards", param_hint="--shards")
+    if ray_address is not None and shards is None:
+        raise typer.BadParameter("give --shards N to run shards on it", param_hint="--ray-address")
+    if shards is not None:
+        _refuse_unshared(store)
     config = LoadConfig(
         chats=chats,
         turns=turns,
@@ -223,6 +236,8 @@ def load(
         token=token,
         connections=connections,
         rate=rate,
+        shards=shards,
+        ray_address=ray_address,
     )
     console = Console(stderr=True)
     with Progress(
@@ -300,6 +315,17 @@ def print_report(report: LoadReport, target: str) -> None:
 
 
 # -- stores ---------------------------------------------------------------------------------
+def _refuse_unshared(store: str | None) -> None:
+    """A sharded run needs a store its shards share: PostgreSQL (one line otherwise)."""
+    if store is None or not store.strip().lower().startswith(("postgresql://", "postgres://")):
+        raise CliError(
+            "--shards",
+            f"shards share one store, and {'SQLite' if store is None else store} is one"
+            " process's: give --store postgresql://user@host/database",
+            code=2,
+        )
+
+
 def _store(spec: str | None, *, create: bool = True) -> "Store":
     """The store a --store value names (not opened): a path, sqlite:///path or
     postgresql://...; the user's SQLite file by default."""
@@ -361,6 +387,27 @@ def _start_host(
     if store.created and say_created:
         print(f"agenthost: created a new store at {store.location}", file=sys.stderr)
     return host
+
+
+def _start_shards(
+    store: str,
+    manifest: Path | None,
+    names: tuple[str, ...],
+    count: int,
+    ray_address: str | None,
+) -> Any:
+    """A sharded host over `count` shards on Ray, each with the manifest's
+    providers (read in the shard) or the scripted one; one line if it cannot."""
+    from agenthost.shards import ShardOptions
+    from agenthost.shards.ray_shards import start_sharded
+    from agenthost.shards.serving import ManifestProviders, scripted_providers
+
+    factory = scripted_providers() if manifest is None else ManifestProviders(str(manifest))
+    options = ShardOptions(store=store, providers=factory, provider_names=names)
+    try:
+        return start_sharded(options, count, ray_address=ray_address)
+    except AgentHostError as error:
+        raise CliError("--shards", error.message, code=2) from None
 
 
 def _listen_error(host: str, port: int, error: OSError) -> CliError:
@@ -532,10 +579,17 @@ def serve(
     ),
     token_file: Path | None = typer.Option(None, help=TOKEN_FILE_HELP),
     drain_s: float = typer.Option(30.0, min=0, help="how long running turns may finish on stop"),
+    shards: int | None = typer.Option(
+        None, min=1, help="run the sessions on N shard processes (Ray; a PostgreSQL --store)"
+    ),
+    ray_address: str | None = typer.Option(
+        None, help="with --shards: join this Ray cluster, shards on its nodes (default: a local one)"
+    ),
 ) -> None:
     """Serve the Agent Host Protocol over WebSocket at /ahp, the web page at /
     (and /healthz, /metrics). Prints the store, the providers and a URL that
-    opens the page signed in."""
+    opens the page signed in. With --shards, the sessions live on N shard
+    processes that Ray runs (and restarts), and this process routes to them."""
     from agenthost.providers import ScriptedProvider
     from agenthost.server.serve import ServeConfig, new_token, read_tokens
     from agenthost.server.serve import serve as run_server
@@ -552,6 +606,10 @@ def serve(
             f"unknown provider {provider!r}: without --providers, only `scripted`",
             param_hint="--provider",
         )
+    if ray_address is not None and shards is None:
+        raise typer.BadParameter("give --shards N to run shards on it", param_hint="--ray-address")
+    if shards is not None:
+        _refuse_unshared(store)
     configured = _providers(providers) or {"scripted": ScriptedProvider()}
     chosen = _store(store)
     _check_listen(host, port)
@@ -567,7 +625,11 @@ def serve(
     else:
         generated = new_token()
         tokens = {generated: "local"}
-    running = _start_host(chosen, configured, say_created=False)
+    if shards is not None:
+        assert store is not None
+        running = _start_shards(store, providers, tuple(sorted(configured)), shards, ray_address)
+    else:
+        running = _start_host(chosen, configured, say_created=False)
     new = " (created now)" if chosen.created else ""
 
     def ready(url: str) -> None:
@@ -579,6 +641,9 @@ def serve(
             print(f"agenthost: tokens from {token_file}; open {url} and paste yours")
         names = ", ".join(sorted(configured))
         print(f"agenthost: store {chosen.location}{new}; providers: {names}")
+        if shards is not None:
+            where = ray_address or "a Ray cluster on this machine"
+            print(f"agenthost: {shards} shards on {where}")
         print("agenthost: Ctrl+C stops it (running turns may finish first)")
         sys.stdout.flush()
 
