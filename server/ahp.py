@@ -464,6 +464,7 @@ class AhpServer:
             self.sequencer,
             lambda: int(time.time() * 1000),
             lambda event: self._observe(session_id, event),
+            reopen=lambda: chat.subscribe(maxsize=1_000_000),  # a sharded host's shard died
         )
         self._channels[uri] = channel
         try:

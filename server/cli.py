@@ -193,7 +193,9 @@ def load(
     ),
     as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
     shards: int | None = typer.Option(
-        None, min=1, help="in process through a sharded host of N shards (Ray; a PostgreSQL --store)"
+        None,
+        min=1,
+        help="in process through a sharded host of N shards (Ray; a PostgreSQL --store)",
     ),
     ray_address: str | None = typer.Option(
         None, help="with --shards: join this Ray cluster (default: start one on this machine)"
@@ -583,7 +585,8 @@ def serve(
         None, min=1, help="run the sessions on N shard processes (Ray; a PostgreSQL --store)"
     ),
     ray_address: str | None = typer.Option(
-        None, help="with --shards: join this Ray cluster, shards on its nodes (default: a local one)"
+        None,
+        help="with --shards: join this Ray cluster, shards on its nodes (default: a local one)",
     ),
 ) -> None:
     """Serve the Agent Host Protocol over WebSocket at /ahp, the web page at /

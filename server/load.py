@@ -288,8 +288,11 @@ class LocalChat:
         self.timeout = timeout
 
     async def turn(self, prompt: str) -> str:
-        handle = await self.chat.send(prompt, timeout=self.timeout)
-        outcome = await handle.outcome(timeout=self.timeout)
+        try:
+            handle = await self.chat.send(prompt, timeout=self.timeout)
+            outcome = await handle.outcome(timeout=self.timeout)
+        except AgentHostError:  # the call failed (a sharded host's shard died under it)
+            return "lost"
         return str(outcome.state.value)
 
 

@@ -1,16 +1,14 @@
 """The front's side of a sharded host: links to the shards, and refs that stand
 in for the actors on them.
 
-Belongs here: `FrontLoop` (the front's one I/O loop thread), `ShardLink` (a
-connection to one shard, reconnected after the shard restarts), `Router`
-(which shard holds a session) and `RemoteRef`, which the public surface's
-own operations (actors/calls.py) ask as if it were an actor ref: `ask`
-returns a RuntimeFuture set when the shard's reply comes, `tell` sends.
+Belongs here: `FrontLoop` (the front's one I/O loop thread) and `ShardLink`
+(a connection to one shard, reconnected after the shard restarts); which
+link a call takes is shards/router.py's.
 
 Invariants:
-1. A session goes to one shard: the one its lease names when a shard said
-   so (LEASE_HELD is followed once and remembered), else the rendezvous hash
-   of its id over the live shards; so every front routes it alike.
+1. Replies come back as the surface expects them: a stand-in (wire.py,
+   invariant 3) becomes a SessionInfo or ChatInfo holding a RemoteRef, or a
+   Ticket the link settles when the shard's TicketEnded comes.
 2. A call is sent once. Sent before its shard's connection was lost, a call
    that may have changed something fails with SHARD_LOST (its effect is
    unknown: never sent twice); a read is sent again once the shard is back.
@@ -26,7 +24,6 @@ Invariants:
 
 import asyncio
 import contextlib
-import hashlib
 import itertools
 import threading
 from collections.abc import Awaitable, Callable
@@ -47,18 +44,13 @@ from agenthost.actors.protocol import (
     FindSession,
     GetChat,
     GetCounters,
-    ImportRecord,
     ListChats,
     ListSessionPage,
     ListSessionRows,
     LoadSession,
 )
 from agenthost.actors.publisher import outcome_of
-from agenthost.actors.session import ChatInfo
-from agenthost.actors.worktree import CreateWorktree, RemoveWorktree
 from agenthost.messages.commands import (
-    CreateSession,
-    DisposeSession,
     GetChatState,
     GetDiagnostics,
     GetSessionState,
@@ -68,6 +60,7 @@ from agenthost.messages.commands import (
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import Lagged
 from agenthost.providers.base import LoopCalls
+from agenthost.shards.router import Pending, RemoteRef, Router, chat_info, exc_info_of
 from agenthost.shards.wire import (
     AttachRemote,
     Call,
@@ -75,13 +68,11 @@ from agenthost.shards.wire import (
     DetachRemote,
     Events,
     FrameWriter,
-    HostTarget,
     RemoteChat,
     RemoteSession,
     RemoteTicket,
     Reply,
     SessionTarget,
-    SupervisorTarget,
     Target,
     Tell,
     TicketEnded,
@@ -162,17 +153,6 @@ class FrontLoop:
 
 
 @attrs.define(eq=False)
-class _Pending:
-    """A call sent (or waiting to be sent) and the future its reply sets."""
-
-    target: Target
-    message: Any
-    future: RuntimeFuture
-    router: "Router"
-    redirected: bool = False
-
-
-@attrs.define(eq=False)
 class _Watched:
     """A send's ticket on the front, and the chat it belongs to."""
 
@@ -190,8 +170,8 @@ class ShardLink:
         self._io = io
         self._writer: FrameWriter | None = None
         self._numbers = itertools.count(1)
-        self._sent: dict[int, _Pending] = {}
-        self._waiting: list[_Pending] = []
+        self._sent: dict[int, Pending] = {}
+        self._waiting: list[Pending] = []
         self._subs: dict[int, Subscription] = {}
         self._sub_numbers: dict[int, int] = {}  # id(subscription) -> its number
         self._sub_chats: dict[int, ChatTarget] = {}
@@ -204,16 +184,16 @@ class ShardLink:
         self.log = log.bind(shard_id=shard_id)
 
     # -- from any thread -----------------------------------------------------------------
-    def send(self, pending: _Pending) -> None:
+    def send(self, pending: Pending) -> None:
         self._io.call(self._send, pending)
 
     def tell(self, target: Target, message: Any) -> None:
         self._io.call(self._tell, target, message)
 
     # -- the loop's thread -----------------------------------------------------------------
-    def _send(self, pending: _Pending) -> None:
+    def _send(self, pending: Pending) -> None:
         if self.gone:
-            pending.future.set_exception(exc_info=_exc_info(_shard_lost(self.shard_id)))
+            pending.future.set_exception(exc_info=exc_info_of(_shard_lost(self.shard_id)))
             return
         if self._writer is None:
             self._waiting.append(pending)
@@ -340,7 +320,7 @@ class ShardLink:
                 elif outcome is not None:
                     watched.ticket.resolve(outcome)
 
-    def _settle(self, pending: _Pending, reply: Reply) -> None:
+    def _settle(self, pending: Pending, reply: Reply) -> None:
         error = reply.error
         if error is not None:
             held = isinstance(error, AgentHostError) and error.code is ErrorCode.LEASE_HELD
@@ -349,12 +329,12 @@ class ShardLink:
                 pending.redirected = True
                 if pending.router.follow(pending, owner):
                     return
-            pending.future.set_exception(exc_info=_exc_info(error))
+            pending.future.set_exception(exc_info=exc_info_of(error))
             return
         try:
             value = self._inward(reply.value, pending.target)
         except Exception as exc:  # a reply this front cannot read: the caller hears it
-            pending.future.set_exception(exc_info=_exc_info(exc))
+            pending.future.set_exception(exc_info=exc_info_of(exc))
             return
         pending.future.set(value)
 
@@ -365,9 +345,9 @@ class ShardLink:
             case RemoteSession(session_id=session_id):
                 return SessionInfo(session_id, RemoteRef(router, SessionTarget(session_id)))  # type: ignore[arg-type]
             case RemoteChat():
-                return _chat_info(router, value)
+                return chat_info(router, value)
             case [RemoteChat(), *_]:
-                return [_chat_info(router, info) for info in value]
+                return [chat_info(router, info) for info in value]
             case RemoteTicket():
                 assert isinstance(target, ChatTarget)
                 return self._ticket(value, target)
@@ -399,7 +379,7 @@ class ShardLink:
             if isinstance(pending.message, READS):
                 self._waiting.append(pending)
             else:
-                pending.future.set_exception(exc_info=_exc_info(_shard_lost(self.shard_id)))
+                pending.future.set_exception(exc_info=exc_info_of(_shard_lost(self.shard_id)))
         for sub, subscription in self._subs.items():
             chat = self._sub_chats.pop(sub)
             lagged = Lagged(session_id=chat.session_id, chat_id=chat.chat_id, dropped=0)
@@ -421,13 +401,15 @@ class ShardLink:
     async def _settle_from_state(self, watched: _Watched) -> None:
         """A send whose shard was lost: its turn as the chat shows it now."""
         future = RuntimeFuture()
-        self._send(_Pending(watched.chat, GetChatState(), future, self.router))
+        self._send(Pending(watched.chat, GetChatState(), future, self.router))
         done: asyncio.Future[Any] = self._io.loop.create_future()
         future.add_done_callback(lambda f: self._io.call(_copy_to, done, f))
         try:
             state = await asyncio.wait_for(done, RECONNECT_S)
         except BaseException as exc:
-            watched.ticket.fail(exc if isinstance(exc, AgentHostError) else _shard_lost(self.shard_id))
+            watched.ticket.fail(
+                exc if isinstance(exc, AgentHostError) else _shard_lost(self.shard_id)
+            )
             return
         if not any(turn.id == watched.ticket.turn_id for turn in state.turns):
             watched.ticket.fail(_shard_lost(self.shard_id))  # still running: not ours to wait
@@ -438,7 +420,7 @@ class ShardLink:
         self.gone = True
         waiting, self._waiting = self._waiting, []
         for pending in waiting:
-            pending.future.set_exception(exc_info=_exc_info(_shard_lost(self.shard_id)))
+            pending.future.set_exception(exc_info=exc_info_of(_shard_lost(self.shard_id)))
         self.router.gone(self)
 
     def close(self) -> None:
@@ -451,7 +433,7 @@ class ShardLink:
         stopped = AgentHostError(code=ErrorCode.HOST_STOPPED, message="the host has stopped")
         for pending in [*self._sent.values(), *self._waiting]:
             with contextlib.suppress(Exception):
-                pending.future.set_exception(exc_info=_exc_info(stopped))
+                pending.future.set_exception(exc_info=exc_info_of(stopped))
         self._sent.clear()
         self._waiting.clear()
         for subscription in self._subs.values():
@@ -469,148 +451,8 @@ def _copy_to(done: "asyncio.Future[Any]", future: RuntimeFuture) -> None:
         done.set_exception(exc)
 
 
-def _exc_info(error: BaseException) -> tuple[type[BaseException], BaseException, None]:
-    return (type(error), error, None)
-
-
 def _shard_lost(shard_id: str) -> AgentHostError:
     return AgentHostError(
         code=ErrorCode.SHARD_LOST,
         message=f"shard {shard_id} stopped during the call; what it did is in the store",
     )
-
-
-def _chat_info(router: "Router", info: RemoteChat) -> ChatInfo:
-    return ChatInfo(info.chat_id, RemoteRef(router, ChatTarget(info.session_id, info.chat_id)))  # type: ignore[arg-type]
-
-
-def rendezvous(session_id: str, shard_ids: list[str]) -> str:
-    """The shard with the highest hash of (shard, session): every front agrees,
-    and a shard's loss moves only its own sessions."""
-    return max(
-        shard_ids,
-        key=lambda shard: hashlib.blake2b(f"{shard}/{session_id}".encode(), digest_size=8).digest(),
-    )
-
-
-def routed_session(target: Target, message: Any) -> str | None:
-    """The session a call belongs to (None: any shard can answer it)."""
-    match target:
-        case SessionTarget(session_id=session_id) | ChatTarget(session_id=session_id):
-            return session_id
-    match message:
-        case CreateSession() | DisposeSession() | LoadSession():
-            return message.session_id
-        case AdoptSession() | ImportRecord():
-            return message.record.session_id
-        case CreateWorktree() | RemoveWorktree():
-            return message.session_id
-    return None
-
-
-class Router:
-    """Which link a call takes (invariant 1). Its state: the front loop's thread."""
-
-    def __init__(self, links: list[ShardLink]) -> None:
-        self.links = {link.shard_id: link for link in links}
-        self._live = sorted(self.links)
-        self._pins: dict[str, str] = {}  # session id -> the shard its lease names
-        for link in links:
-            link.router = self
-
-    def route(self, session_id: str | None) -> ShardLink:
-        if not self._live:
-            raise AgentHostError(code=ErrorCode.HOST_STOPPED, message="no shard is running")
-        if session_id is None:
-            return self.links[self._live[0]]
-        pinned = self._pins.get(session_id)
-        if pinned is not None and pinned in self._live:
-            return self.links[pinned]
-        return self.links[rendezvous(session_id, self._live)]
-
-    def send(self, target: Target, message: Any, future: RuntimeFuture) -> None:
-        """(The loop's thread.)"""
-        pending = _Pending(target, message, future, self)
-        try:
-            link = self.route(routed_session(target, message))
-        except AgentHostError as error:
-            future.set_exception(exc_info=_exc_info(error))
-            return
-        link._send(pending)
-
-    def follow(self, pending: _Pending, owner: str) -> bool:
-        """A shard said another holds the session: send it there, and remember."""
-        link = self.links.get(owner)
-        session_id = routed_session(pending.target, pending.message)
-        if link is None or link.gone or session_id is None:
-            return False
-        self._pins[session_id] = owner
-        link._send(pending)
-        return True
-
-    def lost(self, link: ShardLink) -> None:
-        for session_id in [s for s, owner in self._pins.items() if owner == link.shard_id]:
-            del self._pins[session_id]
-
-    def gone(self, link: ShardLink) -> None:
-        """A shard that cannot be reached any more: its sessions rehash to the rest
-        (the shard they reach takes their leases over when the store says the
-        owner is stale)."""
-        self._live = [shard for shard in self._live if shard != link.shard_id]
-        self.lost(link)
-
-
-class RemoteRef:
-    """Stands in for an actor on a shard: what actors/calls.py asks."""
-
-    def __init__(self, router: Router, target: Target) -> None:
-        self._router = router
-        self.target = target
-        self._io = next(iter(router.links.values()))._io
-
-    def ask(self, message: Any, block: bool = False, timeout: float | None = None) -> RuntimeFuture:
-        future = RuntimeFuture()
-        if isinstance(message, GetCounters) and isinstance(self.target, (HostTarget, SupervisorTarget)):
-            self._io.call(self._counters, message, future)
-        else:
-            self._io.call(self._router.send, self.target, message, future)
-        if block:
-            return future.get(timeout=timeout)  # type: ignore[no-any-return]
-        return future
-
-    def tell(self, message: Any) -> None:
-        self._io.call(self._tell, message)
-
-    def _tell(self, message: Any) -> None:
-        session_id = routed_session(self.target, message)
-        with contextlib.suppress(AgentHostError):
-            self._router.route(session_id)._tell(self.target, message)
-
-    def _counters(self, message: GetCounters, future: RuntimeFuture) -> None:
-        """Every live shard's counters, added up."""
-        links = [link for link in self._router.links.values() if not link.gone]
-        parts = [RuntimeFuture() for _ in links]
-        left = [len(parts)]
-        total: dict[str, int] = {}
-
-        def one(part: RuntimeFuture) -> None:
-            try:
-                for key, value in part.get(timeout=0).items():
-                    total[key] = total.get(key, 0) + value
-            except BaseException as exc:
-                if not future.done():
-                    future.set_exception(exc_info=_exc_info(exc))
-                return
-            left[0] -= 1
-            if left[0] == 0 and not future.done():
-                future.set(total)
-
-        for link, part in zip(links, parts, strict=True):
-            part.add_done_callback(lambda f: self._io.call(one, f))
-            link._send(_Pending(self.target, message, part, self._router))
-        if not links:
-            future.set(total)
-
-    def __repr__(self) -> str:
-        return f"RemoteRef({self.target})"
-

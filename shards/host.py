@@ -61,7 +61,9 @@ class Front:
         on_stop: Callable[[float], None] | None = None,
     ) -> None:
         self.io = FrontLoop()
-        links = [ShardLink(shard_id, locate, secret, self.io) for shard_id, locate in shards.items()]
+        links = [
+            ShardLink(shard_id, locate, secret, self.io) for shard_id, locate in shards.items()
+        ]
         self.router = Router(links)
         self._own_clock = SystemClock() if clock is None else None
         self.services = FrontServices(
@@ -107,7 +109,7 @@ class ShardedHost(Host):
     `agenthost.shards.start_sharded` (Ray) or `ShardedHost.connect` (shards that
     already run)."""
 
-    def __init__(self, front: Front) -> None:  # noqa: D107 - Host's parts are the front's
+    def __init__(self, front: Front) -> None:
         self._front = front
         self._core = front.core
 

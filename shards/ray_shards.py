@@ -122,7 +122,8 @@ class LocalRay:
                 num_cpus=cpus,
                 resources=dict(resources[n]) if n < len(resources) else {},
             )
-        self.address = self.cluster.head_node.gcs_address
+        assert self.cluster.head_node is not None
+        self.address: str = str(self.cluster.head_node.gcs_address)
         self.ray.init(address=self.address, log_to_driver=False, logging_level="WARNING")
         log.info("ray_started", address=self.address, nodes=nodes)
 

@@ -219,7 +219,9 @@ class ShardServer:
         return value
 
     def _chat_out(self, session: SessionHandle, info: ChatInfo) -> RemoteChat:
-        self._chats[(session.session_id, info.chat_id)] = ChatHandle(session, info.chat_id, info.ref)
+        self._chats[(session.session_id, info.chat_id)] = ChatHandle(
+            session, info.chat_id, info.ref
+        )
         return RemoteChat(session_id=session.session_id, chat_id=info.chat_id)
 
 
@@ -282,7 +284,9 @@ class _Peer:
             try:
                 outcome = ticket.outcome.get(timeout=0)
             except BaseException as exc:
-                return RemoteTicket(no=no, pending_id=ticket.pending_id, turn_id=ticket.turn_id, error=exc)
+                return RemoteTicket(
+                    no=no, pending_id=ticket.pending_id, turn_id=ticket.turn_id, error=exc
+                )
             return RemoteTicket(
                 no=no, pending_id=ticket.pending_id, turn_id=ticket.turn_id, outcome=outcome
             )

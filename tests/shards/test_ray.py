@@ -12,8 +12,8 @@ import pytest
 from agenthost.messages import ErrorCode
 from agenthost.messages.events import AssistantDelta, TurnStarted
 from agenthost.shards import ShardedHost, ShardOptions, scripted_providers
-from agenthost.shards.front import rendezvous
 from agenthost.shards.ray_shards import LOOPBACK_ENV
+from agenthost.shards.router import rendezvous
 from tests.fakes.stores import postgres_schema_url
 
 os.environ.update(LOOPBACK_ENV)  # before ray is imported: a local cluster on loopback only
@@ -73,6 +73,12 @@ def test_a_shard_killed_with_sigkill_comes_back_and_its_running_turn_ends_once(
     while not isinstance(events.next(timeout=30), AssistantDelta):  # it runs on the shard now
         pass
     owner = rendezvous(session.id, host.shards.ids)
+    # A barrier: a session made on the same shard is answered once its row is
+    # committed, and the turn's start was written before its first event went out.
+    barrier = next(
+        f"barrier-{n}" for n in range(100) if rendezvous(f"barrier-{n}", host.shards.ids) == owner
+    )
+    host.create_session(session_id=barrier)
     killed = host.shards.pid(owner)
     os.kill(killed, signal.SIGKILL)
     outcome = running.result(timeout=60)

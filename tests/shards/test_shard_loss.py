@@ -12,7 +12,8 @@ from agenthost.messages.state import TurnState
 from agenthost.providers import ScriptedProvider
 from agenthost.providers.scripted import Gate, Say
 from agenthost.shards import ShardedHost
-from agenthost.shards.front import Address, rendezvous
+from agenthost.shards.front import Address
+from agenthost.shards.router import rendezvous
 from tests.fakes.stores import StoreFactory
 from tests.shards.conftest import LocalShards
 

@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 from agenthost.messages.events import ChatSnapshot, TurnCompleted
 from agenthost.shards import ShardedHost
-from agenthost.shards.front import rendezvous
+from agenthost.shards.router import rendezvous
 from tests.shards.conftest import LocalShards
 
 Start = Callable[..., ShardedHost]
@@ -31,7 +31,9 @@ def test_each_session_is_resident_on_the_shard_its_id_hashes_to(
     sessions = [host.create_session() for _ in range(6)]
     for session in sessions:
         session.chat().send("hi").result(timeout=10)
-    counts = {name: shard.host.counters()["resident"] for name, shard in local_shards.shards.items()}
+    counts = {
+        name: shard.host.counters()["resident"] for name, shard in local_shards.shards.items()
+    }
     expected = {name: 0 for name in ("a", "b")}
     for session in sessions:
         expected[rendezvous(session.id, ["a", "b"])] += 1
