@@ -123,8 +123,12 @@ def load(core: HostCore, session_id: str) -> Call[SessionRecord]:
 
 
 def open_session(core: HostCore, session_id: str) -> Call[Any]:
-    """The session's SessionInfo, restored from the store if it is not resident."""
-    record = yield from load(core, session_id)
+    """The session's SessionInfo, restored from the store if it is not resident
+    (a shard takes its lease first: store/leases.py)."""
+    query = LoadSession(session_id=session_id, acquire=True)
+    record: SessionRecord | None = yield Ask(core.store_ref, query)
+    if record is None:
+        raise AgentHostError(code=ErrorCode.NOT_FOUND, message=f"no session {session_id}")
     return (yield Ask(core.host_ref, AdoptSession(record=record)))
 
 

@@ -77,6 +77,11 @@ class Subscription:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def maxsize(self) -> int:
+        """How many events it holds before its reader counts as lagging."""
+        return self._maxsize
+
     def _wake(self) -> None:
         self._cond.notify_all()
         waiters, self._async_waiters = self._async_waiters, []

@@ -6,6 +6,9 @@ once their provider sessions resumed). A session whose provider failed to
 resume is stopped and forgotten in memory; its stored rows stay untouched.
 Whenever a session leaves memory (released, collected, disposed, failed to
 restore) it tells `services.departures`.
+A session that leaves memory releases its lease (a shard's store; other
+stores ignore it); one whose writes the store fenced (another shard holds it
+now) is dropped from memory at once, writing nothing.
 """
 
 from typing import Any
@@ -20,6 +23,7 @@ from agenthost.actors.protocol import (
     AdoptSession,
     GetCounters,
     ImportRecord,
+    LeasesLost,
     Ref,
     ReleaseIfIdle,
     SessionActivity,
@@ -35,7 +39,13 @@ from agenthost.messages.commands import CreateSession, DisposeSession
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.ids import new_id
 from agenthost.messages.state import ChatState, PendingKind, chat_resource
-from agenthost.store.records import DeleteSession, ImportSession, SaveSession, SessionRecord
+from agenthost.store.records import (
+    DeleteSession,
+    ImportSession,
+    ReleaseLease,
+    SaveSession,
+    SessionRecord,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -78,7 +88,12 @@ def _from_record(record: SessionRecord) -> dict[str, Any]:
 class HostActor(HostedActor):
     def __init__(self, services: Services) -> None:
         super().__init__(services)
-        self.counters: dict[str, int] = {"released": 0, "draft_gc_disposed": 0, "disposed": 0}
+        self.counters: dict[str, int] = {
+            "released": 0,
+            "draft_gc_disposed": 0,
+            "disposed": 0,
+            "leases_lost": 0,
+        }
         self._sessions: dict[str, Ref] = {}  # resident, least recently used first
         self._idle: set[str] = set()  # resident and neither watched nor running a turn
         self._last_activity: dict[str, SessionActivity] = {}
@@ -317,9 +332,32 @@ class HostActor(HostedActor):
         self.services.mementos.forget(message.session_id)
         key = "draft_gc_disposed" if message.disposed else "released"
         self.counters[key] += 1
+        if not message.disposed:
+            self.send(self.services.store, Write(op=ReleaseLease(session_id=message.session_id)))
         log.info(key, session_id=message.session_id)
         why = Departure.COLLECTED if message.disposed else Departure.RELEASED
         self.services.departures.left(message.session_id, why)
+
+    @handles(LeasesLost)
+    def _leases_lost(self, message: LeasesLost) -> None:
+        """Another shard took these sessions: drop them here without a write (the
+        store refuses ours); a call on them finds them where they are now."""
+        lost = AgentHostError(
+            code=ErrorCode.LEASE_LOST, message="the session moved to another shard"
+        )
+        for session_id in message.session_ids:
+            ref = self._sessions.pop(session_id, None)
+            self._idle.discard(session_id)
+            self._last_activity.pop(session_id, None)
+            self._restoring.discard(session_id)
+            if ref is None:
+                continue
+            ref.stop(block=False)
+            self.services.mementos.forget(session_id)
+            self.counters["leases_lost"] += 1
+            self._answer(session_id, lost)
+            log.warning("session_dropped", session_id=session_id, reason="lease_lost")
+            self.services.departures.left(session_id, Departure.RELEASED)  # its rows stay
 
     def on_stop(self) -> None:
         stopped = AgentHostError(code=ErrorCode.HOST_STOPPED, message="The host stopped.")

@@ -65,7 +65,27 @@ class WriteMany:
 
 @attrs.frozen
 class LoadSession:
+    """A stored session; with `acquire`, this shard takes its lease first and
+    commits that before it answers (a store without a shard identity has none
+    to take). Raises LEASE_HELD when another live shard holds it."""
+
     session_id: str
+    acquire: bool = False
+
+
+@attrs.frozen
+class WatchLeases:
+    """Tell `host` (LeasesLost) of sessions whose writes the store fenced."""
+
+    host: Ref
+
+
+@attrs.frozen
+class LeasesLost:
+    """The store fenced these sessions' writes: another shard holds them now, so
+    this host drops them from memory (nothing is written)."""
+
+    session_ids: tuple[str, ...]
 
 
 @attrs.frozen

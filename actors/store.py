@@ -3,6 +3,9 @@
 Writes are applied inside an open transaction; the actor commits whenever its
 mailbox drains (or after `MAX_BATCH` writes), then sends each write's ack.
 So an ack always means "committed", and a burst of writes costs one fsync.
+A write the store undid (refused by the database, or fenced because this
+shard lost the session's lease: LEASE_LOST) is acked with its error, and the
+host hears of fenced sessions (LeasesLost) so it drops them.
 """
 
 from typing import Any
@@ -15,11 +18,13 @@ from agenthost.actors.protocol import (
     FindClient,
     FindSession,
     Flush,
+    LeasesLost,
     ListSessionPage,
     ListSessionRows,
     LoadProviderRef,
     LoadSession,
     ProviderRefLoaded,
+    WatchLeases,
     Write,
     WriteMany,
 )
@@ -27,7 +32,7 @@ from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.threads import ThreadingRuntime
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
-from agenthost.store.base import ClientBinding, SessionPage, Store
+from agenthost.store.base import NOTHING_UNDONE, ClientBinding, SessionPage, Store
 from agenthost.store.records import SessionRecord, StoreOp
 
 log = structlog.get_logger(__name__)
@@ -35,10 +40,24 @@ log = structlog.get_logger(__name__)
 MAX_BATCH = 2000
 
 
-def _failed(ack: Any, reason: str) -> Any:
+def _failed(ack: Any, reason: str | AgentHostError) -> Any:
     """The ack of a write that did not become durable: it carries the error."""
-    error = AgentHostError(code=ErrorCode.STORE_ERROR, message=f"not stored: {reason}")
+    error = (
+        reason
+        if isinstance(reason, AgentHostError)
+        else AgentHostError(code=ErrorCode.STORE_ERROR, message=f"not stored: {reason}")
+    )
     return attrs.evolve(ack, error=error) if attrs.has(type(ack)) else ack
+
+
+@attrs.define
+class _Ack:
+    """A write message's ack, and the positions of its writes in the batch."""
+
+    to: Any
+    ack: Any
+    first: int
+    end: int
 
 
 @attrs.frozen
@@ -55,9 +74,10 @@ class StoreActor(Actor):
     def __init__(self, store: Store) -> None:
         super().__init__()
         self._store = store
-        self._acks: list[tuple[Any, Any]] = []
-        self._uncommitted = 0
+        self._acks: list[_Ack] = []
+        self._uncommitted = 0  # writes in the batch: the next one's position
         self._opened = False
+        self._lease_watcher: Any = None
 
     @handles(OpenStore)
     def _open(self, message: OpenStore) -> None:
@@ -79,13 +99,20 @@ class StoreActor(Actor):
             except self._store.errors as exc:  # this write alone is undone; the ack says so
                 log.error("store_write_failed", op=type(op).__name__, exc_info=True)
                 ack = _failed(ack, str(exc))
-        if ack_to is not None:
-            self._acks.append((ack_to, ack))
+        first = self._uncommitted
         self._uncommitted += len(ops)
+        if ack_to is not None:
+            self._acks.append(_Ack(ack_to, ack, first, self._uncommitted))
         self._commit_if_drained()
+
+    @handles(WatchLeases)
+    def _watch_leases(self, message: WatchLeases) -> None:
+        self._lease_watcher = message.host
 
     @handles(LoadSession)
     def _load(self, message: LoadSession) -> SessionRecord | None:
+        if message.acquire and self._store.acquire_lease(message.session_id) is not None:
+            self._commit()  # the lease (and the turns it ended) before anyone uses it
         record = self._store.load_session(message.session_id)
         self._commit_if_drained()
         return record
@@ -148,17 +175,26 @@ class StoreActor(Actor):
 
     def _commit(self) -> None:
         """Commit the batch and ack it. A commit that fails is rolled back and every
-        write in it is acked with the error: nothing is acked that is not durable."""
+        write in it is acked with the error: nothing is acked that is not durable.
+        A write the commit undid alone (its report) is acked with its own error."""
         acks, self._acks = self._acks, []
         try:
-            self._store.commit()
+            report = self._store.commit() or NOTHING_UNDONE
         except self._store.errors as exc:
             log.error("store_commit_failed", exc_info=True)
             self._store.rollback()
-            acks = [(ref, _failed(ack, str(exc))) for ref, ack in acks]
+            acks = [attrs.evolve(a, ack=_failed(a.ack, str(exc))) for a in acks]
+            report = NOTHING_UNDONE
         self._uncommitted = 0
-        for ref, ack in acks:
-            self.send(ref, ack)
+        failed = report.failed
+        for a in acks:
+            if failed:
+                error = next((failed[i] for i in range(a.first, a.end) if i in failed), None)
+                if error is not None:
+                    a.ack = _failed(a.ack, error)
+            self.send(a.to, a.ack)
+        if report.fenced and self._lease_watcher is not None:
+            self.send(self._lease_watcher, LeasesLost(session_ids=tuple(sorted(report.fenced))))
 
     def on_stop(self) -> None:
         if self._opened:

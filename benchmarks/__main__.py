@@ -6,6 +6,8 @@
 `python -m benchmarks turn-cpu [--ahp]` CPU per turn against a baseline commit and the
 asyncio floor (benchmarks/turn_cpu.py).
 `python -m benchmarks stores [--postgres URL]` PostgreSQL against SQLite (benchmarks/stores.py).
+`python -m benchmarks shards [--chats 2000 --turns 5]` one shard against two, in process and
+over AHP, and a shard killed during load (benchmarks/shards.py; `pip install .[scale]`).
 """
 
 import json
@@ -31,6 +33,11 @@ def main() -> None:
         return
     if sys.argv[1:2] == ["stores"]:
         stores.main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["shards"]:
+        from benchmarks import shards  # imports ray's parts only when run
+
+        shards.main(sys.argv[2:])
         return
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     console = Console()

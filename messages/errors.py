@@ -46,6 +46,9 @@ class ErrorCode(OpenStrEnum):
     STORE_ERROR = "store_error"
     WORKTREE_DIRTY = "worktree_dirty"
     READ_ONLY = "read_only"  # an archived session or a read-only chat refused a request
+    LEASE_HELD = "lease_held"  # another live shard holds the session: ask that one
+    LEASE_LOST = "lease_lost"  # a stale shard's write was refused: the session moved
+    SHARD_LOST = "shard_lost"  # the shard holding the session died during the call
 
 
 @attrs.frozen(kw_only=True, auto_exc=False)

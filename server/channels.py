@@ -9,13 +9,20 @@ its `fromSeq` always agree. A client-dispatched action carries its origin
 ({clientId, clientSeq}) when the host's event for it goes out.
 `ChannelTable` holds the open channels: one opens on its first use and closes
 once nobody followed it for a grace, so it never keeps its session in memory.
+
+A channel whose stream was cut (Lagged with nothing dropped: a sharded host's
+shard died under it) reopens itself when it was given `reopen`: it subscribes
+again, and what the new snapshot shows of the turn that was running (it ended
+meanwhile: as execution_abandoned on a shard that died) goes out as that
+turn's terminal action, so the channel's clients see the turn end once; the
+channel then goes on from the new snapshot.
 """
 
 import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Hashable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -31,11 +38,13 @@ from agenthost.messages.events import (
     QueuedMessagesReordered,
     Truncated,
     TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
     TurnStarted,
 )
 from agenthost.messages.protocol import Snapshot
 from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
-from agenthost.messages.state import ChatState, with_legacy_steering_slot
+from agenthost.messages.state import ChatState, TurnState, with_legacy_steering_slot
 from agenthost.messages.wire import to_wire
 
 if TYPE_CHECKING:
@@ -151,9 +160,11 @@ class ChatChannel:
         sequencer: Sequencer,
         now_ms: Callable[[], int],
         on_event: Callable[[ChatEvent], None] = lambda event: None,
+        reopen: Callable[[], Awaitable[Subscription]] | None = None,
     ) -> None:
         self.uri = uri
         self.session_id = session_id
+        self._reopen = reopen
         self.state: ChatState | None = None
         self.from_seq = 0
         self.subscribers: set[Subscriber] = set()
@@ -222,6 +233,20 @@ class ChatChannel:
         return Snapshot(resource=self.uri, state=state, from_seq=self.from_seq)
 
     async def _pump(self, subscription: Subscription) -> None:
+        while await self._follow(subscription) and self._reopen is not None:
+            try:
+                subscription = await self._reopen()
+                first = await anext(aiter(subscription))
+            except Exception:
+                log.exception("channel_reopen_failed", channel=self.uri)
+                return
+            assert isinstance(first, ChatSnapshot)
+            self._subscription = subscription
+            self._caught_up(first.state)
+
+    async def _follow(self, subscription: Subscription) -> bool:
+        """Forward the stream's events; True when it was cut (Lagged with nothing
+        dropped: a shard's death), not when this channel fell behind."""
         async for event in subscription:
             # What else is queued goes out in the same step (no await between an
             # event and the state that includes it): a run of deltas is reduced once.
@@ -230,13 +255,34 @@ class ChatChannel:
                 events.append(more)
             for run in delta_runs(events):
                 if not self._forward(run):
-                    return
+                    return isinstance(run[0], Lagged) and run[0].dropped == 0
+        return False
+
+    def _caught_up(self, state: ChatState) -> None:
+        """(Reopened.) The running turn's end, as the new snapshot shows it, goes
+        out as its terminal action; the channel goes on from the snapshot."""
+        running = None if self.state is None else self.state.active_turn_id
+        ended = next((t for t in state.turns if t.id == running), None)
+        if running is not None and ended is not None:
+            sid, cid = self.session_id, self.uri[len(CHAT_PREFIX) :]
+            end: ChatEvent
+            if ended.state is TurnState.COMPLETE:
+                end = TurnCompleted(turn_id=running, session_id=sid, chat_id=cid)
+            elif ended.state is TurnState.CANCELLED:
+                end = TurnCancelled(turn_id=running, session_id=sid, chat_id=cid)
+            else:
+                assert ended.error is not None
+                end = TurnFailed(turn_id=running, error=ended.error, session_id=sid, chat_id=cid)
+            self._forward([end])
+        self.state = state
+        log.warning("channel_reopened", channel=self.uri, ended_turn=running)
 
     def _forward(self, run: list[ChatEvent]) -> bool:
         """Fold a run of events (one action, or deltas to one part) into the
         state, and send each; False once the subscription lagged."""
         if isinstance(run[0], Lagged):  # never with the server's large queue; say so
-            log.error("channel_lagged", channel=self.uri)
+            if run[0].dropped:
+                log.error("channel_lagged", channel=self.uri)
             return False
         if self.state is not None:
             folded = run[0] if len(run) == 1 else joined_delta(run)  # type: ignore[arg-type]
@@ -318,6 +364,7 @@ class ChannelTable:
             self._sequencer,
             self._now_ms,
             lambda event: self._on_event(session_id, event),
+            reopen=lambda: chat.subscribe(maxsize=1_000_000),  # a sharded host's shard died
         )
         self._open[uri] = channel
         try:

@@ -43,7 +43,9 @@ from agenthost.server.cli_store import (
     named_store,
     reading,
     refusal,
+    refuse_unshared,
     start_host,
+    start_shards,
 )
 
 if TYPE_CHECKING:
@@ -313,11 +315,20 @@ def serve(
         min=0.1,
         help="seconds a request's headers may take to arrive",
     ),
+    shards: int | None = typer.Option(
+        None, min=1, help="run the sessions on N shard processes (Ray; a PostgreSQL --store)"
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        help="with --shards: join this Ray cluster, shards on its nodes (default: a local one)",
+    ),
 ) -> None:
     """Serve AHP over WebSocket at /ahp and the web page at /.
 
     Also /healthz and /metrics. Prints the store, the providers and a URL
-    that opens the page signed in.
+    that opens the page signed in. With --shards, the sessions live on N
+    shard processes that Ray runs (and restarts), and this process routes
+    to them.
     """
     from agenthost.providers import ScriptedProvider
     from agenthost.server.serve import ServeConfig, new_token, read_tokens
@@ -335,6 +346,10 @@ def serve(
             f"unknown provider {provider!r}: without --providers, only `scripted`",
             param_hint="--provider",
         )
+    if ray_address is not None and shards is None:
+        raise typer.BadParameter("give --shards N to run shards on it", param_hint="--ray-address")
+    if shards is not None:
+        refuse_unshared(store)
     configured = _providers(providers) or {"scripted": ScriptedProvider()}
     chosen = named_store(store)
     _check_listen(host, port)
@@ -358,7 +373,11 @@ def serve(
     config = ServeConfig(
         host=host, port=port, drain_s=drain_s, limits=limits, allowed_hosts=tuple(allowed_host)
     )
-    running = start_host(chosen, configured, say_created=False)
+    if shards is not None:
+        assert store is not None
+        running = start_shards(store, providers, tuple(sorted(configured)), shards, ray_address)
+    else:
+        running = start_host(chosen, configured, say_created=False)
     new = " (created now)" if chosen.created else ""
 
     def ready(url: str) -> None:
@@ -370,6 +389,9 @@ def serve(
             print(f"agenthost: tokens from {token_file}; open {url} and paste yours")
         names = ", ".join(sorted(configured))
         print(f"agenthost: store {chosen.location}{new}; providers: {names}")
+        if shards is not None:
+            where = ray_address or "a Ray cluster on this machine"
+            print(f"agenthost: {shards} shards on {where}")
         print("agenthost: Ctrl+C stops it (running turns may finish first)")
         sys.stdout.flush()
 

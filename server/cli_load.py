@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agenthost.server.cli_errors import USAGE, CliError, count, one_line_errors
-from agenthost.server.cli_store import named_store, refusal, say_created_store
+from agenthost.server.cli_store import named_store, refusal, refuse_unshared, say_created_store
 from agenthost.server.load import (
     CHATS_PER_CONNECTION,
     MAX_CONNECTIONS,
@@ -73,11 +73,20 @@ def load(
         help="messages per second per WebSocket; keep it below the server's limit",
     ),
     as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
+    shards: int | None = typer.Option(
+        None,
+        min=1,
+        help="in process through a sharded host of N shards (Ray; a PostgreSQL --store)",
+    ),
+    ray_address: str | None = typer.Option(
+        None, help="with --shards: join this Ray cluster (default: start one on this machine)"
+    ),
 ) -> None:
     """Drive N concurrent chats of T turns and check every turn.
 
     In-process it runs on the embedded default, SQLite and the scripted
-    provider; with --url it drives a running AHP server. It reports
+    provider (with --shards: a sharded host over Ray, on the PostgreSQL
+    --store); with --url it drives a running AHP server. It reports
     throughput, latency and the invariant checks, and exits 1 on a violation.
     """
     if shape not in ("copilot", "claude", "codex"):
@@ -91,8 +100,14 @@ def load(
             raise typer.BadParameter("a token is needed with --url", param_hint="--token")
         if store is not None:
             raise typer.BadParameter("the server keeps its own store", param_hint="--store")
+        if shards is not None:
+            raise typer.BadParameter("the server runs its own shards", param_hint="--shards")
     elif store is not None:
         _check_load_store(store)
+    if ray_address is not None and shards is None:
+        raise typer.BadParameter("give --shards N to run shards on it", param_hint="--ray-address")
+    if shards is not None:
+        refuse_unshared(store)
     config = LoadConfig(
         chats=chats,
         turns=turns,
@@ -106,6 +121,8 @@ def load(
         token=token,
         connections=connections,
         rate=rate,
+        shards=shards,
+        ray_address=ray_address,
     )
     console = Console(stderr=True)
     with Progress(

@@ -9,13 +9,16 @@ naming no usable store is a bad option value), worded by the store itself
   exist (only the user's default store gets its folder made);
 - a store made new is said on stderr, with where it is;
 - a store opened only to read (`reading`) takes no lock, so it works beside
-  a server that holds it.
+  a server that holds it;
+- a sharded run (`--shards`) takes only a store its shards can share:
+  PostgreSQL.
 """
 
 import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
@@ -110,3 +113,35 @@ def start_host(
 
 def say_created_store(location: str) -> None:
     print(f"agenthost: created a new store at {location}", file=sys.stderr)
+
+
+def refuse_unshared(store: str | None) -> None:
+    """A sharded run needs a store its shards share: PostgreSQL (one line otherwise)."""
+    if store is None or not store.strip().lower().startswith(("postgresql://", "postgres://")):
+        raise CliError(
+            "--shards",
+            f"shards share one store, and {'SQLite' if store is None else store} is one"
+            " process's: give --store postgresql://user@host/database",
+            code=USAGE,
+        )
+
+
+def start_shards(
+    store: str,
+    manifest: Path | None,
+    names: tuple[str, ...],
+    count: int,
+    ray_address: str | None,
+) -> Any:
+    """A sharded host over `count` shards on Ray, each with the manifest's
+    providers (read in the shard) or the scripted one; one line if it cannot."""
+    from agenthost.shards import ShardOptions
+    from agenthost.shards.ray_shards import start_sharded
+    from agenthost.shards.serving import ManifestProviders, scripted_providers
+
+    factory = scripted_providers() if manifest is None else ManifestProviders(str(manifest))
+    options = ShardOptions(store=store, providers=factory, provider_names=names)
+    try:
+        return start_sharded(options, count, ray_address=ray_address)
+    except AgentHostError as error:
+        raise CliError("--shards", error.message, code=USAGE) from None

@@ -103,6 +103,9 @@ class LoadConfig:
     connections: int | None = None
     rate: float = SERVER_RATE * 0.9
     burst: int = int(SERVER_BURST * 0.9)
+    shards: int | None = None
+    """In process through a sharded host of this many shards (Ray), on --store."""
+    ray_address: str | None = None
 
     @property
     def scripted_s(self) -> float:
@@ -297,8 +300,11 @@ class LocalChat:
         self.timeout = timeout
 
     async def turn(self, prompt: str) -> str:
-        handle = await self.chat.send(prompt, timeout=self.timeout)
-        outcome = await handle.outcome(timeout=self.timeout)
+        try:
+            handle = await self.chat.send(prompt, timeout=self.timeout)
+            outcome = await handle.outcome(timeout=self.timeout)
+        except AgentHostError:  # the call failed (a sharded host's shard died under it)
+            return "lost"
         return str(outcome.state.value)
 
 
@@ -380,10 +386,15 @@ def run_load(
             delta_s=config.delta_ms / 1000,
         )
         try:
-            store = store_from_spec(spec)
-            host = Host.start(
-                store=store, providers={"scripted": provider}, idle_release_s=RESIDENT_S
-            )
+            if config.shards is not None:
+                host = start_shards(config, str(spec))
+                location, created = str(spec), False
+            else:
+                store = store_from_spec(spec)
+                host = Host.start(
+                    store=store, providers={"scripted": provider}, idle_release_s=RESIDENT_S
+                )
+                location, created = store.location, store.created
         except AgentHostError as error:
             raise StoreRefused(error) from None
         records = [ChatRecord(index=i) for i in range(config.chats)]
@@ -401,9 +412,30 @@ def run_load(
         run.seconds,
         bytes_per_idle_session=run.bytes_per_idle_session,
         resident_sessions=run.resident,
-        store=None if config.store is None else store.location,
-        store_created=store.created,
+        store=None if config.store is None else location,
+        store_created=created,
     )
+
+
+def start_shards(config: LoadConfig, spec: str) -> Host:
+    """A sharded host of `config.shards` shards on Ray over the store `spec`, each
+    serving the scripted provider as the run asks.
+
+    Raises:
+        AgentHostError: a store the shards cannot share (SQLite), or no Ray.
+    """
+    from agenthost.shards import ShardOptions, scripted_providers
+    from agenthost.shards.ray_shards import start_sharded
+    from agenthost.shards.serving import check_shared_store
+
+    check_shared_store(spec)
+    options = ShardOptions(
+        store=spec,
+        providers=scripted_providers(config.deltas, config.delta_ms, config.shape),
+        idle_release_s=RESIDENT_S,
+    )
+    assert config.shards is not None
+    return start_sharded(options, config.shards, ray_address=config.ray_address)
 
 
 # -- remote ----------------------------------------------------------------------------------

@@ -11,6 +11,9 @@ records and operations they speak. Invariants:
    refused with one line naming it, what is wrong and what to do.
 6. Every store keeps the contract in store/base.py (`Store`); one test suite
    runs against each.
+7. A store opened with a shard identity (`shard=`) holds a session's writes
+   to its lease (store/leases.py): a session is resident on one shard at a
+   time, and a stale shard's writes never commit.
 """
 
 from agenthost.store.base import (

@@ -8,14 +8,18 @@ a user types after `--store` into a store object.
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
 from agenthost.store.records import SessionRecord, StoreOp
+
+if TYPE_CHECKING:
+    from agenthost.store.leases import Takeover
 
 OWNER_KEY = "ahp.owner"
 """The session config key that names a session's owner (the AHP server sets it);
@@ -47,6 +51,20 @@ class ClientBinding:
 
 
 @attrs.frozen(kw_only=True)
+class CommitReport:
+    """What a commit undid: the writes the database refused or the lease fence
+    stopped (by their position in the batch, from 0, each with its error), and
+    the sessions whose writes were fenced (this shard no longer holds them).
+    Everything else in the batch is durable."""
+
+    failed: Mapping[int, AgentHostError] = attrs.field(factory=dict)
+    fenced: frozenset[str] = frozenset()
+
+
+NOTHING_UNDONE = CommitReport()
+
+
+@attrs.frozen(kw_only=True)
 class StoreReport:
     """What `check()` found in a sound store."""
 
@@ -62,9 +80,16 @@ class Store(Protocol):
     """A durable store, owned by one StoreActor thread once open.
 
     Writes are applied inside an open transaction and made durable by
-    `commit()` (group commit); reads see writes not yet committed. `errors`
+    `commit()` (group commit); reads see writes not yet committed. A write the
+    database refuses is undone alone: `apply` raises at once, or (a store that
+    sends a batch's writes together) the commit's report names it. `errors`
     are the exceptions a write or commit may raise that the StoreActor turns
     into failed acks (anything else is a bug and propagates).
+
+    A store opened with a shard identity (`shard=`) registers the shard (a new
+    epoch) when it opens, takes a session's lease with `acquire_lease`, and
+    fences at commit the writes of sessions it no longer holds
+    (store/leases.py).
     """
 
     errors: tuple[type[Exception], ...]
@@ -77,7 +102,7 @@ class Store(Protocol):
         ...
 
     def open(self) -> None: ...
-    def commit(self) -> None: ...
+    def commit(self) -> CommitReport | None: ...
     def rollback(self) -> None: ...
     def close(self) -> None: ...
     def check(self) -> StoreReport: ...
@@ -100,6 +125,7 @@ class Store(Protocol):
     ) -> ClientBinding: ...
     def find_client(self, client_id: str) -> ClientBinding | None: ...
     def prune_clients(self, before_ms: int) -> int: ...
+    def acquire_lease(self, session_id: str, *, force: bool = False) -> "Takeover | None": ...
 
 
 def store_error(message: str) -> AgentHostError:

@@ -12,22 +12,31 @@ The URL is libpq's (`postgresql://user@host:port/database`, its options
 kept) plus `?schema=NAME` (default `agenthost`): the store's tables live in
 that schema, created on first open, so one database can hold several stores
 (tests make a schema each). Several processes may share a store; there is no
-lock file (a session's residence is fenced elsewhere).
+lock file. A shard's store (`shard=NAME`) registers the shard when it opens,
+takes leases and fences its commits (store/leases.py); closed cleanly, it
+releases the leases it holds.
+
+Round trips: `apply` only queues a write. The batch's writes go to the
+server in one pipeline (psycopg's pipeline mode) before the next read (reads
+see the open batch) or at the commit, so a group commit costs two round
+trips (the writes, COMMIT) however many writes it holds.
 
 Differences from SQLite that callers may meet: PostgreSQL aborts a whole
 transaction on a failed statement. A failed write is still undone alone, as
-in SQLite: the store keeps the batch's writes until it commits, and after a
-failure rolls back and applies the others again (the same statements on the
-same rows; a savepoint around every write would cost two more round trips
-each). A commit refuses a batch that a failed read aborted rather than let
-PostgreSQL turn it into a silent rollback. A text with a NUL character
+in SQLite, but found later: a pipeline that fails is rolled back and the
+batch applied again one write at a time, each in a savepoint, and the
+commit's report (CommitReport) names the writes that failed. A commit
+refuses a batch that a failed read aborted rather than let PostgreSQL turn
+it into a silent rollback. A text with a NUL character
 cannot be stored (the write fails and its ack says so). A lost connection
 fails the batch in flight; `rollback()` connects again.
 """
 
+import contextlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -37,8 +46,10 @@ import structlog
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
-from agenthost.store.base import StoreReport, store_error
-from agenthost.store.records import StoreOp
+from agenthost.messages.errors import AgentHostError
+from agenthost.store.base import CommitReport, StoreReport, store_error
+from agenthost.store.leases import LeaseRow, Takeover, lease_lost
+from agenthost.store.records import DeleteSession, ImportSession, ReleaseLease, SaveSession, StoreOp
 from agenthost.store.sql import DialectSql, SqlStore, migrations
 
 log = structlog.get_logger(__name__)
@@ -94,9 +105,11 @@ class PostgresStore(SqlStore):
         put_memento="INSERT INTO mementos VALUES (?, ?, ?, ?, ?)"
         " ON CONFLICT (session_id, chat_id, contribution, key) DO UPDATE"
         " SET value = excluded.value",
+        lock_lease=" FOR UPDATE OF l",
+        share_leases=" FOR KEY SHARE",
     )
 
-    def __init__(self, url: str, *, create: bool = True) -> None:
+    def __init__(self, url: str, *, create: bool = True, shard: str | None = None) -> None:
         parts = urlsplit(url)
         query = parse_qsl(parts.query, keep_blank_values=True)
         schemas = [value for key, value in query if key == "schema"]
@@ -117,7 +130,14 @@ class PostgresStore(SqlStore):
         self._db: psycopg.Connection[Any] | None = None
         self._cursor: psycopg.Cursor[Any] | None = None
         self._batch: list[StoreOp] = []
-        self._batch_lost = False
+        self._sent = 0  # how many of the batch's writes went to the server
+        self._failed: dict[int, AgentHostError] = {}  # by position: refused, undone alone
+        self._flushing = False
+        # a shard's store: each write's session, the lease rows locked, the sessions made
+        self._session_at: list[str | None] = []
+        self._locks: dict[str, LeaseRow | None] = {}
+        self._created: set[str] = set()
+        self._use_shard(shard)
 
     @property
     def location(self) -> str:
@@ -146,6 +166,9 @@ class PostgresStore(SqlStore):
             db.close()
             raise
         self._db, self._cursor = db, db.cursor()
+        if self.leases is not None:
+            self._register_shard(int(time.time() * 1000))
+            db.commit()
 
     def _refused(self, problem: str, remedy: str) -> Exception:
         return store_error(f"store {self._location}: {problem}; {remedy}")
@@ -221,46 +244,158 @@ class PostgresStore(SqlStore):
 
     # -- writes ---------------------------------------------------------------------
     def apply(self, op: StoreOp) -> None:
-        """Apply one write, all or nothing: a failure undoes it alone, not its batch."""
-        try:
-            self._apply(op)
-        except Exception:
-            self._undo_alone()
-            raise
+        """Queue one write. The batch's writes go to the server together (one
+        pipeline) before the next read or at the commit; one the database
+        refuses is undone alone and named in the commit's report."""
         self._batch.append(op)
 
-    def _undo_alone(self) -> None:
-        """Roll the failed write's batch back and apply its other writes again.
-        Should that fail too, the whole batch is refused at commit."""
-        db = self._conn
-        if db.broken:
-            return  # the batch is lost with the connection; its commit fails
-        batch, self._batch = self._batch, []
+    @contextlib.contextmanager
+    def _sending(self) -> Iterator[None]:
+        self._flushing = True
         try:
-            db.rollback()
-            for done in batch:
-                self._apply(done)
-        except Exception:
-            self._batch_lost = True
-            log.error("store_batch_lost", store=self._location, writes=len(batch), exc_info=True)
-            return
-        self._batch = batch
+            yield
+        finally:
+            self._flushing = False
 
-    def commit(self) -> None:
+    def _flush(self) -> None:
+        """Send the writes not sent yet in one pipeline, behind the locks on their
+        sessions' leases (a shard's store: leases.py, invariant 4). A write that
+        fails aborts the transaction: the batch is then applied again one write at
+        a time, each in a savepoint, and the failed ones are named."""
+        start, end = self._sent, len(self._batch)
+        if start == end:
+            return
         db = self._conn
-        if self._batch_lost or db.info.transaction_status is TransactionStatus.INERROR:
+        with self._sending():
+            positions = [i for i in range(start, end) if i not in self._failed]
+            sessions = self._sessions_of(start, end)
+            self._sent = end
+            try:
+                with db.pipeline():
+                    locking = self._lock_leases(sessions)
+                    for i in positions:
+                        self._apply(self._batch[i])
+                self._locked(locking, sessions)
+            except psycopg.Error:
+                if db.broken:
+                    raise
+                self._replay()
+            if self.leases is not None:
+                for i in positions:
+                    self.leases.noted(self._batch[i])
+
+    def _sessions_of(self, start: int, end: int) -> list[str]:
+        """(A shard's store.) The sessions of the batch's writes from `start`,
+        recorded by position; those whose leases this transaction has not locked."""
+        if self.leases is None:
+            return []
+        new = []
+        for i in range(start, end):
+            op = self._batch[i]
+            session_id = self.leases.session_of(op, self._execute)
+            self._session_at.append(session_id)
+            if isinstance(op, (SaveSession, ImportSession)) and session_id is not None:
+                self._created.add(session_id)
+            elif session_id is not None and session_id not in self._locks:
+                new.append(session_id)
+                self._locks[session_id] = None
+        return new
+
+    def _lock_leases(self, sessions: list[str]) -> "psycopg.Cursor[Any] | None":
+        if not sessions or self.leases is None:
+            return None
+        cursor = self._conn.cursor()
+        marks = ",".join("?" * len(sessions))
+        cursor.execute(
+            _pg(
+                "SELECT session_id, shard_id, shard_epoch, lease_epoch FROM session_leases"
+                f" WHERE session_id IN ({marks}){self.dialect.share_leases}"
+            ),
+            sessions,
+        )
+        return cursor
+
+    def _locked(self, cursor: "psycopg.Cursor[Any] | None", sessions: list[str]) -> None:
+        if cursor is None:
+            return
+        for r in cursor.fetchall():
+            self._locks[r[0]] = LeaseRow(
+                session_id=r[0], shard_id=r[1], shard_epoch=int(r[2]), lease_epoch=int(r[3])
+            )
+
+    def _replay(self) -> None:
+        """The slow path: roll back and apply every write of the batch again, one
+        at a time in a savepoint; those that fail are undone alone and named."""
+        db = self._conn
+        db.rollback()
+        self._locks = {}
+        for i in range(self._sent):
+            if i in self._failed:
+                continue
+            session_id = self._session_at[i] if self._session_at else None
+            fresh = session_id is not None and session_id not in self._created
+            if fresh and session_id not in self._locks:
+                assert session_id is not None
+                locking = self._lock_leases([session_id])
+                self._locks[session_id] = None
+                self._locked(locking, [session_id])
+            try:
+                with self._alone():
+                    self._apply(self._batch[i])
+            except psycopg.Error as exc:
+                if db.broken:
+                    raise
+                log.error("store_write_failed", op=type(self._batch[i]).__name__, exc_info=True)
+                self._failed[i] = store_error(f"not stored: {_one_line(exc)}")
+
+    def commit(self) -> CommitReport:
+        """Send what is left, fence the batch (a shard's store: the writes of a
+        session it no longer holds are undone, the rest sent again), commit.
+
+        Raises:
+            psycopg.Error: the batch could not be committed (the caller rolls back).
+        """
+        db = self._conn
+        self._flush()
+        if db.info.transaction_status is TransactionStatus.INERROR:
             # PostgreSQL would answer COMMIT with a rollback and no error.
             raise psycopg.errors.InFailedSqlTransaction(
                 "a statement failed in this batch; it was rolled back"
             )
+        fenced: set[str] = set()
+        while self.leases is not None:
+            moved = self.leases.fenced(self._locks, self._created) - fenced
+            if not moved:
+                break
+            fenced |= moved
+            for i, session_id in enumerate(self._session_at):
+                if session_id in moved:
+                    self._failed.setdefault(i, lease_lost(session_id))
+            log.warning("store_writes_fenced", sessions=sorted(moved), store=self._location)
+            db.rollback()
+            self._locks, self._sent, self._session_at = {}, 0, []
+            self._flush()
         db.commit()
-        self._batch = []
+        report = CommitReport(failed=dict(self._failed), fenced=frozenset(fenced))
+        if self.leases is not None:
+            gone = {
+                op.session_id
+                for i, op in enumerate(self._batch)
+                if isinstance(op, (ReleaseLease, DeleteSession)) and i not in self._failed
+            }
+            self.leases.dropped(gone | fenced)
+        self._reset()
+        return report
+
+    def _reset(self) -> None:
+        self._batch, self._sent, self._failed = [], 0, {}
+        self._session_at, self._locks, self._created = [], {}, set()
 
     def rollback(self) -> None:
-        """Drop the open batch (after a failed write or commit); connect again if
-        the connection was lost."""
+        """Drop the open batch (after a failed commit); connect again if the
+        connection was lost."""
         db = self._conn
-        self._batch, self._batch_lost = [], False
+        self._reset()
         if db.broken or db.closed:
             log.warning("store_reconnecting", store=self._location)
             db.close()
@@ -271,11 +406,22 @@ class PostgresStore(SqlStore):
             return
         db.rollback()
 
+    def acquire_lease(self, session_id: str, *, force: bool = False) -> Takeover | None:
+        self._flush()
+        return super().acquire_lease(session_id, force=force)
+
     def close(self) -> None:
         if self._db is not None:
             try:
                 if not self._db.broken:
                     self.commit()
+                    if self.leases is not None:  # its sessions are free for any shard now
+                        self._db.execute(
+                            "UPDATE session_leases SET shard_id = NULL"
+                            " WHERE shard_id = %s AND shard_epoch = %s",
+                            (self.leases.shard_id, self.leases.epoch),
+                        )
+                        self._db.commit()
             finally:
                 self._db.close()
                 self._db = self._cursor = None
@@ -319,9 +465,12 @@ class PostgresStore(SqlStore):
 
     # -- SqlStore's hooks -------------------------------------------------------------
     def _execute(self, statement: str, params: Sequence[Any] = ()) -> "psycopg.Cursor[Any]":
-        # One cursor for every statement: each caller fetches before the next.
+        # One cursor for every statement: each caller fetches before the next. A
+        # read sends the batch's queued writes first (reads see the open batch).
         if self._cursor is None:
             raise store_error("the store is not open")
+        if not self._flushing and self._sent < len(self._batch):
+            self._flush()
         return self._cursor.execute(_pg(statement), params)
 
     def _executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:

@@ -169,6 +169,14 @@ class DeleteMemento:
     key: MementoKey
 
 
+@attrs.frozen(kw_only=True)
+class ReleaseLease:
+    """The session left this shard's memory: its lease is released (a store
+    without a shard identity ignores it)."""
+
+    session_id: str
+
+
 StoreOp = (
     SaveSession
     | SaveChat
@@ -187,6 +195,7 @@ StoreOp = (
     | DeleteChat
     | SetMemento
     | DeleteMemento
+    | ReleaseLease
 )
 
 

@@ -9,7 +9,10 @@ a subclass's `_execute` translates them where its driver spells them otherwise.
 
 A turn that was running when the process died has no end state in its row;
 loading it closes it as an error (`execution_abandoned`), so no turn is ever
-restored as running.
+restored as running. A store with a shard identity (`shard=`) never closes
+turns on a load: another shard may be running them. It closes them when it
+takes the session's lease (store/leases.py), the one moment it knows their
+producer is gone, and a load only shows them as closed.
 """
 
 import contextlib
@@ -47,6 +50,7 @@ from agenthost.store.base import (
     ClientBinding,
     SessionPage,
 )
+from agenthost.store.leases import LeaseBook, Takeover
 from agenthost.store.records import (
     ChatRecord,
     DeleteChat,
@@ -55,6 +59,7 @@ from agenthost.store.records import (
     DeleteSession,
     ImportSession,
     MementoKey,
+    ReleaseLease,
     SaveAssistantText,
     SaveChat,
     SaveChatMeta,
@@ -102,6 +107,8 @@ class DialectSql:
     put_steering: str
     put_pending: str
     put_memento: str
+    lock_lease: str = ""  # a lease row locked against other acquisitions
+    share_leases: str = ""  # lease rows locked against acquisition until the commit
 
 
 _SAVEPOINT = "SAVEPOINT one_write"
@@ -139,6 +146,7 @@ class SqlStore:
     dialect: DialectSql
     created = False
     read_only = False  # opened only to read: a load leaves a running turn's row alone
+    leases: LeaseBook | None = None  # a shard's store: its registration and leases
 
     # -- what a subclass supplies ------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> Rows:
@@ -203,6 +211,11 @@ class SqlStore:
                     sql.insert_chat,
                     [(chat_id, op.session_id, i) for i, chat_id in enumerate(op.chat_ids)],
                 )
+                if self.leases is not None:  # made here: resident here
+                    self._execute(
+                        "INSERT INTO session_leases VALUES (?, ?, ?, 1)",
+                        (op.session_id, self.leases.shard_id, self.leases.epoch),
+                    )
             case SaveChat():
                 self._execute(
                     sql.insert_chat_at_end,
@@ -328,6 +341,17 @@ class SqlStore:
                     self._execute(f"DELETE FROM {table} WHERE session_id = ?", (op.session_id,))
                 self._execute("DELETE FROM chats WHERE session_id = ?", (op.session_id,))
                 self._execute("DELETE FROM sessions WHERE id = ?", (op.session_id,))
+                if self.leases is not None:
+                    self._execute(
+                        "DELETE FROM session_leases WHERE session_id = ?", (op.session_id,)
+                    )
+            case ReleaseLease():
+                if self.leases is not None:
+                    self._execute(
+                        "UPDATE session_leases SET shard_id = NULL WHERE session_id = ?"
+                        " AND shard_id = ? AND shard_epoch = ?",
+                        (op.session_id, self.leases.shard_id, self.leases.epoch),
+                    )
             case _:
                 raise TypeError(f"unknown store operation {type(op).__name__}")
 
@@ -403,6 +427,36 @@ class SqlStore:
                         position=position,
                     )
                 )
+
+    # -- shards and leases (store/leases.py) --------------------------------------------
+    def _use_shard(self, shard: str | None) -> None:
+        if shard is not None:
+            self.leases = LeaseBook(
+                shard, lock_row=self.dialect.lock_lease, share_rows=self.dialect.share_leases
+            )
+
+    def _register_shard(self, now_ms: int) -> None:
+        """(On open, before the store is used.) A shard's store registers it: a new epoch."""
+        if self.leases is not None:
+            self.leases.register(self._execute, now_ms)
+
+    @property
+    def shard_epoch(self) -> int | None:
+        """The shard's epoch since it opened this store (None: no shard identity)."""
+        return None if self.leases is None else self.leases.epoch
+
+    def acquire_lease(self, session_id: str, *, force: bool = False) -> Takeover | None:
+        """Take the session's lease for this shard (store/leases.py, invariant 3); a
+        store without a shard identity has nothing to take (None). A write: durable
+        once committed, which the caller does before it uses the session.
+
+        Raises:
+            AgentHostError: LEASE_HELD naming the live shard that holds it.
+        """
+        if self.leases is None:
+            return None
+        with self._alone():
+            return self.leases.acquire(self._execute, session_id, force=force)
 
     # -- reads ----------------------------------------------------------------------
     def list_sessions(self) -> list[SessionSummary]:
@@ -498,7 +552,7 @@ class SqlStore:
             for chat_id, title, draft, kind, origin_chat, origin_tool_call, read_only in rows
         )
         worktree = None if row[3] is None else Worktree(path=row[3], repo=row[4], base=row[5])
-        return SessionRecord(
+        record = SessionRecord(
             session_id=session_id,
             provider=row[0],
             title=row[1],
@@ -523,6 +577,9 @@ class SqlStore:
                 ).fetchall()
             ),
         )
+        if self.leases is not None:
+            self.leases.loaded(record)
+        return record
 
     def provider_ref(self, chat_id: str) -> str | None:
         """The reference the chat's provider reported last (SaveProviderRef), if any."""
@@ -598,7 +655,7 @@ class SqlStore:
         return int(count)
 
     def _load_chat(self, chat_id: str, title: str, draft: str | None) -> ChatRecord:
-        if not self.read_only:
+        if not self.read_only and self.leases is None:
             self._execute(
                 "UPDATE turns SET state = ?, error_code = ?, error_message = ? "
                 "WHERE chat_id = ? AND state IS NULL",

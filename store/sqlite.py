@@ -30,6 +30,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -103,9 +104,17 @@ class SqliteStore(SqlStore):
     )
 
     def __init__(
-        self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        shard: str | None = None,
     ) -> None:
+        """`shard`: a shard identity (store/leases.py); one process holds a SQLite
+        store, so its leases never meet another shard's and commits are not fenced."""
         self.path = Path(path)
+        self._use_shard(shard)
         self.create = create and not read_only
         self.read_only = read_only
         self.created = False
@@ -154,6 +163,9 @@ class SqliteStore(SqlStore):
                 raise
             self._db = db
             db.execute("BEGIN")
+            if self.leases is not None:
+                self._register_shard(int(time.time() * 1000))
+                self.commit()
         except BaseException:
             self._unlock()
             raise

@@ -19,6 +19,7 @@ from agenthost.store.records import (
     SaveSessionState,
     SaveTurnStarted,
     SessionRecord,
+    StoreOp,
 )
 from agenthost.testing import DeterministicRunner
 from tests.fakes.stores import Acks, StoreFactory
@@ -42,18 +43,30 @@ def save_session(store: Store, session_id: str, created_at: int, owner: str | No
     store.apply(SaveSessionState(session_id=session_id, state=SessionState(config=config)))
 
 
+def refused(store: Store, ops: list[StoreOp]) -> set[int]:
+    """Apply `ops` as one batch (after a commit) and commit it; the positions of the writes the
+    store undid (refused at once, or named by the commit's report)."""
+    failed = set()
+    for position, op in enumerate(ops):
+        try:
+            store.apply(op)
+        except store.errors:
+            failed.add(position)
+    report = store.commit()
+    return failed | set(report.failed if report is not None else ())
+
+
 # -- batches ---------------------------------------------------------------------------------------
 def test_a_failed_write_is_undone_alone_and_the_rest_of_its_batch_commits(
     store: Store, store_factory: StoreFactory
 ) -> None:
     save_session(store, "s1", 1, None)
+    store.commit()
     duplicate = SessionRecord(
         session_id="s1", provider="scripted", title="", created_at=1, chats=()
     )
-    with pytest.raises(store.errors):
-        store.apply(ImportSession(record=duplicate))
-    save_session(store, "s2", 2, None)
-    store.commit()
+    s2 = SaveSession(session_id="s2", provider="scripted", title="", created_at=2, chat_ids=())
+    assert refused(store, [ImportSession(record=duplicate), s2]) == {0}
     assert store_factory.query("SELECT id FROM sessions ORDER BY id") == [("s1",), ("s2",)]
 
 
@@ -62,17 +75,14 @@ def test_a_write_the_database_refuses_is_undone_alone_and_the_rest_of_its_batch_
 ) -> None:
     # PostgreSQL aborts the whole transaction on a failed statement: the store
     # must undo the one write, not the batch whose other writes will be acked.
-    store.apply(
-        SaveSession(session_id="s1", provider="scripted", title="", created_at=1, chat_ids=("c",))
+    save = SaveSession(
+        session_id="s1", provider="scripted", title="", created_at=1, chat_ids=("c",)
     )
     turn = SaveTurnStarted(
         session_id="s1", chat_id="c", turn_id="t1", seq=0, user_text="hi", started_at=1
     )
-    store.apply(turn)
-    with pytest.raises(store.errors):
-        store.apply(turn)  # the same turn id again
-    store.apply(attrs.evolve(turn, turn_id="t2", seq=1))
-    store.commit()
+    # the same turn id again
+    assert refused(store, [save, turn, turn, attrs.evolve(turn, turn_id="t2", seq=1)]) == {2}
     assert store_factory.query("SELECT id FROM turns ORDER BY id") == [("t1",), ("t2",)]
     assert store_factory.query("SELECT id FROM sessions") == [("s1",)]
 
@@ -155,6 +165,7 @@ def test_a_page_is_one_range_read_of_the_owner_index(
 
     monkeypatch.setattr(store, "_execute", traced)
     save_session(store, "s1", 1, "ann")
+    store.commit()  # the batch's writes are sent before a read: not the read's own statements
     statements.clear()
     store.list_sessions_page(owner="ann", limit=2, after="0.s0")
     [(statement, params)] = statements
