@@ -2,10 +2,11 @@
 
 import attrs
 
-from agenthost.actors.protocol import AssistantStable
+from agenthost.actors.history import history
+from agenthost.actors.protocol import AssistantStable, BeginTurn
 from agenthost.messages.commands import AnswerRequest
 from agenthost.messages.events import AssistantDelta, ChatEvent, ResponsePartAdded
-from agenthost.messages.provider import CallSettled
+from agenthost.messages.provider import CallSettled, HistoryMessage, ProviderSend
 from agenthost.messages.state import Attachment, MarkdownPart, OpenRequest, Turn
 
 
@@ -74,3 +75,34 @@ class ActiveTurn:
     early: dict[str, AnswerRequest] = attrs.field(factory=dict)
     last_event_at: float = 0.0
     predecessors: frozenset[str] = frozenset()  # turns this one took over (copilot steering)
+
+    @classmethod
+    def begin(cls, message: BeginTurn, session_id: str, chat_id: str, now: float) -> "ActiveTurn":
+        """The record of a turn the chat starts (its provider run is keyed by its id)."""
+        return cls(
+            turn_id=message.turn_id,
+            key=message.turn_id,
+            text=message.text,
+            stream=AssistantStream(session_id, chat_id, message.turn_id),
+            history=message.history,
+            instructions=message.instructions,
+            model=message.model,
+            attachments=message.attachments,
+            last_event_at=now,
+        )
+
+    def send(self, session_id: str, chat_id: str, stateful_prompt: bool) -> ProviderSend:
+        """The turn, as its provider gets it: a provider without a stateful prompt
+        gets the earlier turns too. The turn counts as sent from now on."""
+        past: tuple[HistoryMessage, ...] = () if stateful_prompt else history(self.history)
+        self.sent = True
+        return ProviderSend(
+            session_id=session_id,
+            chat_id=chat_id,
+            turn_id=self.key,
+            text=self.text,
+            history=past,
+            instructions=self.instructions,
+            model=self.model,
+            attachments=self.attachments,
+        )
