@@ -43,17 +43,14 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import attrs
 import structlog
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
-    CallSettled,
     Capabilities,
     ConnectionFailed,
     HostRequestKind,
     HostRequestOpened,
-    Idle,
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
@@ -61,12 +58,6 @@ from agenthost.messages.provider import (
     ProviderResume,
     ProviderSend,
     ProviderSteer,
-    ReplyDelta,
-    ReplyMessage,
-    Settlement,
-    ToolCallCompleted,
-    ToolCallStarted,
-    UserMessageEcho,
 )
 from agenthost.providers.base import (
     Emit,
@@ -77,6 +68,7 @@ from agenthost.providers.base import (
     ProviderCrashed,
     ProviderResumeError,
 )
+from agenthost.providers.claude_turns import ClaudeTurns, Written, tool_started
 from agenthost.providers.cli_guard import guard_env, launcher_path, resolve_cli
 
 try:
@@ -167,28 +159,6 @@ class ClaudeProvider(Provider):
         return ClaudeAdapter(self, session_id, chat_id, emit)
 
 
-@attrs.define
-class _Written:
-    """A user message written to the CLI and not yet taken in by a turn."""
-
-    uuid: str
-    key: str  # the send's turn id, or the steering message's pending id
-    text: str
-    steering: bool
-
-
-@attrs.define
-class _Run:
-    """One CLI turn, from its first frame to its result."""
-
-    key: str
-    message: _Written | None
-    held: str | None = None  # the last assistant message's text, until the next one starts
-    joined: list[_Written] = attrs.field(factory=list)  # taken in while it ran
-    tools: set[str] = attrs.field(factory=set)
-    cancelled: bool = False
-
-
 class ClaudeAdapter(ProviderAdapter):
     """One Claude conversation; every method runs on the claude provider loop."""
 
@@ -203,10 +173,8 @@ class ClaudeAdapter(ProviderAdapter):
         self.claude_session_id = str(uuid.uuid5(_SESSION_NAMESPACE, f"{session_id}/{chat_id}"))
         self._client: Any = None
         self._tasks: list[asyncio.Future[Any]] = []
-        self._queued: list[_Written] = []
-        self._run: _Run | None = None
-        self._cancelled: set[str] = set()  # keys cancelled before their run started
-        self._sends: dict[str, asyncio.Future[str]] = {}
+        self._log = log.bind(session_id=session_id, chat_id=chat_id)
+        self._turns = ClaudeTurns(self._log, self._interrupt_run)
         self._requests = HostRequests()
         self._stderr: collections.deque[str] = collections.deque(maxlen=5)
         self._timeouts = 0
@@ -215,7 +183,6 @@ class ClaudeAdapter(ProviderAdapter):
         self._failed = False
         self._closing = False
         self._process: Any = None  # the CLI's process (the guard's launcher), once spawned
-        self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
     # -- opening ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -279,21 +246,21 @@ class ClaudeAdapter(ProviderAdapter):
                 turn ended in an error result (taken; the CLI's own text).
             ProviderCrashed: the CLI died or hung.
         """
-        written = _Written(
+        written = Written(
             uuid=str(uuid.uuid4()), key=message.turn_id, text=message.text, steering=False
         )
         done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._sends[written.uuid] = done
+        self._turns.sends[written.uuid] = done
         try:
             await self._write(written)
             return await done
         finally:
-            self._sends.pop(written.uuid, None)
+            self._turns.sends.pop(written.uuid, None)
 
     async def steer(self, message: ProviderSteer) -> str | None:
         """Write the steering message now; the CLI takes it in at the next tool
         boundary, or runs it as the next turn."""
-        written = _Written(
+        written = Written(
             uuid=str(uuid.uuid4()), key=message.pending_id, text=message.text, steering=True
         )
         await self._write(written)
@@ -301,12 +268,12 @@ class ClaudeAdapter(ProviderAdapter):
 
     async def cancel(self, message: ProviderCancel) -> None:
         """Interrupt the turn; one the CLI has not started yet is interrupted when it starts."""
-        run = self._run
+        run = self._turns.run
         if run is not None and run.key == message.turn_id:
             run.cancelled = True
             await self._rpc("interrupt", self._live().interrupt())
-        elif any(m.key == message.turn_id for m in self._queued):
-            self._cancelled.add(message.turn_id)
+        elif any(m.key == message.turn_id for m in self._turns.queued):
+            self._turns.cancelled.add(message.turn_id)
 
     async def answer(self, message: ProviderAnswer) -> None:
         self._requests.answer(message)
@@ -317,7 +284,7 @@ class ClaudeAdapter(ProviderAdapter):
         self._closing = True
         for task in self._tasks:
             task.cancel()
-        for future in self._sends.values():
+        for future in self._turns.sends.values():
             future.cancel()
         client, self._client = self._client, None
         if client is None:
@@ -357,15 +324,15 @@ class ClaudeAdapter(ProviderAdapter):
             await asyncio.sleep(0)
 
     def turn_diagnostic_snapshot(self, turn_id: str) -> dict[str, Any]:
-        run = self._run
+        run = self._turns.run
         return {
             "running": run is not None and run.key == turn_id,
-            "queued_messages": len(self._queued),
+            "queued_messages": len(self._turns.queued),
             "waiting_on": self._requests.waiting_on(),
             "rpc_timeouts": self._timeouts,
         }
 
-    async def _write(self, written: _Written) -> None:
+    async def _write(self, written: Written) -> None:
         client = self._live()
         frame = {
             "type": "user",
@@ -373,14 +340,14 @@ class ClaudeAdapter(ProviderAdapter):
             "parent_tool_use_id": None,
             "uuid": written.uuid,
         }
-        self._queued.append(written)
+        self._turns.queued.append(written)
         try:
             writing = client.query(_one(frame), session_id=self.claude_session_id)
             await self._rpc("query", writing, fatal=True)
         except ProviderCrashed:
             raise
         except Exception as exc:
-            self._queued.remove(written)
+            self._turns.queued.remove(written)
             raise ProviderCallError(
                 AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=f"claude: {exc}"), taken=False
             ) from exc
@@ -432,52 +399,15 @@ class ClaudeAdapter(ProviderAdapter):
             self._fail(reason)
 
     def _map(self, frame: Any) -> list[ProviderEvent]:
-        """The one mapping from an SDK message to provider-protocol events."""
+        """An SDK message as provider-protocol events (claude_turns.py), after the
+        session it names, if that moved."""
+        events: list[ProviderEvent] = []
         match frame:
             case sdk.SystemMessage(subtype="init"):
-                return self._session_named(frame.data.get("session_id")) + self._begin(())
-            case sdk.StreamEvent(parent_tool_use_id=None, event=event):
-                events = self._begin(frame.user_message_uuids or ())
-                run = self._run
-                assert run is not None
-                if event.get("type") == "message_start":
-                    events += self._release(run, finish_reason=None)
-                delta = event.get("delta") or {}
-                if event.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
-                    events.append(ReplyDelta(turn_id=run.key, text=delta.get("text", "")))
-                return events
-            case sdk.AssistantMessage(parent_tool_use_id=None, content=content):
-                events = self._begin(frame.user_message_uuids or ())
-                run = self._run
-                assert run is not None
-                events += self._release(run, finish_reason=None)
-                text = "".join(b.text for b in content if isinstance(b, sdk.TextBlock))
-                run.held = text or None
-                for block in content:
-                    if isinstance(block, sdk.ToolUseBlock) and block.id not in run.tools:
-                        run.tools.add(block.id)
-                        events.append(_tool_started(run.key, block.id, block.name, block.input))
-                return events
-            case sdk.UserMessage(parent_tool_use_id=None, content=list(content)):
-                events = self._begin(())
-                run = self._run
-                assert run is not None
-                for block in content:
-                    if isinstance(block, sdk.ToolResultBlock):
-                        events.append(
-                            ToolCallCompleted(
-                                turn_id=run.key,
-                                tool_call_id=block.tool_use_id,
-                                result=_text_of(block.content),
-                                success=not block.is_error,
-                            )
-                        )
-                return events
+                events = self._session_named(frame.data.get("session_id"))
             case sdk.ResultMessage():
                 events = self._session_named(frame.session_id)
-                events += self._begin(frame.user_message_uuids or ())
-                return events + self._end(frame)
-        return []
+        return events + self._turns.map(frame)
 
     def _session_named(self, session_id: Any) -> list[ProviderEvent]:
         """A frame names the session the CLI runs under: report it if it moved."""
@@ -487,89 +417,19 @@ class ClaudeAdapter(ProviderAdapter):
         self.claude_session_id = session_id
         return [ProviderRefReported(provider_ref=session_id)]
 
-    def _begin(self, uuids: Any) -> list[ProviderEvent]:
-        """A frame of a turn: start the run if none is under way (with the
-        message the frame names, else the oldest written one) and fold in the
-        steering the frame says the turn took in."""
-        events: list[ProviderEvent] = []
-        if self._run is None:
-            message = next((m for m in self._queued if m.uuid in uuids), None)
-            if message is None and self._queued:
-                message = self._queued[0]
-            self._run = _Run(key="" if message is None else message.key, message=message)
-            if message is not None:
-                self._queued.remove(message)
-                if message.key in self._cancelled:
-                    self._cancelled.discard(message.key)
-                    self._run.cancelled = True
-                    self._spawn(self._rpc("interrupt", self._live().interrupt()))
-                events.append(
-                    UserMessageEcho(
-                        turn_id=message.key,
-                        text=message.text,
-                        provider_message_id=message.uuid,
-                        starts_turn=message.steering,
-                    )
-                )
-        run = self._run
-        for message in [m for m in self._queued if m.uuid in uuids]:
-            self._queued.remove(message)
-            run.joined.append(message)  # a send merged into a turn settles with it
-            events.append(
-                UserMessageEcho(
-                    turn_id=run.key, text=message.text, provider_message_id=message.uuid
-                )
-            )
-        return events
-
-    def _release(self, run: _Run, finish_reason: str | None) -> list[ProviderEvent]:
-        """The held assistant message became stable (the next one started, or the turn ended)."""
-        text, run.held = run.held, None
-        if text is None and finish_reason is None:
-            return []
-        return [ReplyMessage(turn_id=run.key, text=text or "", finish_reason=finish_reason)]
-
-    def _end(self, result: Any) -> list[ProviderEvent]:
-        """The turn's result: the final message with its finish reason and Idle,
-        or the CLI's own error text for the turn. Every send the turn took in
-        settles with it."""
-        run, self._run = self._run, None
-        assert run is not None
-        self._log.info(
-            "claude_turn_ended",
-            turn_id=run.key,
-            subtype=result.subtype,
-            is_error=result.is_error,
-            cancelled=run.cancelled,
-        )
-        sends = [m for m in (run.message, *run.joined) if m is not None and not m.steering]
-        waiting = [(m, self._sends[m.uuid]) for m in sends if m.uuid in self._sends]
-        if not result.is_error or run.cancelled:
-            events = self._release(run, finish_reason=result.stop_reason or "stop")
-            if not result.is_error:
-                events.append(Idle(turn_id=run.key))
-            for message, done in waiting:
-                if not done.done():
-                    done.set_result(message.uuid)
-            return events
-        events = self._release(run, finish_reason=None)
-        error = AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=_error_text(result))
-        for _, done in waiting:
-            if not done.done():
-                done.set_exception(ProviderCallError(error, taken=True))
-        if not sends:  # no send waits on this run (steering that ran as its own turn)
-            events.append(CallSettled(turn_id=run.key, settlement=Settlement.REJECTED, error=error))
-        return events
+    def _interrupt_run(self) -> None:
+        """Interrupt the CLI's running turn (a run whose key was cancelled before it started)."""
+        self._spawn(self._rpc("interrupt", self._live().interrupt()))
 
     async def _can_use_tool(self, tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
         """The SDK's permission callback: a permission request to the host."""
-        events = self._begin(())
-        run = self._run
+        events = self._turns.begin(())
+        run = self._turns.run
         assert run is not None
         call_id = context.tool_use_id or f"permission-{uuid.uuid4().hex}"
         if call_id not in run.tools:
             run.tools.add(call_id)
-            events.append(_tool_started(run.key, call_id, tool_name, tool_input, permission=True))
+            events.append(tool_started(run.key, call_id, tool_name, tool_input, permission=True))
         for event in events:
             self._emit(event)
         request = HostRequestOpened(
@@ -596,7 +456,7 @@ class ClaudeAdapter(ProviderAdapter):
         loop = asyncio.get_running_loop()
         while not self._failed:
             await asyncio.sleep(self._p.probe_after)
-            busy = self._run is not None or self._queued
+            busy = self._turns.run is not None or self._turns.queued
             if not busy or loop.time() - self._last_frame < self._p.probe_after:
                 continue
             try:
@@ -615,7 +475,7 @@ class ClaudeAdapter(ProviderAdapter):
         self._failed = True
         self._log.warning("claude_cli_failed", reason=reason)
         self._kill_cli()
-        for future in self._sends.values():
+        for future in self._turns.sends.values():
             if not future.done():
                 future.set_exception(ProviderCrashed(reason))
         self._requests.cancel_all()
@@ -651,36 +511,6 @@ def _process_of(client: Any) -> Any:
 async def _one(frame: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     """`query()` takes dicts only as an async iterable; a dict carries our uuid."""
     yield frame
-
-
-def _tool_started(
-    key: str, call_id: str, name: str, arguments: Any, *, permission: bool = False
-) -> ToolCallStarted:
-    return ToolCallStarted(
-        turn_id=key,
-        tool_call_id=call_id,
-        name=name,
-        arguments=json.dumps(arguments),
-        needs_permission=permission,
-    )
-
-
-def _text_of(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-
-
-def _error_text(result: Any) -> str:
-    """The CLI's own words for a failed turn: its errors, else its result text, else the subtype."""
-    errors = [str(e) for e in (result.errors or []) if str(e).strip()]
-    if errors:
-        return "; ".join(errors)
-    if isinstance(result.result, str) and result.result.strip():
-        return result.result.strip()
-    return f"claude: {result.subtype}"
 
 
 def _swallow(task: "asyncio.Future[Any]") -> None:
