@@ -199,7 +199,7 @@ class ClaudeAdapter(ProviderAdapter):
             await self._connect(resume=self.claude_session_id)
         except Exception as exc:
             text = " ".join([str(exc), *self._stderr])
-            code = getattr(exc, "exit_code", None) or 1
+            code = getattr(exc.__cause__, "exit_code", None) or getattr(exc, "exit_code", None) or 1
             if NO_HISTORY.lower() not in text.lower():
                 raise ProviderResumeError(code, str(exc)) from exc
             self._log.info("claude_resume_found_no_history")
@@ -228,6 +228,10 @@ class ClaudeAdapter(ProviderAdapter):
         connecting = self._client.connect()
         try:
             await self._rpc("initialize", connecting, fatal=True, timeout=self._p.start_timeout)
+        except ProviderCrashed:
+            raise
+        except Exception as exc:
+            raise self._start_failed(exc) from exc
         finally:
             self._process = _process_of(self._client)  # what a kill aims at, from now on
         self._open = True
@@ -235,6 +239,16 @@ class ClaudeAdapter(ProviderAdapter):
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._read(self._client)), loop.create_task(self._watch())]
         self._log.info("claude_cli_started", resumed="resume" in session)
+
+    def _start_failed(self, exc: Exception) -> ProviderCrashed:
+        """The CLI exited before it answered initialize: why, in its own words (its
+        stderr), not the SDK's "Check stderr output for details"."""
+        code = getattr(exc, "exit_code", None)
+        said = "; ".join(line.strip() for line in self._stderr if line.strip()) or str(exc)
+        status = "" if code is None else f" (exit code {code})"
+        reason = f"the claude CLI could not start{status}: {said}"
+        self._log.warning("claude_cli_start_failed", error=reason, exit_code=code)
+        return ProviderCrashed(reason)
 
     # -- host -> CLI -------------------------------------------------------------------------
     async def send(self, message: ProviderSend) -> str | None:

@@ -9,7 +9,9 @@ their turns (`sends`). Invariants:
    names (its uuid), else the oldest written one. Steering a frame says the
    turn took in is echoed into that run (folded), never a run of its own.
 2. The last assistant message of a run is held until the next one starts or
-   the run ends, so the final message carries the finish reason.
+   the run ends, so the final message carries the finish reason. The CLI's own
+   stand-in for a reply the model API failed to give ("API Error: ...", model
+   <synthetic>) is no reply: the run's error result says it.
 3. Every send a run took in settles with the run's result: with its uuid, or
    with the CLI's own error text (taken). A run no send waits on (steering
    that ran as its own turn) reports a failure as a rejected CallSettled.
@@ -41,6 +43,8 @@ try:
     import claude_agent_sdk as sdk  # type: ignore[import-not-found,unused-ignore]
 except ImportError:  # the `claude` extra is not installed: ClaudeProvider() says so
     sdk = None  # type: ignore[assignment,unused-ignore]
+
+SYNTHETIC = "<synthetic>"  # the model of a message the CLI wrote itself (an API error)
 
 
 @attrs.define
@@ -79,6 +83,19 @@ class ClaudeTurns:
         match frame:
             case sdk.SystemMessage(subtype="init"):
                 return self.begin(())
+            case sdk.SystemMessage(subtype="api_retry", data=data):
+                # The model API failed and the CLI tries again: no event, but a
+                # person watching the log sees why the turn is quiet.
+                self._log.warning(
+                    "claude_api_retrying",
+                    turn_id=None if self.run is None else self.run.key,
+                    attempt=data.get("attempt"),
+                    max_retries=data.get("max_retries"),
+                    retry_delay_ms=data.get("retry_delay_ms"),
+                    error_status=data.get("error_status"),
+                    error=data.get("error"),
+                )
+                return []
             case sdk.StreamEvent(parent_tool_use_id=None, event=event):
                 events = self.begin(frame.user_message_uuids or ())
                 run = self._current()
@@ -93,6 +110,8 @@ class ClaudeTurns:
                 run = self._current()
                 events += self._release(run, finish_reason=None)
                 text = "".join(b.text for b in content if isinstance(b, sdk.TextBlock))
+                if frame.model == SYNTHETIC and getattr(frame, "error", None):
+                    text = ""  # the CLI's "API Error: ..." stand-in reply: the result carries it
                 run.held = text or None
                 for block in content:
                     if isinstance(block, sdk.ToolUseBlock) and block.id not in run.tools:

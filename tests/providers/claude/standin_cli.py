@@ -9,7 +9,11 @@ ids fail as the real CLI does), --include-partial-messages streams deltas.
 
 Environment:
     CLAUDE_STANDIN_SCRIPT  a JSON file: {"replies": {prompt: [step, ...]},
-                           "resume_error": text, "hang_on_initialize": bool}
+                           "resume_error": text, "hang_on_initialize": bool,
+                           "exit_at_start": {"code": int, "stderr": text}}
+                           ("exit_at_start": the text on stderr and exit with
+                           the code before answering initialize, as the real
+                           CLI does with a setting it cannot read)
     CLAUDE_STANDIN_LOG     a JSON-lines file; every user message received is
                            recorded ({"event": "prompt" | "steering", "text", "uuid"}),
                            and each start ({"event": "started" | "resumed", "session",
@@ -27,6 +31,12 @@ Steps of a reply (an unscripted prompt is answered "echo: <prompt>"):
                                    message, or an interrupt), unless one already has
     {"block": "interrupt"}         park until an interrupt (user messages queue up)
     {"error": text}                the turn ends in an error result with this text
+    {"retry": {"error_status": int, "error": text}}
+                                   an `api_retry` system frame (the model API failed
+                                   and the CLI tries again), as the real CLI sends
+    {"api_error": text}            the model API gave up: a synthetic assistant message
+                                   "API Error: <text>" and an error result (subtype
+                                   success, is_error), as the real CLI ends such a turn
     {"crash": code}                exit at once with this code
     {"hang": true}                 stop answering anything, forever
 """
@@ -85,6 +95,7 @@ class Cli:
         self.responses: dict[str, dict[str, Any]] = {}
         self.interrupted = False
         self.requests = 0
+        self.retries = 0
         threading.Thread(target=self._read_stdin, daemon=True).start()
 
     @staticmethod
@@ -174,6 +185,11 @@ class Cli:
                 sys.exit(1)
         if self.script.get("hang_on_initialize"):
             hang()
+        exit_at_start = self.script.get("exit_at_start")
+        if exit_at_start:
+            sys.stderr.write(exit_at_start["stderr"] + "\n")
+            sys.stderr.flush()
+            os._exit(exit_at_start["code"])
         self.control(first)
         if resume is None:
             conversation.write_text("[]")
@@ -264,6 +280,16 @@ class Cli:
                 self.park()
             elif "error" in step:
                 self.result(taken, subtype="error_during_execution", errors=[step["error"]])
+                return
+            elif "retry" in step:
+                self.api_retry(step["retry"])
+            elif "api_error" in step:
+                text = f"API Error: {step['api_error']}"
+                message = self.assistant(str(uuid.uuid4()), [{"type": "text", "text": text}])
+                message["message"]["model"] = "<synthetic>"
+                message["error"] = "unknown"
+                out(self.tagged(message, uuids))
+                self.result(taken, is_error=True, result=text)
                 return
             elif "crash" in step:
                 os._exit(step["crash"])
@@ -380,6 +406,22 @@ class Cli:
             return True, f"ran {step['tool']}"
         return False, answer.get("message", "denied")
 
+    def api_retry(self, retry: dict[str, Any]) -> None:
+        self.retries += 1
+        out(
+            {
+                "type": "system",
+                "subtype": "api_retry",
+                "attempt": self.retries,
+                "max_retries": 10,
+                "retry_delay_ms": 600,
+                "error_status": retry.get("error_status"),
+                "error": retry.get("error", "unknown"),
+                "session_id": self.session,
+                "uuid": str(uuid.uuid4()),
+            }
+        )
+
     def stream_event(self, event: dict[str, Any]) -> dict[str, Any]:
         return {
             "type": "stream_event",
@@ -424,8 +466,9 @@ class Cli:
         result: str | None = None,
         reason: str = "completed",
         turns: int = 1,
+        is_error: bool | None = None,
     ) -> None:
-        is_error = subtype != "success"
+        is_error = subtype != "success" if is_error is None else is_error
         frame: dict[str, Any] = {
             "type": "result",
             "subtype": subtype,
