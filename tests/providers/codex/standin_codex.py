@@ -26,6 +26,18 @@ An unscripted prompt is answered "echo: <prompt>" in three deltas. Steps:
   {"wait": method}             park until that request arrives in this turn
   {"approval": command}        a command that needs approval (server request)
   {"fail": message}            the turn ends with status failed
+  {"retry": message, "details": text, "times": n}
+                               n (default 1) `error` notifications codex will retry
+                               (willRetry true), as the real CLI sends while the
+                               model API fails ("Reconnecting... 1/5") or the network
+                               is gone ("Reconnecting... waiting for network")
+  {"retry_forever": message, "details": text, "times": n}
+                               n of those, then the turn waits for an interrupt (the
+                               real CLI waits for a network that never comes back)
+  {"give_up": message, "completed": bool}
+                               an `error` notification it will not retry (willRetry
+                               false); the turn is over, and only with "completed" a
+                               turn/completed (status failed) follows
   {"crash": true}              exit at once, mid-turn
   {"end_unseen": true}         the turn ends, but its turn/completed is still in
                                flight: it goes out after the next answer
@@ -221,6 +233,19 @@ class Turn:
                 )
             elif "fail" in step:
                 self.finish("failed", {"message": step["fail"]})
+            elif "retry" in step or "retry_forever" in step:
+                message = step.get("retry") or step.get("retry_forever")
+                for _ in range(step.get("times", 1)):
+                    self.error(message, step.get("details"), will_retry=True)
+                if "retry_forever" in step:
+                    self.waiting_for = "an interrupt"  # only turn/interrupt ends it
+            elif "give_up" in step:
+                self.end_message()
+                self.error(step["give_up"], None, will_retry=False)
+                if step.get("completed"):
+                    self.finish("failed", {"message": step["give_up"]})
+                self.active = False
+                return
             elif "end_unseen" in step:
                 self.end_message()
                 self.active = False
@@ -237,6 +262,14 @@ class Turn:
             elif "hang" in step:
                 hung = True
                 return
+
+    def error(self, message, details, will_retry):
+        error = {
+            "message": message,
+            "additionalDetails": details,
+            "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": None}},
+        }
+        notify("error", {"error": error, "willRetry": will_retry, **self.ids()})
 
     def approved(self, request_id, decision):
         if not (isinstance(self.waiting_for, tuple) and self.waiting_for[1] == request_id):
