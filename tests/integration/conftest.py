@@ -129,9 +129,10 @@ def copilot_install() -> Path:
 # -- the vendors ----------------------------------------------------------------------------
 @attrs.define
 class Vendor:
-    """One real CLI as the tests drive it: how to make its provider, the binary
-    that is the CLI proper (the one a kill -9 aims at), how its model writes a
-    file, and whether it can take back steering it was given."""
+    """One real CLI as the tests drive it: how to make its provider (with `env`,
+    its environment), the binary that is the CLI proper (the one a kill -9 aims
+    at), how its model writes a file, and whether it can take back steering it
+    was given."""
 
     name: str
     api: FakeAPI
@@ -140,6 +141,7 @@ class Vendor:
     write_file: Callable[[Path, str], Tool]
     withdraws: bool
     workdir: Path
+    env: dict[str, str]
 
     def provider(self, **options: Any) -> Provider:
         return self.make(**options)
@@ -197,6 +199,7 @@ def _claude(netns: LoopbackNamespace, api: AnthropicAPI, homes: Path, work: Path
         write_file=lambda path, text: Tool("Write", {"file_path": str(path), "content": text}),
         withdraws=False,
         workdir=work,
+        env=env,
     )
 
 
@@ -215,6 +218,8 @@ def _codex(netns: LoopbackNamespace, api: ResponsesAPI, homes: Path, work: Path)
         f'base_url = "{api.url}/v1"\n'
         'wire_api = "responses"\n'
         'env_key = "FAKE_RESPONSES_KEY"\n'
+        "stream_max_retries = 1\n"  # a failing API's turn ends in seconds, not 25
+        "request_max_retries = 1\n"
     )
     wrapper = netns.wrap(binary, homes / "codex-in-netns")
     env = {"HOME": str(home), "CODEX_HOME": str(codex_home), "FAKE_RESPONSES_KEY": FAKE_KEY}
@@ -246,6 +251,7 @@ def _codex(netns: LoopbackNamespace, api: ResponsesAPI, homes: Path, work: Path)
         write_file=write_file,
         withdraws=False,
         workdir=work,
+        env=env,
     )
 
 
@@ -282,6 +288,7 @@ def _copilot(
         write_file=lambda path, text: Tool("create", {"path": str(path), "file_text": text}),
         withdraws=True,
         workdir=work,
+        env=env,
     )
 
 
