@@ -108,11 +108,15 @@ class SessionActor(HostedActor):
         state: SessionState | None = None,
         read_only: tuple[str, ...] = (),
         created_at: int = 0,
+        resumed: tuple[str, ...] = (),
     ) -> None:
         super().__init__(services)
         self.session_id = session_id
         self.provider = provider
         self.restored = restored
+        # Chats whose provider session is resumed though the session is new here
+        # (imported with the references their providers reported).
+        self._resumed = set(resumed)
         self.created_at = created_at
         self._entry = state or SessionState()
         self._read_only = set(read_only)
@@ -261,7 +265,7 @@ class SessionActor(HostedActor):
             provider=self.provider,
             state=state,
             session=self.actor_ref,
-            resume=self.restored,
+            resume=self.restored or chat_id in self._resumed,
             client_tools=self._owners(),
             session_state=self._entry,
             default=chat_id == self._default_chat,
