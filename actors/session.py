@@ -113,10 +113,10 @@ class SessionActor(HostedActor):
         super().__init__(services)
         self.session_id = session_id
         self.provider = provider
-        self.restored = restored
-        # Chats whose provider session is resumed though the session is new here
-        # (imported with the references their providers reported).
-        self._resumed = set(resumed)
+        # The chats whose provider session is resumed: all of them (None) in a
+        # restored session; in a new one, those imported with their provider's
+        # reference.
+        self._resume: frozenset[str] | None = None if restored else frozenset(resumed)
         self.created_at = created_at
         self._entry = state or SessionState()
         self._read_only = set(read_only)
@@ -265,7 +265,7 @@ class SessionActor(HostedActor):
             provider=self.provider,
             state=state,
             session=self.actor_ref,
-            resume=self.restored or chat_id in self._resumed,
+            resume=self._resume is None or chat_id in self._resume,
             client_tools=self._owners(),
             session_state=self._entry,
             default=chat_id == self._default_chat,
