@@ -97,6 +97,7 @@ from agenthost.messages.provider import (
     ProviderSteer,
     ReplyDelta,
     ReplyMessage,
+    ReplyReasoning,
     SubagentStarted,
     UsageUpdated,
     UserMessageEcho,
@@ -329,7 +330,9 @@ class TurnTrackerActor(HostedActor):
             case UserMessageEcho():
                 self._echo(event)
                 return
-            case ReplyDelta() | ReplyMessage() | Idle() if event.subagent_id is not None:
+            case ReplyDelta() | ReplyReasoning() | ReplyMessage() | Idle() if (
+                event.subagent_id is not None
+            ):
                 self._subagents.event(event)
                 return
         turn = self._turn
@@ -350,6 +353,8 @@ class TurnTrackerActor(HostedActor):
                 self._desk.opened(turn, event)
             case ReplyDelta():
                 self._out.actions(turn.stream.delta(event.text))
+            case ReplyReasoning():
+                self._out.actions(turn.stream.reasoning(event.text))
             case UsageUpdated():
                 self._out.apply(turn_events.usage(turn, event))
             case ReplyMessage():

@@ -3,19 +3,36 @@
 
 from typing import Any
 
+import attrs
 import structlog
 
 from agenthost.actors.active_turn import ActiveTurn, AssistantStream
-from agenthost.actors.requests import RequestDesk
+from agenthost.actors.input_answers import given
+from agenthost.actors.requests import TEXT_QUESTION, RequestDesk
 from agenthost.messages.commands import AnswerRequest
+from agenthost.messages.common import ConfirmationOption
 from agenthost.messages.errors import ErrorCode
 from agenthost.messages.events import (
     ChatEvent,
+    InputCompleted,
+    InputRequested,
     RequestClosed,
     RequestOpened,
     RequestOutcome,
     ToolCallConfirmed,
     ToolCallReady,
+)
+from agenthost.messages.fields import Json
+from agenthost.messages.inputs import (
+    AnswerState,
+    AnswerValue,
+    AnswerValueKind,
+    ChatInputRequest,
+    InputAnswer,
+    InputOption,
+    InputQuestion,
+    InputQuestionKind,
+    InputResponseKind,
 )
 from agenthost.messages.provider import HostRequestKind, HostRequestOpened
 from agenthost.messages.state import RequestKind
@@ -27,7 +44,9 @@ class Desk:
         self.actions: list[ChatEvent] = []
         self.desk = RequestDesk(
             dict(owners or {}),
-            lambda request_id, **answer: self.answers.append({"id": request_id, **answer}),
+            lambda request_id, **answer: self.answers.append(
+                {"id": request_id, **{k: v for k, v in answer.items() if v is not None}}
+            ),
             self.actions.append,
             structlog.get_logger(),
         )
@@ -91,7 +110,9 @@ def test_a_question_is_answered_with_text() -> None:
     d = Desk()
     d.open(HostRequestKind.USER_INPUT, question="Which file?")
     assert d.answer(answer="main.py") is None
-    assert d.answers == [{"id": "r", "answer": "main.py"}]
+    [answer] = d.answers
+    assert (answer["approved"], answer["answer"]) == (True, "main.py")
+    assert answer["answers"] == (("answer", given("main.py")),)
 
 
 def test_an_answer_to_a_request_that_is_not_open_is_not_found() -> None:
@@ -158,3 +179,139 @@ def test_the_turns_end_refuses_and_closes_whatever_it_left_open() -> None:
     assert d.answers == [{"id": "r", "approved": False, "error": "The turn ended."}]
     assert d.actions == [RequestClosed(request_id="r", outcome=RequestOutcome.CANCELLED)]
     assert d.turn.requests == {}
+
+
+# -- AHP 1.1: confirmation options, edited input, input requests -------------------------
+
+ALLOW = ConfirmationOption(id="allow-session", label="Allow this session", kind="approve")
+REJECT = ConfirmationOption(id="reject", label="No", kind="deny")
+
+
+def test_a_permissions_options_are_offered_on_the_waiting_tool_call() -> None:
+    d = Desk()
+    d.open(HostRequestKind.PERMISSION, tool_call_id="c1", options=(ALLOW, REJECT), editable=True)
+    ready, opened = d.actions
+    assert isinstance(ready, ToolCallReady)
+    assert (ready.options, ready.editable) == ((ALLOW, REJECT), True)
+    assert isinstance(opened, RequestOpened) and opened.request.options == (ALLOW, REJECT)
+
+
+def test_an_option_chosen_approves_by_its_kind_and_is_named_to_the_provider() -> None:
+    d = Desk()
+    d.open(HostRequestKind.PERMISSION, tool_call_id="c1", options=(ALLOW, REJECT))
+    d.actions.clear()
+    assert d.answer(option="allow-session") is None
+    assert d.answers == [{"id": "r", "approved": True, "option": "allow-session"}]
+    confirmed = d.actions[0]
+    assert isinstance(confirmed, ToolCallConfirmed)
+    assert (confirmed.approved, confirmed.selected_option_id) == (True, "allow-session")
+
+
+def test_a_deny_option_denies() -> None:
+    d = Desk()
+    d.open(HostRequestKind.PERMISSION, tool_call_id="c1", options=(ALLOW, REJECT))
+    d.answer(option="reject")
+    assert d.answers == [{"id": "r", "approved": False, "option": "reject"}]
+    assert d.actions[-1] == RequestClosed(request_id="r", outcome=RequestOutcome.DENIED)
+
+
+def test_an_option_not_offered_or_contradicting_approved_is_refused() -> None:
+    d = Desk()
+    d.open(HostRequestKind.PERMISSION, tool_call_id="c1", options=(ALLOW, REJECT))
+    for answer in ({"option": "always"}, {"option": "reject", "approved": True}):
+        error = d.answer(**answer)
+        assert error is not None and error.code is ErrorCode.INVALID_ARGUMENT
+    assert "r" in d.turn.requests and d.answers == []
+
+
+def test_an_edited_input_goes_to_the_provider_and_overrides_the_calls_input() -> None:
+    d = Desk()
+    d.open(HostRequestKind.PERMISSION, tool_call_id="c1", editable=True, arguments='{"p": 1}')
+    d.actions.clear()
+    assert d.answer(approved=True, edited_input='{"p": 2}') is None
+    assert d.answers == [{"id": "r", "approved": True, "edited_input": '{"p": 2}'}]
+    confirmed = d.actions[0]
+    assert isinstance(confirmed, ToolCallConfirmed) and confirmed.edited_tool_input == '{"p": 2}'
+
+
+def test_an_edited_input_is_refused_where_the_call_takes_none_or_it_is_not_an_object() -> None:
+    plain, editable = Desk(), Desk()
+    plain.open(HostRequestKind.PERMISSION, tool_call_id="c1")
+    editable.open(HostRequestKind.PERMISSION, tool_call_id="c1", editable=True)
+    for desk, answer in (
+        (plain, {"approved": True, "edited_input": "{}"}),
+        (editable, {"approved": True, "edited_input": "[1]"}),
+        (editable, {"approved": False, "edited_input": "{}"}),
+    ):
+        error = desk.answer(**answer)
+        assert error is not None and error.code is ErrorCode.INVALID_ARGUMENT
+    assert plain.answers == [] and editable.answers == []
+
+
+def test_a_permission_is_found_by_its_tool_calls_id() -> None:
+    d = Desk()
+    d.open(HostRequestKind.PERMISSION, "r-42", tool_call_id="c1")
+    assert d.answer("c1", approved=True) is None
+    assert d.answers == [{"id": "r-42", "approved": True}]
+
+
+def test_a_question_is_the_chats_input_request_a_bare_one_with_one_text_question() -> None:
+    d = Desk()
+    d.open(HostRequestKind.USER_INPUT, question="Which file?")
+    requested = d.actions[-1]
+    assert isinstance(requested, InputRequested)
+    assert requested.request == ChatInputRequest(
+        id="r",
+        message="Which file?",
+        questions=(
+            InputQuestion(id=TEXT_QUESTION, kind=InputQuestionKind.TEXT, message="Which file?"),
+        ),
+    )
+
+
+PICK = InputQuestion(
+    id="file",
+    kind=InputQuestionKind.SINGLE_SELECT,
+    message="Which file?",
+    options=(InputOption(id="a", label="main.py"), InputOption(id="b", label="util.py")),
+)
+
+
+def test_a_choice_answered_by_its_label_is_selected_by_id_and_completes_the_request() -> None:
+    d = Desk()
+    d.open(HostRequestKind.USER_INPUT, questions=(PICK,))
+    d.actions.clear()
+    assert d.answer(answer="util.py") is None
+    selected = InputAnswer(
+        state=AnswerState.SUBMITTED,
+        value=AnswerValue(kind=AnswerValueKind.SELECTED, value=Json.of("b")),
+    )
+    [answer] = d.answers
+    assert (answer["answer"], answer["answers"]) == ("util.py", (("file", selected),))
+    assert d.actions == [
+        InputCompleted(
+            request_id="r", response=InputResponseKind.ACCEPT, answers=(("file", selected),)
+        ),
+        RequestClosed(request_id="r", outcome=RequestOutcome.ANSWERED),
+    ]
+
+
+def test_an_answer_outside_the_choices_is_refused_unless_freeform_is_allowed() -> None:
+    strict, free = Desk(), Desk()
+    strict.open(HostRequestKind.USER_INPUT, questions=(PICK,))
+    free.open(
+        HostRequestKind.USER_INPUT, questions=(attrs.evolve(PICK, allow_freeform_input=True),)
+    )
+    error = strict.answer(answers=(("file", given("other.py")),))
+    assert error is not None and error.code is ErrorCode.INVALID_ARGUMENT
+    assert free.answer(answers=(("file", given("other.py")),)) is None
+    assert free.answers[0]["answer"] == "other.py"
+
+
+def test_a_declined_question_is_completed_as_declined() -> None:
+    d = Desk()
+    d.open(HostRequestKind.USER_INPUT, questions=(PICK,))
+    d.actions.clear()
+    assert d.answer(approved=False) is None
+    assert d.answers == [{"id": "r", "approved": False, "error": "The user declined to answer."}]
+    assert d.actions[0] == InputCompleted(request_id="r", response=InputResponseKind.DECLINE)
