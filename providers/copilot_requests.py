@@ -38,7 +38,7 @@ from copilot.session import (
 )
 from copilot.session_events import PermissionRequest
 
-from agenthost.messages.common import ConfirmationOption
+from agenthost.messages.common import ConfirmationOption, ConfirmationOptionKind
 from agenthost.messages.inputs import InputOption, InputQuestion, InputQuestionKind, chosen
 from agenthost.messages.provider import (
     HostRequestKind,
@@ -49,11 +49,13 @@ from agenthost.messages.provider import (
 from agenthost.messages.state import ClientTool
 from agenthost.providers.base import Emit, HostRequests
 
-ONCE = ConfirmationOption(id="approve-once", label="Allow once", kind="approve")
-SESSION = ConfirmationOption(
-    id="approve-for-session", label="Allow for this session", kind="approve"
+ONCE = ConfirmationOption(
+    id="approve-once", label="Allow once", kind=ConfirmationOptionKind.APPROVE
 )
-REJECT = ConfirmationOption(id="reject", label="Deny", kind="deny")
+SESSION = ConfirmationOption(
+    id="approve-for-session", label="Allow for this session", kind=ConfirmationOptionKind.APPROVE
+)
+REJECT = ConfirmationOption(id="reject", label="Deny", kind=ConfirmationOptionKind.DENY)
 QUESTION = "answer"  # the id of ask_user's one question
 
 

@@ -13,7 +13,7 @@ import pytest
 from agenthost.actors import Chat, Host, Session, Subscription
 from agenthost.actors.aio import AsyncChat, AsyncSession
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
-from agenthost.messages.common import ConfirmationOption
+from agenthost.messages.common import ConfirmationOption, ConfirmationOptionKind
 from agenthost.messages.events import (
     ChatEvent,
     InputCompleted,
@@ -37,9 +37,11 @@ from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
 from tests.fakes.events import events_until
 
-ONCE = ConfirmationOption(id="once", label="Allow once", kind="approve")
-SESSION = ConfirmationOption(id="session", label="Allow in this session", kind="approve")
-NO = ConfirmationOption(id="no", label="Deny", kind="deny")
+ONCE = ConfirmationOption(id="once", label="Allow once", kind=ConfirmationOptionKind.APPROVE)
+SESSION = ConfirmationOption(
+    id="session", label="Allow in this session", kind=ConfirmationOptionKind.APPROVE
+)
+NO = ConfirmationOption(id="no", label="Deny", kind=ConfirmationOptionKind.DENY)
 WAIT_S = 10.0
 
 

@@ -10,7 +10,7 @@ from agenthost.actors.active_turn import ActiveTurn, AssistantStream
 from agenthost.actors.input_answers import given
 from agenthost.actors.requests import TEXT_QUESTION, RequestDesk
 from agenthost.messages.commands import AnswerRequest
-from agenthost.messages.common import ConfirmationOption
+from agenthost.messages.common import ConfirmationOption, ConfirmationOptionKind
 from agenthost.messages.errors import ErrorCode
 from agenthost.messages.events import (
     ChatEvent,
@@ -183,8 +183,10 @@ def test_the_turns_end_refuses_and_closes_whatever_it_left_open() -> None:
 
 # -- AHP 1.1: confirmation options, edited input, input requests -------------------------
 
-ALLOW = ConfirmationOption(id="allow-session", label="Allow this session", kind="approve")
-REJECT = ConfirmationOption(id="reject", label="No", kind="deny")
+ALLOW = ConfirmationOption(
+    id="allow-session", label="Allow this session", kind=ConfirmationOptionKind.APPROVE
+)
+REJECT = ConfirmationOption(id="reject", label="No", kind=ConfirmationOptionKind.DENY)
 
 
 def test_a_permissions_options_are_offered_on_the_waiting_tool_call() -> None:
