@@ -19,7 +19,12 @@ stream-json with it on stdio. What the SDK does that matters here:
   so a restarted connection or host continues the same conversation.
 - `interrupt()` is a control request; the turn then ends with an error
   result (`error_during_execution`).
-- `can_use_tool` is the SDK's callback for the CLI's permission requests.
+- `can_use_tool` is the SDK's callback for the CLI's permission requests, and
+  for the questions its AskUserQuestion tool asks (providers/claude_requests.py:
+  a permission with the CLI's suggestions as options and an editable input; the
+  questions as the host's input request, answered in the CLI's own shape).
+- The model's thinking streams as thinking deltas (else whole, as a message's
+  thinking block): ReplyReasoning (providers/claude_turns.py).
 - A resume of an unknown session makes the CLI print "No conversation found
   with session ID: <id>" and exit 1; `connect()` raises with that text.
 - The SDK's own control-request timeout is 60 s or more, so every call that
@@ -36,7 +41,6 @@ keeps the conversation (a send carries only its own text).
 import asyncio
 import collections
 import contextlib
-import json
 import os
 import signal
 import uuid
@@ -49,8 +53,6 @@ from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
     Capabilities,
     ConnectionFailed,
-    HostRequestKind,
-    HostRequestOpened,
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
@@ -61,14 +63,14 @@ from agenthost.messages.provider import (
 )
 from agenthost.providers.base import (
     Emit,
-    HostRequests,
     Provider,
     ProviderAdapter,
     ProviderCallError,
     ProviderCrashed,
     ProviderResumeError,
 )
-from agenthost.providers.claude_turns import ClaudeTurns, Written, tool_started
+from agenthost.providers.claude_requests import ClaudeRequests
+from agenthost.providers.claude_turns import ClaudeTurns, Written
 from agenthost.providers.cli_guard import guard_env, launcher_path, resolve_cli
 
 try:
@@ -175,7 +177,7 @@ class ClaudeAdapter(ProviderAdapter):
         self._tasks: list[asyncio.Future[Any]] = []
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
         self._turns = ClaudeTurns(self._log, self._interrupt_run)
-        self._requests = HostRequests()
+        self._asks = ClaudeRequests(self._turns, emit)
         self._stderr: collections.deque[str] = collections.deque(maxlen=5)
         self._timeouts = 0
         self._last_frame = 0.0
@@ -220,7 +222,7 @@ class ClaudeAdapter(ProviderAdapter):
             cwd=self._p.cwd,
             permission_mode=self._p.permission_mode,  # type: ignore[arg-type]
             include_partial_messages=True,
-            can_use_tool=self._can_use_tool,
+            can_use_tool=self._asks.can_use_tool,
             stderr=self._stderr.append,
             **session,  # type: ignore[arg-type]
         )
@@ -290,7 +292,7 @@ class ClaudeAdapter(ProviderAdapter):
             self._turns.cancelled.add(message.turn_id)
 
     async def answer(self, message: ProviderAnswer) -> None:
-        self._requests.answer(message)
+        self._asks.waiting.answer(message)
 
     async def dispose(self) -> None:
         """Close stdin and let the CLI exit (the SDK waits for it, then
@@ -342,7 +344,7 @@ class ClaudeAdapter(ProviderAdapter):
         return {
             "running": run is not None and run.key == turn_id,
             "queued_messages": len(self._turns.queued),
-            "waiting_on": self._requests.waiting_on(),
+            "waiting_on": self._asks.waiting.waiting_on(),
             "rpc_timeouts": self._timeouts,
         }
 
@@ -435,30 +437,6 @@ class ClaudeAdapter(ProviderAdapter):
         """Interrupt the CLI's running turn (a run whose key was cancelled before it started)."""
         self._spawn(self._rpc("interrupt", self._live().interrupt()))
 
-    async def _can_use_tool(self, tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
-        """The SDK's permission callback: a permission request to the host."""
-        events = self._turns.begin(())
-        run = self._turns.run
-        assert run is not None
-        call_id = context.tool_use_id or f"permission-{uuid.uuid4().hex}"
-        if call_id not in run.tools:
-            run.tools.add(call_id)
-            events.append(tool_started(run.key, call_id, tool_name, tool_input, permission=True))
-        for event in events:
-            self._emit(event)
-        request = HostRequestOpened(
-            turn_id=run.key,
-            request_id=call_id,
-            kind=HostRequestKind.PERMISSION,
-            tool_call_id=call_id,
-            tool_name=tool_name,
-            arguments=json.dumps(tool_input),
-        )
-        answer = await self._requests.ask(request, self._emit)
-        if answer.approved and answer.error is None:
-            return sdk.PermissionResultAllow(updated_input=tool_input)
-        return sdk.PermissionResultDeny(message=answer.error or "The user denied this tool call.")
-
     def _spawn(self, call: Any) -> None:
         task = asyncio.ensure_future(call)
         task.add_done_callback(_swallow)
@@ -492,7 +470,7 @@ class ClaudeAdapter(ProviderAdapter):
         for future in self._turns.sends.values():
             if not future.done():
                 future.set_exception(ProviderCrashed(reason))
-        self._requests.cancel_all()
+        self._asks.waiting.cancel_all()
         if self._open:
             self._open = False
             self._emit(

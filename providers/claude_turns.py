@@ -16,6 +16,8 @@ their turns (`sends`). Invariants:
    with the CLI's own error text (taken). A run no send waits on (steering
    that ran as its own turn) reports a failure as a rejected CallSettled.
 4. A key cancelled before its run started is interrupted when the run starts.
+5. The model's thinking is reported once: as it streams (thinking deltas), or
+   whole from the message's thinking blocks where it did not stream.
 """
 
 import asyncio
@@ -32,6 +34,7 @@ from agenthost.messages.provider import (
     ProviderEvent,
     ReplyDelta,
     ReplyMessage,
+    ReplyReasoning,
     Settlement,
     ToolCallCompleted,
     ToolCallStarted,
@@ -67,6 +70,7 @@ class Run:
     joined: list[Written] = attrs.field(factory=list)  # taken in while it ran
     tools: set[str] = attrs.field(factory=set)
     cancelled: bool = False
+    thought: bool = False  # the message under way streamed its thinking
 
 
 class ClaudeTurns:
@@ -101,9 +105,16 @@ class ClaudeTurns:
                 run = self._current()
                 if event.get("type") == "message_start":
                     events += self._release(run, finish_reason=None)
+                    run.thought = False
                 delta = event.get("delta") or {}
                 if event.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
                     events.append(ReplyDelta(turn_id=run.key, text=delta.get("text", "")))
+                if (
+                    event.get("type") == "content_block_delta"
+                    and delta.get("type") == "thinking_delta"
+                ):
+                    run.thought = True
+                    events.append(ReplyReasoning(turn_id=run.key, text=delta.get("thinking", "")))
                 return events
             case sdk.AssistantMessage(parent_tool_use_id=None, content=content):
                 events = self.begin(frame.user_message_uuids or ())
@@ -113,6 +124,12 @@ class ClaudeTurns:
                 if frame.model == SYNTHETIC and getattr(frame, "error", None):
                     text = ""  # the CLI's "API Error: ..." stand-in reply: the result carries it
                 run.held = text or None
+                if not run.thought:  # its thinking did not stream: it comes whole, here
+                    events += [
+                        ReplyReasoning(turn_id=run.key, text=b.thinking)
+                        for b in content
+                        if isinstance(b, sdk.ThinkingBlock) and b.thinking
+                    ]
                 for block in content:
                     if isinstance(block, sdk.ToolUseBlock) and block.id not in run.tools:
                         run.tools.add(block.id)

@@ -23,10 +23,17 @@ Environment:
 
 Steps of a reply (an unscripted prompt is answered "echo: <prompt>"):
     {"say": [chunk, ...]}          one assistant message, streamed chunk by chunk
-    {"tool": name, "input": {..}, "ask": true}
+    {"think": [chunk, ...], "streamed": bool}
+                                   the model's thinking: a message whose thinking block
+                                   streams chunk by chunk as thinking deltas (with
+                                   "streamed": false, only the whole message comes)
+    {"tool": name, "input": {..}, "ask": true, "suggestions": [..]}
                                    a tool call (asking permission over can_use_tool
-                                   first); a tool boundary: user messages that
-                                   arrived meanwhile are taken into the turn
+                                   first, with those permission suggestions); a tool
+                                   boundary: user messages that arrived meanwhile
+                                   are taken into the turn. AskUserQuestion, asked,
+                                   is the CLI's question tool: its result is the
+                                   answers the allow's updatedInput carries
     {"block": true}                park until a message arrives on stdin (a user
                                    message, or an interrupt), unless one already has
     {"block": "interrupt"}         park until an interrupt (user messages queue up)
@@ -266,6 +273,8 @@ class Cli:
             if "say" in step:
                 said = "".join(step["say"])
                 self.say(step["say"], uuids)
+            elif "think" in step:
+                self.think(step["think"], step.get("streamed", True), uuids)
             elif "tool" in step:
                 self.tool(step, uuids)
                 self.drain()
@@ -342,6 +351,30 @@ class Cli:
         content = [{"type": "text", "text": "".join(chunks)}]
         out(self.tagged(self.assistant(message_id, content), uuids))
 
+    def think(self, chunks: list[str], streamed: bool, uuids: list[str] | None) -> None:
+        message_id = f"msg_{uuid.uuid4().hex[:12]}"
+        if self.partial and streamed:
+            events: list[dict[str, Any]] = [
+                {"type": "message_start", "message": {"id": message_id, "model": MODEL}},
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking"}},
+                *(
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "thinking_delta", "thinking": c},
+                    }
+                    for c in chunks
+                ),
+                {"type": "content_block_stop", "index": 0},
+                {"type": "message_stop"},
+            ]
+            for i, event in enumerate(events):
+                frame = self.stream_event(event)
+                out(self.tagged(frame, uuids) if i == 0 else frame)
+            uuids = None
+        block = {"type": "thinking", "thinking": "".join(chunks), "signature": "standin"}
+        out(self.tagged(self.assistant(message_id, [block]), uuids))
+
     def tool(self, step: dict[str, Any], uuids: list[str] | None) -> None:
         call_id = f"toolu_{uuid.uuid4().hex[:12]}"
         block = {
@@ -386,7 +419,7 @@ class Cli:
                     "tool_name": step["tool"],
                     "input": step.get("input", {}),
                     "tool_use_id": call_id,
-                    "permission_suggestions": [],
+                    "permission_suggestions": step.get("suggestions", []),
                 },
             }
         )
@@ -402,6 +435,9 @@ class Cli:
         if response.get("subtype") != "success":
             return False, response.get("error", "error")
         answer = response.get("response", {})
+        if answer.get("behavior") == "allow" and step["tool"] == "AskUserQuestion":
+            answers = (answer.get("updatedInput") or {}).get("answers") or {}
+            return True, "; ".join(f"{q} -> {a}" for q, a in answers.items())
         if answer.get("behavior") == "allow":
             return True, f"ran {step['tool']}"
         return False, answer.get("message", "denied")
