@@ -12,6 +12,8 @@ codex turn (`Run`). Invariants:
    false), which may come with no turn/completed after it. One it will retry
    is logged at warning, each time; past `max_retries` of them in one turn
    the turn ends with codex's words (and the adapter interrupts codex's turn).
+4. A reasoning item (its summary, or its raw text where codex shows it) is
+   reasoning once: as its deltas stream, or whole when it completes unstreamed.
 """
 
 import asyncio
@@ -28,6 +30,7 @@ from agenthost.messages.provider import (
     ProviderEvent,
     ReplyDelta,
     ReplyMessage,
+    ReplyReasoning,
     Settlement,
     ToolCallCompleted,
     ToolCallStarted,
@@ -54,6 +57,7 @@ class Run:
     turn_id: str | None = None
     held: str | None = None  # the last completed agent message, until we know it is final
     announced: set[str] = attrs.field(factory=set)  # tool items already reported
+    reasoned: set[str] = attrs.field(factory=set)  # reasoning items whose text streamed
     retries: int = 0  # the errors codex said it would retry, this turn
     failed: AgentHostError | None = None  # codex's own error ended it
     interrupt: bool = False  # codex's error ended it: the adapter interrupts codex's turn
@@ -84,6 +88,11 @@ class CodexTurns:
             ("item/completed", "agentMessage"): self._message_completed,
             ("turn/completed", None): self._turn_completed,
             ("error", None): self._error,
+            ("item/started", "reasoning"): lambda run, _: run.flush(),
+            ("item/reasoning/summaryTextDelta", None): self._reasoning,
+            ("item/reasoning/textDelta", None): self._reasoning,
+            ("item/reasoning/summaryPartAdded", None): self._reasoning_part,
+            ("item/completed", "reasoning"): self._reasoning_completed,
         }
         for kind in TOOL_ITEMS:
             self._handlers["item/started", kind] = self._tool_started
@@ -110,6 +119,24 @@ class CodexTurns:
 
     def _delta(self, run: Run, params: dict[str, Any]) -> list[ProviderEvent]:
         return [*run.flush(), ReplyDelta(turn_id=run.key, text=str(params.get("delta", "")))]
+
+    def _reasoning(self, run: Run, params: dict[str, Any]) -> list[ProviderEvent]:
+        run.reasoned.add(str(params.get("itemId", "")))
+        return [ReplyReasoning(turn_id=run.key, text=str(params.get("delta", "")))]
+
+    def _reasoning_part(self, run: Run, params: dict[str, Any]) -> list[ProviderEvent]:
+        """A new part of a reasoning summary that streams: a paragraph break."""
+        if params.get("summaryIndex", 0) and str(params.get("itemId", "")) in run.reasoned:
+            return [ReplyReasoning(turn_id=run.key, text="\n\n")]
+        return []
+
+    def _reasoning_completed(self, run: Run, params: dict[str, Any]) -> list[ProviderEvent]:
+        """A reasoning item whose text did not stream comes whole (invariant 4)."""
+        item = params["item"]
+        if str(item.get("id", "")) in run.reasoned:
+            return []
+        text = "\n\n".join(item.get("summary") or []) or "\n\n".join(item.get("content") or [])
+        return [ReplyReasoning(turn_id=run.key, text=text)] if text else []
 
     def _message_completed(self, run: Run, params: dict[str, Any]) -> list[ProviderEvent]:
         events = run.flush()

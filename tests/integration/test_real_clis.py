@@ -19,6 +19,7 @@ import pytest
 
 from agenthost.actors import Chat, Host, Subscription
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
+from agenthost.messages.common import ConfirmationOptionKind
 from agenthost.messages.events import AssistantDelta, RequestOpened
 from agenthost.messages.state import RequestKind, TurnState
 from agenthost.providers.base import Provider
@@ -160,7 +161,10 @@ def test_a_tool_permission_approved_makes_the_file(vendor: Vendor, start_host: S
     request = next_of(sub, RequestOpened).request
     assert request.kind is RequestKind.PERMISSION
     assert not path.exists(), "nothing is written before the user approves"
-    chat.answer(request.request_id, approved=True)
+    # The CLI's own decisions are the options; the first that approves is "once".
+    [once, *_] = [o for o in request.options if o.kind == ConfirmationOptionKind.APPROVE]
+    assert any(o.kind == ConfirmationOptionKind.DENY for o in request.options)
+    chat.answer(request.request_id, option=once.id)
     outcome = turn.result(timeout=WAIT_S)
     assert (outcome.state, outcome.text) == (OutcomeState.COMPLETE, "made it")
     assert path.read_text() == "made"
