@@ -9,17 +9,24 @@ streams. Each input line is a message or a command:
     /queue        list the pending messages, numbered
     /remove N     remove the Nth pending message
     /cancel       cancel the running turn
-    /approve, /deny   answer the oldest permission prompt
-    /answer text  answer the oldest question
+    /approve [option], /deny   answer the oldest permission prompt (an option
+                  the tool call offers, by number, id or label)
+    /answer text  answer the oldest question (a choice by number or label, or
+                  text; several questions: answers separated by ";")
+    /decline      decline the oldest question
+    /thinking     show the latest turn's reasoning, which streams collapsed
     /sessions     list your sessions
     /open ID      open a session (its id, or the start of it), with its history
     /new          create a session
     /quit         leave
 
 The client's view of the chat comes from the snapshot it subscribed with and
-the actions that follow; `_wire_*` and `_read_action` are the only code that
-knows AHP's JSON shapes. The token goes in the upgrade request's
-Authorization header, never on the command line's output or in a log.
+the actions that follow; server/chat_view.py is the only code that knows
+AHP's JSON shapes. The model's reasoning (chat/reasoning) is shown collapsed,
+one "[thinking: N chars]" line where a run of it ends; tool calls waiting for
+confirmation list the options they offer; questions list their choices. The
+token goes in the upgrade request's Authorization header, never on the
+command line's output or in a log.
 
 `run_chat` (server/chat_terminal.py) connects it to a terminal.
 """
@@ -32,13 +39,31 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-import attrs
+
+from agenthost.server.chat_view import (
+    ChatError,
+    ChatView,
+    Pending,
+    Request,
+    Seen,
+    option_of,
+    read_action,
+    same,
+    wire_confirmed,
+    wire_input_completed,
+    wire_input_declined,
+    wire_pending_removed,
+    wire_pending_set,
+    wire_turn_started,
+    wire_view,
+)
+
+__all__ = ["ChatClient", "ChatError"]
 
 ROOT = "ahp-root://"
 SESSION_PREFIX = "ahp-session:/"
 VERSIONS = ["1.1.0"]
 CALL_TIMEOUT_S = 30.0
-HISTORY_TURNS = 20  # turns /open shows of a session's history
 
 HELP = """\
 text          send a message (queued while a turn runs)
@@ -46,166 +71,16 @@ text          send a message (queued while a turn runs)
 /queue        list pending messages
 /remove N     remove the Nth pending message
 /cancel       cancel the running turn
-/approve      approve the oldest permission prompt (/deny to refuse it)
-/answer text  answer the oldest question the model asked
+/approve [option]  approve the oldest permission prompt, with an option it
+              offers (number, id or label); /deny refuses it
+/answer text  answer the oldest question the model asked (a choice's number or
+              label, or text; several questions: answers separated by ";")
+/decline      decline the oldest question
+/thinking     show the latest turn's reasoning in full
 /sessions     list your sessions
 /open ID      open a session and show its history
 /new          create a session
 /quit         leave (or Ctrl+D)"""
-
-
-class ChatError(Exception):
-    """A request the server refused, or a connection that ended."""
-
-
-@attrs.define
-class Pending:
-    id: str
-    kind: str
-    text: str
-
-
-@attrs.define
-class Request:
-    id: str
-    kind: str
-    turn_id: str | None
-    tool_call_id: str | None
-    label: str
-
-
-@attrs.define
-class Turn:
-    """A finished turn as /open shows it."""
-
-    text: str
-    reply: str
-    state: str
-    error: str | None
-
-
-@attrs.define
-class ChatView:
-    """The open chat as the client last saw it."""
-
-    active_turn: str | None = None
-    steering: list[Pending] = attrs.field(factory=list)
-    queued: list[Pending] = attrs.field(factory=list)
-    requests: list[Request] = attrs.field(factory=list)
-    turns: int = 0
-    history: list[Turn] = attrs.field(factory=list)  # as subscribed; not kept up to date
-    active_text: str = ""  # the running turn's message and its reply so far, as subscribed
-    active_reply: str = ""
-
-    @property
-    def pending(self) -> list[Pending]:
-        """Steering first, then the queue: the numbering /queue and /remove use."""
-        return self.steering + self.queued
-
-
-# -- the AHP JSON shapes ---------------------------------------------------------------------
-def _wire_turn_started(turn_id: str, text: str) -> dict[str, Any]:
-    return {"type": "chat/turnStarted", "turnId": turn_id, "message": {"text": text}}
-
-
-def _wire_pending_set(kind: str, pending_id: str, text: str) -> dict[str, Any]:
-    return {
-        "type": "chat/pendingMessageSet",
-        "kind": kind,
-        "id": pending_id,
-        "message": {"text": text},
-    }
-
-
-def _wire_pending_removed(kind: str, pending_id: str) -> dict[str, Any]:
-    return {"type": "chat/pendingMessageRemoved", "kind": kind, "id": pending_id}
-
-
-def _wire_pending(data: dict[str, Any], kind: str | None = None) -> Pending:
-    """A pending message; in a chat state's lists its kind is the list's."""
-    message = data.get("message") or {}
-    kind = str(data.get("kind") or kind)
-    return Pending(id=str(data.get("id")), kind=kind, text=message.get("text", ""))
-
-
-def _wire_request(data: dict[str, Any]) -> Request:
-    label = (
-        data.get("question") or f"{data.get('toolName') or 'a tool'} {data.get('arguments') or ''}"
-    )
-    return Request(
-        id=str(data.get("requestId")),
-        kind=str(data.get("kind")),
-        turn_id=data.get("turnId"),
-        tool_call_id=data.get("toolCallId"),
-        label=label.strip(),
-    )
-
-
-def _wire_reply(turn: dict[str, Any]) -> str:
-    parts = turn.get("responseParts") or []
-    return "".join(str(p.get("content") or "") for p in parts if p.get("kind") == "markdown")
-
-
-def _wire_turn(turn: dict[str, Any]) -> Turn:
-    error = turn.get("error")
-    return Turn(
-        text=str((turn.get("message") or {}).get("text", "")),
-        reply=_wire_reply(turn),
-        state=str(turn.get("state") or "complete"),
-        error=error.get("message") if isinstance(error, dict) else None,
-    )
-
-
-def _wire_view(state: dict[str, Any]) -> ChatView:
-    active = state.get("activeTurn")
-    turns = state.get("turns") or []
-    return ChatView(
-        active_turn=active.get("id") if isinstance(active, dict) else None,
-        steering=[_wire_pending(p, "steering") for p in state.get("steeringMessages") or []],
-        queued=[_wire_pending(p, "queued") for p in state.get("queuedMessages") or []],
-        requests=[_wire_request(r) for r in state.get("openRequests") or []],
-        turns=len(turns),
-        history=[_wire_turn(t) for t in turns[-HISTORY_TURNS:]],
-        active_text=_wire_turn(active).text if isinstance(active, dict) else "",
-        active_reply=_wire_reply(active) if isinstance(active, dict) else "",
-    )
-
-
-def _read_action(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """An action as (what happened, the fields the client uses)."""
-    kind = action.get("type")
-    message = action.get("message") or {}
-    if kind == "chat/turnStarted":
-        return "started", {
-            "turn_id": action.get("turnId"),
-            "text": message.get("text", ""),
-            "pending_id": action.get("queuedMessageId"),
-        }
-    if kind == "chat/delta":
-        text = action.get("text", action.get("content", ""))  # AHP names it content
-        return "delta", {"turn_id": action.get("turnId"), "text": text}
-    if kind in ("chat/turnComplete", "chat/turnCancelled", "chat/error"):
-        outcome = {"chat/turnComplete": "complete", "chat/turnCancelled": "cancelled"}
-        error = action.get("error") or {}
-        return "ended", {
-            "turn_id": action.get("turnId"),
-            "outcome": outcome.get(kind, "error"),
-            "error": error.get("message") if isinstance(error, dict) else None,
-        }
-    if kind == "chat/pendingMessageSet":
-        return "pending_set", {"pending": _wire_pending(action.get("pending") or action)}
-    if kind == "chat/pendingMessageRemoved":
-        pending_id = action.get("pendingId") or action.get("id")
-        return "pending_removed", {"id": pending_id, "reason": action.get("reason") or "client"}
-    if kind == "x-chat/steeringRecorded":
-        return "steering_folded", {"pending": _wire_pending(action.get("pending") or {})}
-    if kind == "chat/toolCallStart":
-        return "tool", {"name": action.get("displayName") or action.get("toolName")}
-    if kind == "x-chat/requestOpened":
-        return "request_opened", {"request": _wire_request(action.get("request") or {})}
-    if kind == "x-chat/requestClosed":
-        return "request_closed", {"id": action.get("requestId")}
-    return "other", {}
 
 
 # What became of a pending message, by the reason the server gave for its removal.
@@ -217,6 +92,34 @@ REMOVED = {
     "requeued": "[steering queued: the provider could not take it mid-turn] {text}",
     "rejected": "[refused when its turn came] {text}",
 }
+
+
+def _how(request: Request) -> str:
+    """How to answer a request, with the options or choices it offers."""
+    if request.kind == "permission":
+        if not request.options:
+            return "/approve or /deny"
+        listed = ", ".join(f"{n}. {o.label}" for n, o in enumerate(request.options, 1))
+        return f"/approve OPTION or /deny: {listed}"
+    if request.kind != "user_input":
+        return "another client answers it"
+    asked = []
+    for question in request.questions:
+        if question.choices:
+            choices = ", ".join(f"{n}. {c.label}" for n, c in enumerate(question.choices, 1))
+            more = " or text" if question.freeform else ""
+            asked.append(
+                f"{question.text}: a choice{more}: {choices}"
+                if len(request.questions) > 1
+                else f"a choice{more}: {choices}"
+            )
+        elif len(request.questions) > 1:
+            asked.append(f"{question.text}: text")
+    if not asked:
+        return "/answer text"
+    if len(request.questions) > 1:
+        return "/answer one answer each, separated by ';': " + "; ".join(asked)
+    return "/answer " + asked[0]
 
 
 def plural(count: int, noun: str) -> str:
@@ -255,6 +158,7 @@ class ChatClient:
         self._seq = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._streaming = False
+        self._reply_due = False  # a turn started and its reply has not begun on screen
         self._reader = asyncio.get_running_loop().create_task(self._read())
         self.closed = asyncio.Event()
 
@@ -306,7 +210,11 @@ class ChatClient:
         self._reader.cancel()
 
     # -- output ----------------------------------------------------------------------------
-    def _line(self, text: str) -> None:
+    def _line(self, text: str, *, before_reply: bool = False) -> None:
+        """A line of its own; one `before_reply` goes ahead of the reply's "assistant: "."""
+        if self._reply_due and not before_reply:
+            self._reply_due = False
+            self.write("assistant: ")
         if self._streaming:
             self.write("\n")
             self._streaming = False
@@ -324,14 +232,22 @@ class ChatClient:
         seq = envelope.get("serverSeq")
         if isinstance(seq, int) and seq <= self._from_seq:
             return
-        what, fields = _read_action(action)
+        what, fields = read_action(action)
         view = self.view
+        if what is Seen.REASONING_PART or what is Seen.REASONING:
+            self._reasoning(what, fields)
+            return
+        self._announce_thinking()
         if what == "started":
             view.active_turn = fields["turn_id"]
+            view.thinking = []
             self._drop_pending(fields["pending_id"])
             self._line(f"you: {fields['text']}")
-            self.write("assistant: ")
+            self._reply_due = True  # "assistant: " goes with the reply's first text
         elif what == "delta" and fields["turn_id"] == view.active_turn:
+            if self._reply_due:
+                self._reply_due = False
+                self.write("assistant: ")
             self.write(fields["text"])
             self._streaming = True
         elif what == "ended" and fields["turn_id"] == view.active_turn:
@@ -362,15 +278,36 @@ class ChatClient:
             self._line(f"[tool] {fields['name']}")
         elif what == "request_opened":
             request: Request = fields["request"]
-            view.requests.append(request)
-            self._request_line(request)
+            known = next((r for r in view.requests if same(r, request)), None)
+            if known is None:
+                view.requests.append(request)
+                self._request_line(request)
+            elif request.questions and not known.questions:  # the AHP form says more
+                known.questions = request.questions
         elif what == "request_closed":
-            view.requests = [r for r in view.requests if r.id != fields["id"]]
+            closed = fields["id"]
+            view.requests = [r for r in view.requests if closed not in (r.id, r.tool_call_id)]
+
+    def _reasoning(self, what: Seen, fields: dict[str, Any]) -> None:
+        """Reasoning streams collapsed: counted, shown once its run ends."""
+        view = self.view
+        if fields["turn_id"] != view.active_turn:
+            return
+        if what is Seen.REASONING_PART or not view.thinking:
+            view.thinking.append("")
+        if what is Seen.REASONING:
+            view.thinking[-1] += fields["text"]
+            view.unannounced += len(fields["text"])
+
+    def _announce_thinking(self) -> None:
+        if self.view.unannounced:
+            count, self.view.unannounced = self.view.unannounced, 0
+            self._line(
+                f"[thinking: {plural(count, 'char')}; /thinking shows it]", before_reply=True
+            )
 
     def _request_line(self, request: Request) -> None:
-        hint = {"permission": "/approve or /deny", "user_input": "/answer text"}
-        how = hint.get(request.kind, "another client answers it")
-        self._line(f"[{request.kind}] {request.label} ({how})")
+        self._line(f"[{request.kind}] {request.label} ({_how(request)})")
 
     def _drop_pending(self, pending_id: str | None) -> Pending | None:
         for queue in (self.view.steering, self.view.queued):
@@ -422,7 +359,7 @@ class ChatClient:
                 )
         self.session, self.chat = uri, chat
         self._from_seq = int(subscribed.get("fromSeq") or 0)
-        view = self.view = _wire_view(subscribed["state"])
+        view = self.view = wire_view(subscribed["state"])
         title = snapshot["state"].get("title") or "untitled"
         pending = f"{len(view.pending)} pending" if view.pending else "nothing pending"
         running = ", a turn is running" if view.active_turn else ""
@@ -501,16 +438,16 @@ class ChatClient:
             self._line("[error] no session is open: /new or /open ID")
         elif command == "":
             if view.active_turn is None:
-                await self.dispatch(_wire_turn_started(uuid.uuid4().hex, rest))
+                await self.dispatch(wire_turn_started(uuid.uuid4().hex, rest))
             else:
-                await self.dispatch(_wire_pending_set("queued", uuid.uuid4().hex, rest))
+                await self.dispatch(wire_pending_set("queued", uuid.uuid4().hex, rest))
         elif command == "/steer":
             if not rest:
                 self._line("[error] /steer needs text")
             elif view.active_turn is None:
                 self._line("[error] no turn is running: type the text to send it")
             else:
-                await self.dispatch(_wire_pending_set("steering", uuid.uuid4().hex, rest))
+                await self.dispatch(wire_pending_set("steering", uuid.uuid4().hex, rest))
         elif command == "/queue":
             if not view.pending:
                 self._line("[queue empty]")
@@ -522,7 +459,7 @@ class ChatClient:
                 self._line(f"[error] /remove N, N from 1 to {len(pending_list)} (see /queue)")
             else:
                 chosen = pending_list[int(rest) - 1]
-                await self.dispatch(_wire_pending_removed(chosen.kind, chosen.id))
+                await self.dispatch(wire_pending_removed(chosen.kind, chosen.id))
         elif command == "/cancel":
             if view.active_turn is None:
                 self._line("[error] no turn is running")
@@ -532,24 +469,27 @@ class ChatClient:
             prompts = [r for r in view.requests if r.kind == "permission"]
             if not prompts:
                 self._line("[error] no permission prompt is open")
-            else:
-                request = prompts[0]
-                await self.dispatch(
-                    {
-                        "type": "chat/toolCallConfirmed",
-                        "turnId": request.turn_id,
-                        "toolCallId": request.tool_call_id or request.id,
-                        "approved": command == "/approve",
-                    }
-                )
-        elif command == "/answer":
+                return True
+            request = prompts[0]
+            option = option_of(request, rest) if rest else None
+            if rest and option is None:
+                offered = ", ".join(o.id for o in request.options) or "none"
+                self._line(f"[error] no option {rest!r} (it offers: {offered})")
+                return True
+            approved = command == "/approve" if option is None else option.kind != "deny"
+            await self.dispatch(wire_confirmed(request, approved, option))
+        elif command in ("/answer", "/decline"):
             questions = [r for r in view.requests if r.kind == "user_input"]
             if not questions:
                 self._line("[error] no question is open")
+            elif command == "/decline":
+                await self.dispatch(wire_input_declined(questions[0]))
             else:
-                await self.dispatch(
-                    {"type": "chat/inputCompleted", "requestId": questions[0].id, "answer": rest}
-                )
+                answers = [a.strip() for a in rest.split(";")] if rest else [""]
+                await self.dispatch(wire_input_completed(questions[0], answers))
+        elif command == "/thinking":
+            shown = "\n\n".join(t for t in view.thinking if t)
+            self._line(f"[thinking] {shown}" if shown else "[error] no thinking to show")
         else:
             self._line(f"[error] unknown command {command}: /help lists them")
         return True
