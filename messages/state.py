@@ -131,9 +131,9 @@ class OpenRequest:
     question: str | None = None
     arguments: str = "{}"
     client_id: str | None = None
-    options: tuple[ConfirmationOption, ...] = ()
-    editable: bool = False
-    questions: tuple[InputQuestion, ...] = ()
+    options: tuple[ConfirmationOption, ...] = extension(default=())
+    editable: bool = extension(default=False)
+    questions: tuple[InputQuestion, ...] = extension(default=())
 
 
 @attrs.frozen(kw_only=True)
