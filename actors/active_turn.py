@@ -1,12 +1,24 @@
-"""The tracker's record of the active turn, and a turn's assistant text as it streams."""
+"""The tracker's record of the active turn, and a turn's assistant text as it streams.
+
+A turn's response parts follow the stream: text goes to a markdown part and
+reasoning to a reasoning part, each run of either to a part of its own, so
+reasoning between two runs of text sits between their parts. Only the text
+becomes stable (is persisted); reasoning lives in the turn's parts.
+"""
 
 import attrs
 
-from agenthost.actors.protocol import AssistantStable
+from agenthost.actors.history import history
+from agenthost.actors.protocol import AssistantStable, BeginTurn
 from agenthost.messages.commands import AnswerRequest
-from agenthost.messages.events import AssistantDelta, ChatEvent, ResponsePartAdded
-from agenthost.messages.provider import CallSettled
-from agenthost.messages.state import Attachment, MarkdownPart, OpenRequest, Turn
+from agenthost.messages.events import (
+    AssistantDelta,
+    ChatEvent,
+    ReasoningDelta,
+    ResponsePartAdded,
+)
+from agenthost.messages.provider import CallSettled, HistoryMessage, ProviderSend
+from agenthost.messages.state import Attachment, MarkdownPart, OpenRequest, ReasoningPart, Turn
 
 
 @attrs.define
@@ -20,11 +32,13 @@ class AssistantStream:
     unflushed: list[str] = attrs.field(factory=list)
     part_id: str | None = None
     parts: int = 0
+    reasoning_id: str | None = None  # the reasoning part a run of reasoning goes to
 
     def delta(self, text: str) -> tuple[ChatEvent, ...]:
         """The actions one streamed piece of text makes (a new part starts after
-        each stable point)."""
+        each stable point, and after reasoning)."""
         self.unflushed.append(text)
+        self.reasoning_id = None
         if self.part_id is not None:
             return (
                 AssistantDelta(
@@ -42,6 +56,32 @@ class AssistantStream:
             ResponsePartAdded(**ids, part=MarkdownPart(id=self.part_id)),
             AssistantDelta(**ids, part_id=self.part_id, text=text),
         )
+
+    def reasoning(self, text: str) -> tuple[ChatEvent, ...]:
+        """The actions one streamed piece of reasoning makes (a run of it is one
+        reasoning part; text after it starts a new markdown part)."""
+        self.part_id = None
+        added: tuple[ChatEvent, ...] = ()
+        if self.reasoning_id is None:
+            self.parts += 1
+            self.reasoning_id = f"{self.turn_id}-r{self.parts}"
+            part = ReasoningPart(id=self.reasoning_id)
+            added = (
+                ResponsePartAdded(
+                    session_id=self.session_id,
+                    chat_id=self.chat_id,
+                    turn_id=self.turn_id,
+                    part=part,
+                ),
+            )
+        delta = ReasoningDelta(
+            session_id=self.session_id,
+            chat_id=self.chat_id,
+            turn_id=self.turn_id,
+            part_id=self.reasoning_id,
+            content=text,
+        )
+        return (*added, delta)
 
     def stable(self) -> AssistantStable | None:
         """What became stable (a message ended, or the stream did), to persist."""
@@ -74,3 +114,34 @@ class ActiveTurn:
     early: dict[str, AnswerRequest] = attrs.field(factory=dict)
     last_event_at: float = 0.0
     predecessors: frozenset[str] = frozenset()  # turns this one took over (copilot steering)
+
+    @classmethod
+    def begin(cls, message: BeginTurn, session_id: str, chat_id: str, now: float) -> "ActiveTurn":
+        """The record of a turn the chat starts (its provider run is keyed by its id)."""
+        return cls(
+            turn_id=message.turn_id,
+            key=message.turn_id,
+            text=message.text,
+            stream=AssistantStream(session_id, chat_id, message.turn_id),
+            history=message.history,
+            instructions=message.instructions,
+            model=message.model,
+            attachments=message.attachments,
+            last_event_at=now,
+        )
+
+    def send(self, session_id: str, chat_id: str, stateful_prompt: bool) -> ProviderSend:
+        """The turn, as its provider gets it: a provider without a stateful prompt
+        gets the earlier turns too. The turn counts as sent from now on."""
+        past: tuple[HistoryMessage, ...] = () if stateful_prompt else history(self.history)
+        self.sent = True
+        return ProviderSend(
+            session_id=session_id,
+            chat_id=chat_id,
+            turn_id=self.key,
+            text=self.text,
+            history=past,
+            instructions=self.instructions,
+            model=self.model,
+            attachments=self.attachments,
+        )

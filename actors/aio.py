@@ -31,6 +31,7 @@ from agenthost.actors.clock import Clock
 from agenthost.actors.context import Departure, Lifecycle, Services
 from agenthost.actors.contributions import Contribution
 from agenthost.actors.handles import Subscription
+from agenthost.actors.input_answers import Given, given_all
 from agenthost.actors.protocol import (
     ClaimClient,
     FindClient,
@@ -74,6 +75,7 @@ from agenthost.messages.state import (
     ChatStatus,
     ClientTool,
     PendingMessage,
+    SessionState,
     SessionSummary,
     Worktree,
 )
@@ -322,6 +324,11 @@ class AsyncSession:
     async def config(self, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
         return dict((await self._call(GetSessionState(), timeout)).config)
 
+    async def state(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionState:
+        """As Session.state."""
+        state: SessionState = await self._call(GetSessionState(), timeout)
+        return state
+
     @property
     def sync(self) -> Session:
         """This session's synchronous surface."""
@@ -414,8 +421,12 @@ class AsyncChat:
         result: str | None = None,
         *,
         client_id: str | None = None,
+        option: str | None = None,
+        edited_input: str | None = None,
+        answers: Mapping[str, Given] | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
+        """As Chat.answer."""
         await self._call(
             AnswerRequest(
                 request_id=request_id,
@@ -423,6 +434,9 @@ class AsyncChat:
                 answer=answer,
                 result=result,
                 client_id=client_id,
+                option=option,
+                edited_input=edited_input,
+                answers=given_all(answers),
             ),
             timeout,
         )

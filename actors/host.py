@@ -201,7 +201,9 @@ class HostActor(HostedActor):
 
     @handles(ImportRecord)
     def _import(self, message: ImportRecord) -> RuntimeFuture:
-        """An imported or forked session: durable, resident, and never an unused draft."""
+        """An imported or forked session: durable, resident, and never an unused draft.
+        A chat that comes with its provider's reference resumes that conversation
+        (its write reaches the store before the chat's connection reads it back)."""
         record = message.record
         if record.session_id in self._sessions:
             raise AgentHostError(
@@ -214,9 +216,6 @@ class HostActor(HostedActor):
                 message=f"this host does not configure the provider {record.provider!r}",
             )
         self.services.mementos.load(record.session_id, ())
-        self._sessions[record.session_id] = SessionActor.start(
-            self.services, restored=False, used=True, **_from_record(record)
-        )
         self.send(
             self.services.store,
             Write(
@@ -224,6 +223,10 @@ class HostActor(HostedActor):
                 ack_to=self.actor_ref,
                 ack=SessionSaved(session_id=record.session_id),
             ),
+        )
+        resumed = tuple(chat.chat_id for chat in record.chats if chat.provider_ref is not None)
+        self._sessions[record.session_id] = SessionActor.start(
+            self.services, restored=False, used=True, resumed=resumed, **_from_record(record)
         )
         log.info("session_imported", session_id=record.session_id)
         return self._wait_for(record.session_id)

@@ -10,31 +10,57 @@ result wins); a call to a tool no client provides is answered with an error
 at once, never parked (nobody could ever answer it); removing a client fails
 every call it left parked (DESIGN.md rule 6); a request for a turn that is
 no longer active is denied, not dropped.
+
+As AHP 1.1 has them: a permission for a tool call makes the call wait for
+confirmation (chat/toolCallReady) with the options the provider offers; its
+answer names one of those (approved follows its kind) and may carry an
+edited tool input where the call takes one (chat/toolCallConfirmed with
+selectedOptionId and editedToolInput); a permission is found by its tool
+call's id too. A question is also the chat's input request
+(chat/inputRequested, its questions with their choices; a bare question is
+one text question) and its answer, checked against the questions
+(actors/input_answers.py), completes it (chat/inputCompleted: accepted with
+the answers, or declined).
 """
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 
+from agenthost.actors import input_answers
 from agenthost.actors.active_turn import ActiveTurn
 from agenthost.messages.commands import AnswerRequest
+from agenthost.messages.common import ConfirmationOptionKind
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     ChatEvent,
+    InputCompleted,
+    InputRequested,
     RequestClosed,
     RequestOpened,
     RequestOutcome,
     ToolCallConfirmed,
     ToolCallReady,
 )
+from agenthost.messages.inputs import (
+    ChatInputRequest,
+    InputQuestion,
+    InputQuestionKind,
+    InputResponseKind,
+    chosen,
+)
 from agenthost.messages.provider import HostRequestOpened
 from agenthost.messages.state import OpenRequest, RequestKind
 
 AnswerProvider = Callable[..., None]
-"""`answer(request_id, approved=, answer=, result=, error=)`: a ProviderAnswer."""
+"""`answer(request_id, **fields)`: a ProviderAnswer with those fields."""
 Apply = Callable[[ChatEvent], None]
 """An action for the chat (the tracker stamps and queues it)."""
+TEXT_QUESTION = "answer"
+"""The id of the one text question a bare question becomes."""
+DECLINED = "The user declined to answer."
 
 
 class RequestDesk:
@@ -53,6 +79,12 @@ class RequestDesk:
     def opened(self, turn: ActiveTurn, event: HostRequestOpened) -> None:
         """The provider asks the host (for the active turn)."""
         kind = RequestKind(event.kind.value)
+        questions = event.questions
+        if kind is RequestKind.USER_INPUT and not questions:
+            bare = InputQuestion(
+                id=TEXT_QUESTION, kind=InputQuestionKind.TEXT, message=event.question or ""
+            )
+            questions = (bare,)
         request = OpenRequest(
             request_id=event.request_id,
             kind=kind,
@@ -61,6 +93,9 @@ class RequestDesk:
             tool_name=event.tool_name,
             question=event.question,
             arguments=event.arguments,
+            options=event.options,
+            editable=event.editable,
+            questions=questions,
         )
         if kind is RequestKind.CLIENT_TOOL:
             early = turn.early.pop(event.request_id, None)
@@ -86,9 +121,16 @@ class RequestDesk:
                     tool_call_id=event.tool_call_id,
                     invocation_message=event.tool_name or "",
                     tool_input=event.arguments,
+                    options=event.options or None,
+                    editable=True if event.editable else None,
                 )
             )
         self._apply(RequestOpened(request=request))
+        if kind is RequestKind.USER_INPUT:
+            asked = ChatInputRequest(
+                id=request.request_id, message=event.question, questions=questions
+            )
+            self._apply(InputRequested(request=asked))
 
     def stale(self, event: HostRequestOpened) -> None:
         """A request for a turn that is no longer active is denied, never dropped."""
@@ -103,38 +145,101 @@ class RequestDesk:
 
     def answer(self, turn: ActiveTurn | None, message: AnswerRequest) -> AgentHostError | None:
         """A client's answer; None when taken, else why it was refused."""
-        request_id = message.request_id
-        request = None if turn is None else turn.requests.get(request_id)
+        request = None if turn is None else _find(turn, message.request_id)
         if request is None:
             return self._early_result(turn, message)
         assert turn is not None
         invalid = _check_answer(request, message)
         if invalid is not None:
             return invalid
-        del turn.requests[request_id]
-        turn.answered.add(request_id)
         if request.kind is RequestKind.PERMISSION:
-            approved = bool(message.approved)
-            self._answer_provider(request_id, approved=approved)
-            if request.tool_call_id is not None:
-                self._apply(
-                    ToolCallConfirmed(
-                        turn_id=turn.turn_id,
-                        tool_call_id=request.tool_call_id,
-                        approved=approved,
-                        confirmed="user-action" if approved else None,
-                        reason=None if approved else "denied",
-                    )
-                )
-            outcome = RequestOutcome.ANSWERED if approved else RequestOutcome.DENIED
+            outcome = self._confirm(turn, request, message)
         elif request.kind is RequestKind.USER_INPUT:
-            self._answer_provider(request_id, answer=message.answer)
-            outcome = RequestOutcome.ANSWERED
+            outcome = self._reply(request, message)
         else:
-            self._answer_provider(request_id, result=message.result)
+            self._answer_provider(request.request_id, result=message.result)
             outcome = RequestOutcome.ANSWERED
-        self._apply(RequestClosed(request_id=request_id, outcome=outcome))
+        if isinstance(outcome, AgentHostError):
+            return outcome
+        del turn.requests[request.request_id]
+        turn.answered.add(request.request_id)
+        self._apply(RequestClosed(request_id=request.request_id, outcome=outcome))
         return None
+
+    def _confirm(
+        self, turn: ActiveTurn, request: OpenRequest, message: AnswerRequest
+    ) -> RequestOutcome | AgentHostError:
+        """A permission's answer: approval (or the option chosen), and an edited input."""
+        option = None
+        if message.option is not None:
+            option = next((o for o in request.options if o.id == message.option), None)
+            if option is None:
+                offered = ", ".join(o.id for o in request.options) or "none"
+                return _invalid(
+                    f"request {request.request_id} offers no option {message.option!r}"
+                    f" (it offers: {offered})"
+                )
+        approved = message.approved
+        if option is not None:
+            approves = option.kind == ConfirmationOptionKind.APPROVE
+            if approved is not None and approved != approves:
+                return _invalid(
+                    f"option {option.id!r} does not {'approve' if approved else 'deny'}"
+                )
+            approved = approves
+        assert approved is not None  # _check_answer saw to it
+        edited = message.edited_input
+        if edited is not None:
+            if not request.editable:
+                return _invalid(f"request {request.request_id} takes no edited tool input")
+            if not approved:
+                return _invalid("an edited tool input goes with an approval")
+            if not _json_object(edited):
+                return _invalid("edited_input must be a JSON object's text")
+        self._answer_provider(
+            request.request_id,
+            approved=approved,
+            option=None if option is None else option.id,
+            edited_input=edited,
+        )
+        if request.tool_call_id is not None:
+            self._apply(
+                ToolCallConfirmed(
+                    turn_id=turn.turn_id,
+                    tool_call_id=request.tool_call_id,
+                    approved=approved,
+                    confirmed="user-action" if approved else None,
+                    reason=None if approved else "denied",
+                    selected_option_id=None if option is None else option.id,
+                    edited_tool_input=edited,
+                )
+            )
+        return RequestOutcome.ANSWERED if approved else RequestOutcome.DENIED
+
+    def _reply(
+        self, request: OpenRequest, message: AnswerRequest
+    ) -> RequestOutcome | AgentHostError:
+        """A question's answer, checked against its questions; or its decline."""
+        request_id = request.request_id
+        if message.approved is False:
+            self._answer_provider(request_id, approved=False, error=DECLINED)
+            self._apply(InputCompleted(request_id=request_id, response=InputResponseKind.DECLINE))
+            return RequestOutcome.DENIED
+        answers = input_answers.resolve(
+            request_id, request.questions, message.answer, message.answers
+        )
+        if isinstance(answers, AgentHostError):
+            return answers
+        first = request.questions[0] if request.questions else None
+        by_id = dict(answers)
+        text = ", ".join(chosen(first, by_id.get(first.id))) if first is not None else ""
+        self._answer_provider(request_id, approved=True, answer=text, answers=answers)
+        self._apply(
+            InputCompleted(
+                request_id=request_id, response=InputResponseKind.ACCEPT, answers=answers
+            )
+        )
+        return RequestOutcome.ANSWERED
 
     def _early_result(
         self, turn: ActiveTurn | None, message: AnswerRequest
@@ -186,22 +291,54 @@ class RequestDesk:
         turn.requests.clear()
 
 
-def _check_answer(request: OpenRequest, answer: AnswerRequest) -> AgentHostError | None:
-    def invalid(text: str) -> AgentHostError:
-        return AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=text)
+def _find(turn: ActiveTurn, request_id: str) -> OpenRequest | None:
+    """The open request with this id, or the permission for the tool call with it."""
+    found = turn.requests.get(request_id)
+    if found is not None:
+        return found
+    return next(
+        (
+            r
+            for r in turn.requests.values()
+            if r.kind is RequestKind.PERMISSION and r.tool_call_id == request_id
+        ),
+        None,
+    )
 
-    if request.kind is RequestKind.PERMISSION and answer.approved is None:
-        return invalid(f"request {request.request_id} asks for a permission: pass approved=")
-    if request.kind is RequestKind.USER_INPUT and answer.answer is None:
-        return invalid(f"request {request.request_id} asks the user a question: pass answer=")
+
+def _check_answer(request: OpenRequest, answer: AnswerRequest) -> AgentHostError | None:
+    if request.kind is RequestKind.PERMISSION and answer.approved is None and answer.option is None:
+        return _invalid(
+            f"request {request.request_id} asks for a permission: pass approved= or option="
+        )
+    if (
+        request.kind is RequestKind.USER_INPUT
+        and answer.answer is None
+        and answer.answers is None
+        and answer.approved is not False
+    ):
+        return _invalid(
+            f"request {request.request_id} asks the user a question: pass answer= or answers="
+        )
     if request.kind is RequestKind.CLIENT_TOOL:
         if answer.result is None:
-            return invalid(f"request {request.request_id} waits for a tool result: pass result=")
+            return _invalid(f"request {request.request_id} waits for a tool result: pass result=")
         if answer.client_id is not None and answer.client_id != request.client_id:
-            return invalid(
+            return _invalid(
                 f"only the client that executes {request.tool_name!r} may answer this call"
             )
     return None
+
+
+def _json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _invalid(text: str) -> AgentHostError:
+    return AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=text)
 
 
 def ids_of(requests: list[OpenRequest], kind: RequestKind) -> tuple[str, ...]:

@@ -112,11 +112,15 @@ class SessionActor(HostedActor):
         state: SessionState | None = None,
         read_only: tuple[str, ...] = (),
         created_at: int = 0,
+        resumed: tuple[str, ...] = (),
     ) -> None:
         super().__init__(services)
         self.session_id = session_id
         self.provider = provider
-        self.restored = restored
+        # The chats whose provider session is resumed: all of them (None) in a
+        # restored session; in a new one, those imported with their provider's
+        # reference.
+        self._resume: frozenset[str] | None = None if restored else frozenset(resumed)
         self.created_at = created_at
         self._entry = state or SessionState()
         self._read_only = set(read_only)
@@ -280,7 +284,7 @@ class SessionActor(HostedActor):
             provider=self.provider,
             state=state,
             session=self.actor_ref,
-            resume=self.restored,
+            resume=self._resume is None or chat_id in self._resume,
             client_tools=self._owners(),
             session_state=self._entry,
             default=chat_id == self._default_chat,

@@ -30,7 +30,13 @@ from agenthost.messages.events import (
     TurnFailed,
 )
 from agenthost.messages.ids import new_id
-from agenthost.messages.provider import Idle, ReplyDelta, ReplyMessage, SubagentStarted
+from agenthost.messages.provider import (
+    Idle,
+    ReplyDelta,
+    ReplyMessage,
+    ReplyReasoning,
+    SubagentStarted,
+)
 
 Terminal = TurnCompleted | TurnCancelled | TurnFailed
 
@@ -115,13 +121,15 @@ class Subagents:
             if spawn.tool_call_id == tool_call_id and not spawn.background:
                 spawn.resolved = True
 
-    def event(self, event: ReplyDelta | ReplyMessage | Idle) -> None:
+    def event(self, event: ReplyDelta | ReplyReasoning | ReplyMessage | Idle) -> None:
         spawn = self._spawns.get(event.subagent_id or "")
         if spawn is None:
             return  # its turn already ended
         match event:
             case ReplyDelta():
                 self._to_spawn(spawn, ApplyActions(actions=spawn.stream.delta(event.text)))
+            case ReplyReasoning():
+                self._to_spawn(spawn, ApplyActions(actions=spawn.stream.reasoning(event.text)))
             case ReplyMessage():
                 self._flush(spawn)
             case Idle():

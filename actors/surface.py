@@ -21,6 +21,7 @@ from agenthost.actors.contributions import (
     Contribution,
 )
 from agenthost.actors.handles import Subscription, Ticket
+from agenthost.actors.input_answers import Given, given_all
 from agenthost.actors.protocol import (
     ClaimClient,
     FindClient,
@@ -58,6 +59,7 @@ from agenthost.messages.state import (
     ChatStatus,
     ClientTool,
     PendingMessage,
+    SessionState,
     SessionSummary,
     Worktree,
 )
@@ -369,6 +371,13 @@ class Session:
     def config(self, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
         return dict(self._call(GetSessionState(), timeout).config)
 
+    def state(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionState:
+        """The session's state as AHP has it: title, status, its chats, and
+        `input_requests` (AHP's inputNeeded: each question or tool call a chat
+        waits on the user for, answerable with that chat's `answer`)."""
+        state: SessionState = self._call(GetSessionState(), timeout)
+        return state
+
     @property
     def aio(self) -> Any:
         """This session's asyncio surface (agenthost.actors.aio.AsyncSession)."""
@@ -500,14 +509,26 @@ class Chat:
         result: str | None = None,
         *,
         client_id: str | None = None,
+        option: str | None = None,
+        edited_input: str | None = None,
+        answers: Mapping[str, Given] | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        """Answer an open request: `approved` for a permission, `answer` for a
-        question, `result` for a client tool (from the client that executes it).
+        """Answer an open request (its `request_id`; a permission's tool call id
+        will do too).
+
+        A permission: `approved`, or the `option` chosen among those the request
+        offers (`request.options`; approved follows its kind), with
+        `edited_input` (JSON object text) where the tool call is editable. A
+        question: `answer` (text for its first question) or `answers` by
+        question id (`request.questions`): text, a choice's id or label, a list
+        of them, a number, a bool, or an InputAnswer; `approved=False` declines
+        it. A client tool: `result` (from the client that executes it).
 
         Raises:
             AgentHostError: NOT_FOUND when it is not open (answered already, or
-                its turn ended); INVALID_ARGUMENT for the wrong kind of answer.
+                its turn ended); INVALID_ARGUMENT for the wrong kind of answer,
+                an option it does not offer, an answer outside its choices.
         """
         self._call(
             AnswerRequest(
@@ -516,6 +537,9 @@ class Chat:
                 answer=answer,
                 result=result,
                 client_id=client_id,
+                option=option,
+                edited_input=edited_input,
+                answers=given_all(answers),
             ),
             timeout,
         )

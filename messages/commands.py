@@ -9,6 +9,7 @@ from enum import StrEnum
 import attrs
 
 from agenthost.messages.errors import AgentHostError
+from agenthost.messages.inputs import Answers, unique_answers
 from agenthost.messages.state import Attachment, ClientTool, Worktree
 
 
@@ -123,14 +124,23 @@ class ReorderQueue:
 
 @attrs.frozen(kw_only=True)
 class AnswerRequest:
-    """A client's answer to an open request: an approval (permission), text
-    (user input) or a result (client tool). `client_id` names who answers."""
+    """A client's answer to an open request. `client_id` names who answers.
+
+    A permission: `approved`, and/or the `option` chosen among those it offers
+    (approved follows the option's kind), with an `edited_input` (JSON text)
+    where the tool call takes one; `request_id` may be the tool call's id. User
+    input: `answer` (text for its first question) or `answers` by question id
+    (AHP's InputAnswer); `approved` False declines it. A client tool: `result`.
+    """
 
     request_id: str
     approved: bool | None = None
     answer: str | None = None
     result: str | None = None
     client_id: str | None = None
+    option: str | None = None
+    edited_input: str | None = None
+    answers: Answers | None = attrs.field(default=None, converter=unique_answers)
 
 
 @attrs.frozen(kw_only=True)

@@ -120,3 +120,20 @@ class ChatInputRequest:
         """The request with `answers` replacing the ones of the same questions."""
         merged = {**dict(self.answers or ()), **dict(answers or ())}
         return attrs.evolve(self, answers=tuple(merged.items()) or None)
+
+
+def chosen(question: InputQuestion, answer: InputAnswer | None) -> tuple[str, ...]:
+    """What an answer says in words: the labels of the options it selected, the
+    freeform text it gave, its text, number or yes/no ("" for none of these)."""
+    if answer is None or answer.value is None:
+        return ()
+    value = answer.value
+    labels = {option.id: option.label for option in question.options or ()}
+    freeform = tuple(answer.freeform_values or value.freeform_values or ())
+    raw = value.value.value
+    if value.kind in (AnswerValueKind.SELECTED, AnswerValueKind.SELECTED_MANY):
+        ids = raw if isinstance(raw, list) else [raw]
+        return tuple(labels.get(str(i), str(i)) for i in ids) + freeform
+    if value.kind == AnswerValueKind.BOOLEAN:
+        return ("yes" if raw else "no",)
+    return (str(raw), *freeform)

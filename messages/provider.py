@@ -1,9 +1,15 @@
 """The provider protocol: what the host and a provider adapter say to each other.
 
 Host -> provider: ProviderSend, ProviderSteer, ProviderWithdraw, ProviderCancel,
-ProviderResume. Provider -> host: UserMessageEcho, ReplyDelta, ReplyMessage,
-UsageUpdated, ToolCallStarted, ToolCallCompleted, Idle, CallSettled, ConnectionFailed,
-ProviderRefReported.
+ProviderResume, ProviderAnswer. Provider -> host: UserMessageEcho, ReplyDelta,
+ReplyReasoning, ReplyMessage, UsageUpdated, ToolCallStarted, ToolCallCompleted,
+HostRequestOpened, Idle, CallSettled, ConnectionFailed, ProviderRefReported.
+
+What the host asks the user for carries AHP 1.1's shapes: a permission the
+confirmation options the provider offers (ConfirmationOption, messages/common.py)
+and whether it takes an edited tool input; a question its questions with their
+choices (InputQuestion, messages/inputs.py). The answer goes back as the user
+gave it: the option chosen, the edited input, the answers by question id.
 Providers differ; each declares `Capabilities` and the host never infers them.
 """
 
@@ -11,7 +17,9 @@ from enum import StrEnum
 
 import attrs
 
+from agenthost.messages.common import ConfirmationOption
 from agenthost.messages.errors import AgentHostError
+from agenthost.messages.inputs import Answers, InputQuestion, unique_answers
 from agenthost.messages.state import Attachment
 
 
@@ -77,7 +85,13 @@ class ProviderCancel:
 @attrs.frozen(kw_only=True)
 class ProviderAnswer:
     """The host's answer to a HostRequestOpened: approval, user input, a client
-    tool's result, or an error (denied, client gone, turn over)."""
+    tool's result, or an error (denied, declined, client gone, turn over).
+
+    A permission's answer names the `option` the user chose (one the request
+    offered; `approved` follows its kind) and an `edited_input` (JSON text) when
+    the user changed the tool's input. A question's `answers` are keyed by
+    question id (`answer` is the first one's text); `approved` False: declined.
+    """
 
     session_id: str
     chat_id: str
@@ -86,6 +100,9 @@ class ProviderAnswer:
     answer: str | None = None
     result: str | None = None
     error: str | None = None
+    option: str | None = None
+    edited_input: str | None = None
+    answers: Answers | None = attrs.field(default=None, converter=unique_answers)
 
 
 @attrs.frozen(kw_only=True)
@@ -145,6 +162,16 @@ class ReplyDelta:
 
 
 @attrs.frozen(kw_only=True)
+class ReplyReasoning:
+    """Streamed reasoning: the model's thinking (or the summary of it the
+    provider shows), apart from its reply; with `subagent_id`, a subagent's."""
+
+    turn_id: str
+    text: str
+    subagent_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class ReplyMessage:
     """An assistant message became stable. `finish_reason` None: the stream gave none."""
 
@@ -192,7 +219,13 @@ class HostRequestKind(StrEnum):
 @attrs.frozen(kw_only=True)
 class HostRequestOpened:
     """The provider waits for the host: a permission, user input, or a client
-    tool's result (then `request_id` is the tool call id)."""
+    tool's result (then `request_id` is the tool call id).
+
+    A permission offers `options` where the provider has them (else the host
+    offers none: approve or deny) and is `editable` when the provider takes an
+    edited tool input. User input asks `question`, or `questions` with their
+    choices (each one's `options`); a bare `question` is one text question.
+    """
 
     turn_id: str
     request_id: str
@@ -201,6 +234,9 @@ class HostRequestOpened:
     tool_name: str | None = None
     question: str | None = None
     arguments: str = "{}"
+    options: tuple[ConfirmationOption, ...] = ()
+    editable: bool = False
+    questions: tuple[InputQuestion, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -261,6 +297,7 @@ ProviderEvent = (
     | SteerAnswered
     | WithdrawAnswered
     | ReplyDelta
+    | ReplyReasoning
     | ReplyMessage
     | UsageUpdated
     | ToolCallStarted

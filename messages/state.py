@@ -15,6 +15,7 @@ from agenthost.messages.common import (  # noqa: F401  (TextPosition, TextRange:
     AgentSelection,
     Artifact,
     ChangesSummary,
+    ConfirmationOption,
     ModelSelection,
     ProjectInfo,
     ProtectedResourceMetadata,
@@ -36,7 +37,7 @@ from agenthost.messages.fields import (
     iso_time,
     wire_name,
 )
-from agenthost.messages.inputs import ChatInputRequest
+from agenthost.messages.inputs import ChatInputRequest, InputQuestion
 from agenthost.messages.parts import (  # noqa: F401  (re-exported: state's public names)
     Attachment,
     AttributionPart,
@@ -117,7 +118,9 @@ class OpenRequest:
     """Something the provider waits on the user or a client for.
 
     For a client tool `client_id` is the client that executes it; its request
-    id is the tool call id.
+    id is the tool call id. A permission offers `options` (empty: approve or
+    deny) and is `editable` when it takes an edited tool input; user input
+    asks `questions` (the chat's input request of the same id has them too).
     """
 
     request_id: str
@@ -128,6 +131,9 @@ class OpenRequest:
     question: str | None = None
     arguments: str = "{}"
     client_id: str | None = None
+    options: tuple[ConfirmationOption, ...] = extension(default=())
+    editable: bool = extension(default=False)
+    questions: tuple[InputQuestion, ...] = extension(default=())
 
 
 @attrs.frozen(kw_only=True)

@@ -19,7 +19,12 @@ stream-json with it on stdio. What the SDK does that matters here:
   so a restarted connection or host continues the same conversation.
 - `interrupt()` is a control request; the turn then ends with an error
   result (`error_during_execution`).
-- `can_use_tool` is the SDK's callback for the CLI's permission requests.
+- `can_use_tool` is the SDK's callback for the CLI's permission requests, and
+  for the questions its AskUserQuestion tool asks (providers/claude_requests.py:
+  a permission with the CLI's suggestions as options and an editable input; the
+  questions as the host's input request, answered in the CLI's own shape).
+- The model's thinking streams as thinking deltas (else whole, as a message's
+  thinking block): ReplyReasoning (providers/claude_turns.py).
 - A resume of an unknown session makes the CLI print "No conversation found
   with session ID: <id>" and exit 1; `connect()` raises with that text.
 - The SDK's own control-request timeout is 60 s or more, so every call that
@@ -36,24 +41,18 @@ keeps the conversation (a send carries only its own text).
 import asyncio
 import collections
 import contextlib
-import json
 import os
 import signal
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import attrs
 import structlog
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.provider import (
-    CallSettled,
     Capabilities,
     ConnectionFailed,
-    HostRequestKind,
-    HostRequestOpened,
-    Idle,
     ProviderAnswer,
     ProviderCancel,
     ProviderEvent,
@@ -61,22 +60,17 @@ from agenthost.messages.provider import (
     ProviderResume,
     ProviderSend,
     ProviderSteer,
-    ReplyDelta,
-    ReplyMessage,
-    Settlement,
-    ToolCallCompleted,
-    ToolCallStarted,
-    UserMessageEcho,
 )
 from agenthost.providers.base import (
     Emit,
-    HostRequests,
     Provider,
     ProviderAdapter,
     ProviderCallError,
     ProviderCrashed,
     ProviderResumeError,
 )
+from agenthost.providers.claude_requests import ClaudeRequests
+from agenthost.providers.claude_turns import ClaudeTurns, Written
 from agenthost.providers.cli_guard import guard_env, launcher_path, resolve_cli
 
 try:
@@ -167,28 +161,6 @@ class ClaudeProvider(Provider):
         return ClaudeAdapter(self, session_id, chat_id, emit)
 
 
-@attrs.define
-class _Written:
-    """A user message written to the CLI and not yet taken in by a turn."""
-
-    uuid: str
-    key: str  # the send's turn id, or the steering message's pending id
-    text: str
-    steering: bool
-
-
-@attrs.define
-class _Run:
-    """One CLI turn, from its first frame to its result."""
-
-    key: str
-    message: _Written | None
-    held: str | None = None  # the last assistant message's text, until the next one starts
-    joined: list[_Written] = attrs.field(factory=list)  # taken in while it ran
-    tools: set[str] = attrs.field(factory=set)
-    cancelled: bool = False
-
-
 class ClaudeAdapter(ProviderAdapter):
     """One Claude conversation; every method runs on the claude provider loop."""
 
@@ -203,11 +175,9 @@ class ClaudeAdapter(ProviderAdapter):
         self.claude_session_id = str(uuid.uuid5(_SESSION_NAMESPACE, f"{session_id}/{chat_id}"))
         self._client: Any = None
         self._tasks: list[asyncio.Future[Any]] = []
-        self._queued: list[_Written] = []
-        self._run: _Run | None = None
-        self._cancelled: set[str] = set()  # keys cancelled before their run started
-        self._sends: dict[str, asyncio.Future[str]] = {}
-        self._requests = HostRequests()
+        self._log = log.bind(session_id=session_id, chat_id=chat_id)
+        self._turns = ClaudeTurns(self._log, self._interrupt_run)
+        self._asks = ClaudeRequests(self._turns, emit)
         self._stderr: collections.deque[str] = collections.deque(maxlen=5)
         self._timeouts = 0
         self._last_frame = 0.0
@@ -215,7 +185,6 @@ class ClaudeAdapter(ProviderAdapter):
         self._failed = False
         self._closing = False
         self._process: Any = None  # the CLI's process (the guard's launcher), once spawned
-        self._log = log.bind(session_id=session_id, chat_id=chat_id)
 
     # -- opening ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -232,7 +201,7 @@ class ClaudeAdapter(ProviderAdapter):
             await self._connect(resume=self.claude_session_id)
         except Exception as exc:
             text = " ".join([str(exc), *self._stderr])
-            code = getattr(exc, "exit_code", None) or 1
+            code = getattr(exc.__cause__, "exit_code", None) or getattr(exc, "exit_code", None) or 1
             if NO_HISTORY.lower() not in text.lower():
                 raise ProviderResumeError(code, str(exc)) from exc
             self._log.info("claude_resume_found_no_history")
@@ -253,7 +222,7 @@ class ClaudeAdapter(ProviderAdapter):
             cwd=self._p.cwd,
             permission_mode=self._p.permission_mode,  # type: ignore[arg-type]
             include_partial_messages=True,
-            can_use_tool=self._can_use_tool,
+            can_use_tool=self._asks.can_use_tool,
             stderr=self._stderr.append,
             **session,  # type: ignore[arg-type]
         )
@@ -261,6 +230,10 @@ class ClaudeAdapter(ProviderAdapter):
         connecting = self._client.connect()
         try:
             await self._rpc("initialize", connecting, fatal=True, timeout=self._p.start_timeout)
+        except ProviderCrashed:
+            raise
+        except Exception as exc:
+            raise self._start_failed(exc) from exc
         finally:
             self._process = _process_of(self._client)  # what a kill aims at, from now on
         self._open = True
@@ -268,6 +241,16 @@ class ClaudeAdapter(ProviderAdapter):
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._read(self._client)), loop.create_task(self._watch())]
         self._log.info("claude_cli_started", resumed="resume" in session)
+
+    def _start_failed(self, exc: Exception) -> ProviderCrashed:
+        """The CLI exited before it answered initialize: why, in its own words (its
+        stderr), not the SDK's "Check stderr output for details"."""
+        code = getattr(exc, "exit_code", None)
+        said = "; ".join(line.strip() for line in self._stderr if line.strip()) or str(exc)
+        status = "" if code is None else f" (exit code {code})"
+        reason = f"the claude CLI could not start{status}: {said}"
+        self._log.warning("claude_cli_start_failed", error=reason, exit_code=code)
+        return ProviderCrashed(reason)
 
     # -- host -> CLI -------------------------------------------------------------------------
     async def send(self, message: ProviderSend) -> str | None:
@@ -279,21 +262,21 @@ class ClaudeAdapter(ProviderAdapter):
                 turn ended in an error result (taken; the CLI's own text).
             ProviderCrashed: the CLI died or hung.
         """
-        written = _Written(
+        written = Written(
             uuid=str(uuid.uuid4()), key=message.turn_id, text=message.text, steering=False
         )
         done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._sends[written.uuid] = done
+        self._turns.sends[written.uuid] = done
         try:
             await self._write(written)
             return await done
         finally:
-            self._sends.pop(written.uuid, None)
+            self._turns.sends.pop(written.uuid, None)
 
     async def steer(self, message: ProviderSteer) -> str | None:
         """Write the steering message now; the CLI takes it in at the next tool
         boundary, or runs it as the next turn."""
-        written = _Written(
+        written = Written(
             uuid=str(uuid.uuid4()), key=message.pending_id, text=message.text, steering=True
         )
         await self._write(written)
@@ -301,15 +284,15 @@ class ClaudeAdapter(ProviderAdapter):
 
     async def cancel(self, message: ProviderCancel) -> None:
         """Interrupt the turn; one the CLI has not started yet is interrupted when it starts."""
-        run = self._run
+        run = self._turns.run
         if run is not None and run.key == message.turn_id:
             run.cancelled = True
             await self._rpc("interrupt", self._live().interrupt())
-        elif any(m.key == message.turn_id for m in self._queued):
-            self._cancelled.add(message.turn_id)
+        elif any(m.key == message.turn_id for m in self._turns.queued):
+            self._turns.cancelled.add(message.turn_id)
 
     async def answer(self, message: ProviderAnswer) -> None:
-        self._requests.answer(message)
+        self._asks.waiting.answer(message)
 
     async def dispose(self) -> None:
         """Close stdin and let the CLI exit (the SDK waits for it, then
@@ -317,7 +300,7 @@ class ClaudeAdapter(ProviderAdapter):
         self._closing = True
         for task in self._tasks:
             task.cancel()
-        for future in self._sends.values():
+        for future in self._turns.sends.values():
             future.cancel()
         client, self._client = self._client, None
         if client is None:
@@ -357,15 +340,15 @@ class ClaudeAdapter(ProviderAdapter):
             await asyncio.sleep(0)
 
     def turn_diagnostic_snapshot(self, turn_id: str) -> dict[str, Any]:
-        run = self._run
+        run = self._turns.run
         return {
             "running": run is not None and run.key == turn_id,
-            "queued_messages": len(self._queued),
-            "waiting_on": self._requests.waiting_on(),
+            "queued_messages": len(self._turns.queued),
+            "waiting_on": self._asks.waiting.waiting_on(),
             "rpc_timeouts": self._timeouts,
         }
 
-    async def _write(self, written: _Written) -> None:
+    async def _write(self, written: Written) -> None:
         client = self._live()
         frame = {
             "type": "user",
@@ -373,14 +356,14 @@ class ClaudeAdapter(ProviderAdapter):
             "parent_tool_use_id": None,
             "uuid": written.uuid,
         }
-        self._queued.append(written)
+        self._turns.queued.append(written)
         try:
             writing = client.query(_one(frame), session_id=self.claude_session_id)
             await self._rpc("query", writing, fatal=True)
         except ProviderCrashed:
             raise
         except Exception as exc:
-            self._queued.remove(written)
+            self._turns.queued.remove(written)
             raise ProviderCallError(
                 AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=f"claude: {exc}"), taken=False
             ) from exc
@@ -432,52 +415,15 @@ class ClaudeAdapter(ProviderAdapter):
             self._fail(reason)
 
     def _map(self, frame: Any) -> list[ProviderEvent]:
-        """The one mapping from an SDK message to provider-protocol events."""
+        """An SDK message as provider-protocol events (claude_turns.py), after the
+        session it names, if that moved."""
+        events: list[ProviderEvent] = []
         match frame:
             case sdk.SystemMessage(subtype="init"):
-                return self._session_named(frame.data.get("session_id")) + self._begin(())
-            case sdk.StreamEvent(parent_tool_use_id=None, event=event):
-                events = self._begin(frame.user_message_uuids or ())
-                run = self._run
-                assert run is not None
-                if event.get("type") == "message_start":
-                    events += self._release(run, finish_reason=None)
-                delta = event.get("delta") or {}
-                if event.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
-                    events.append(ReplyDelta(turn_id=run.key, text=delta.get("text", "")))
-                return events
-            case sdk.AssistantMessage(parent_tool_use_id=None, content=content):
-                events = self._begin(frame.user_message_uuids or ())
-                run = self._run
-                assert run is not None
-                events += self._release(run, finish_reason=None)
-                text = "".join(b.text for b in content if isinstance(b, sdk.TextBlock))
-                run.held = text or None
-                for block in content:
-                    if isinstance(block, sdk.ToolUseBlock) and block.id not in run.tools:
-                        run.tools.add(block.id)
-                        events.append(_tool_started(run.key, block.id, block.name, block.input))
-                return events
-            case sdk.UserMessage(parent_tool_use_id=None, content=list(content)):
-                events = self._begin(())
-                run = self._run
-                assert run is not None
-                for block in content:
-                    if isinstance(block, sdk.ToolResultBlock):
-                        events.append(
-                            ToolCallCompleted(
-                                turn_id=run.key,
-                                tool_call_id=block.tool_use_id,
-                                result=_text_of(block.content),
-                                success=not block.is_error,
-                            )
-                        )
-                return events
+                events = self._session_named(frame.data.get("session_id"))
             case sdk.ResultMessage():
                 events = self._session_named(frame.session_id)
-                events += self._begin(frame.user_message_uuids or ())
-                return events + self._end(frame)
-        return []
+        return events + self._turns.map(frame)
 
     def _session_named(self, session_id: Any) -> list[ProviderEvent]:
         """A frame names the session the CLI runs under: report it if it moved."""
@@ -487,103 +433,9 @@ class ClaudeAdapter(ProviderAdapter):
         self.claude_session_id = session_id
         return [ProviderRefReported(provider_ref=session_id)]
 
-    def _begin(self, uuids: Any) -> list[ProviderEvent]:
-        """A frame of a turn: start the run if none is under way (with the
-        message the frame names, else the oldest written one) and fold in the
-        steering the frame says the turn took in."""
-        events: list[ProviderEvent] = []
-        if self._run is None:
-            message = next((m for m in self._queued if m.uuid in uuids), None)
-            if message is None and self._queued:
-                message = self._queued[0]
-            self._run = _Run(key="" if message is None else message.key, message=message)
-            if message is not None:
-                self._queued.remove(message)
-                if message.key in self._cancelled:
-                    self._cancelled.discard(message.key)
-                    self._run.cancelled = True
-                    self._spawn(self._rpc("interrupt", self._live().interrupt()))
-                events.append(
-                    UserMessageEcho(
-                        turn_id=message.key,
-                        text=message.text,
-                        provider_message_id=message.uuid,
-                        starts_turn=message.steering,
-                    )
-                )
-        run = self._run
-        for message in [m for m in self._queued if m.uuid in uuids]:
-            self._queued.remove(message)
-            run.joined.append(message)  # a send merged into a turn settles with it
-            events.append(
-                UserMessageEcho(
-                    turn_id=run.key, text=message.text, provider_message_id=message.uuid
-                )
-            )
-        return events
-
-    def _release(self, run: _Run, finish_reason: str | None) -> list[ProviderEvent]:
-        """The held assistant message became stable (the next one started, or the turn ended)."""
-        text, run.held = run.held, None
-        if text is None and finish_reason is None:
-            return []
-        return [ReplyMessage(turn_id=run.key, text=text or "", finish_reason=finish_reason)]
-
-    def _end(self, result: Any) -> list[ProviderEvent]:
-        """The turn's result: the final message with its finish reason and Idle,
-        or the CLI's own error text for the turn. Every send the turn took in
-        settles with it."""
-        run, self._run = self._run, None
-        assert run is not None
-        self._log.info(
-            "claude_turn_ended",
-            turn_id=run.key,
-            subtype=result.subtype,
-            is_error=result.is_error,
-            cancelled=run.cancelled,
-        )
-        sends = [m for m in (run.message, *run.joined) if m is not None and not m.steering]
-        waiting = [(m, self._sends[m.uuid]) for m in sends if m.uuid in self._sends]
-        if not result.is_error or run.cancelled:
-            events = self._release(run, finish_reason=result.stop_reason or "stop")
-            if not result.is_error:
-                events.append(Idle(turn_id=run.key))
-            for message, done in waiting:
-                if not done.done():
-                    done.set_result(message.uuid)
-            return events
-        events = self._release(run, finish_reason=None)
-        error = AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=_error_text(result))
-        for _, done in waiting:
-            if not done.done():
-                done.set_exception(ProviderCallError(error, taken=True))
-        if not sends:  # no send waits on this run (steering that ran as its own turn)
-            events.append(CallSettled(turn_id=run.key, settlement=Settlement.REJECTED, error=error))
-        return events
-
-    async def _can_use_tool(self, tool_name: str, tool_input: dict[str, Any], context: Any) -> Any:
-        """The SDK's permission callback: a permission request to the host."""
-        events = self._begin(())
-        run = self._run
-        assert run is not None
-        call_id = context.tool_use_id or f"permission-{uuid.uuid4().hex}"
-        if call_id not in run.tools:
-            run.tools.add(call_id)
-            events.append(_tool_started(run.key, call_id, tool_name, tool_input, permission=True))
-        for event in events:
-            self._emit(event)
-        request = HostRequestOpened(
-            turn_id=run.key,
-            request_id=call_id,
-            kind=HostRequestKind.PERMISSION,
-            tool_call_id=call_id,
-            tool_name=tool_name,
-            arguments=json.dumps(tool_input),
-        )
-        answer = await self._requests.ask(request, self._emit)
-        if answer.approved and answer.error is None:
-            return sdk.PermissionResultAllow(updated_input=tool_input)
-        return sdk.PermissionResultDeny(message=answer.error or "The user denied this tool call.")
+    def _interrupt_run(self) -> None:
+        """Interrupt the CLI's running turn (a run whose key was cancelled before it started)."""
+        self._spawn(self._rpc("interrupt", self._live().interrupt()))
 
     def _spawn(self, call: Any) -> None:
         task = asyncio.ensure_future(call)
@@ -596,7 +448,7 @@ class ClaudeAdapter(ProviderAdapter):
         loop = asyncio.get_running_loop()
         while not self._failed:
             await asyncio.sleep(self._p.probe_after)
-            busy = self._run is not None or self._queued
+            busy = self._turns.run is not None or self._turns.queued
             if not busy or loop.time() - self._last_frame < self._p.probe_after:
                 continue
             try:
@@ -615,10 +467,10 @@ class ClaudeAdapter(ProviderAdapter):
         self._failed = True
         self._log.warning("claude_cli_failed", reason=reason)
         self._kill_cli()
-        for future in self._sends.values():
+        for future in self._turns.sends.values():
             if not future.done():
                 future.set_exception(ProviderCrashed(reason))
-        self._requests.cancel_all()
+        self._asks.waiting.cancel_all()
         if self._open:
             self._open = False
             self._emit(
@@ -651,36 +503,6 @@ def _process_of(client: Any) -> Any:
 async def _one(frame: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     """`query()` takes dicts only as an async iterable; a dict carries our uuid."""
     yield frame
-
-
-def _tool_started(
-    key: str, call_id: str, name: str, arguments: Any, *, permission: bool = False
-) -> ToolCallStarted:
-    return ToolCallStarted(
-        turn_id=key,
-        tool_call_id=call_id,
-        name=name,
-        arguments=json.dumps(arguments),
-        needs_permission=permission,
-    )
-
-
-def _text_of(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-
-
-def _error_text(result: Any) -> str:
-    """The CLI's own words for a failed turn: its errors, else its result text, else the subtype."""
-    errors = [str(e) for e in (result.errors or []) if str(e).strip()]
-    if errors:
-        return "; ".join(errors)
-    if isinstance(result.result, str) and result.result.strip():
-        return result.result.strip()
-    return f"claude: {result.subtype}"
 
 
 def _swallow(task: "asyncio.Future[Any]") -> None:

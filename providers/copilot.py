@@ -25,7 +25,12 @@ What the SDK does that matters here:
   noticed although no call of ours is waiting on it.
 - Permission requests, the model's questions to the user and calls to client
   tools reach us as SDK callbacks; each becomes a `HostRequestOpened` and
-  waits for the host's `ProviderAnswer`.
+  waits for the host's `ProviderAnswer` (providers/copilot_requests.py): a
+  permission offers the decisions the CLI takes (approve once, for this
+  session where it can remember one, reject), a question its choices.
+- The model's thinking streams as `assistant.reasoning_delta` (then the whole
+  of it in `assistant.reasoning`, which counts only where nothing streamed):
+  `ReplyReasoning`.
 - A CLI that cannot run a message says so with `session.error` and goes idle,
   without echoing it (without a GitHub login: "No GitHub OAuth token or
   Copilot HMAC key provided"). The error ends the turn of every message it
@@ -35,11 +40,11 @@ What the SDK does that matters here:
 - `byok` is the SDK's own-endpoint option (`provider`, "bring your own key"),
   passed on session create and resume: the CLI then runs against that model
   endpoint and needs no GitHub login. (Its COPILOT_PROVIDER_* variables are
-  ignored when the SDK runs it on stdio.)
+  ignored when the SDK runs it on stdio.) It is checked, and a missing login
+  worded, in providers/copilot_config.py.
 """
 
 import asyncio
-import json
 import os
 import uuid
 from collections.abc import Awaitable, Mapping, Sequence
@@ -49,24 +54,15 @@ import attrs
 import structlog
 
 try:
-    from copilot import CopilotClient, RuntimeConnection, Tool, ToolInvocation, ToolResult
+    from copilot import CopilotClient, RuntimeConnection
     from copilot._jsonrpc import JsonRpcError, ProcessExitedError
-    from copilot.rpc import (
-        PermissionDecisionApproveOnce,
-        PermissionDecisionReject,
-        QueueWithdrawMessageRequest,
-    )
-    from copilot.session import (
-        CopilotSession,
-        PermissionInvocation,
-        PermissionRequestResult,
-        UserInputRequest,
-        UserInputResponse,
-    )
+    from copilot.rpc import QueueWithdrawMessageRequest
+    from copilot.session import CopilotSession
     from copilot.session_events import (
         AssistantMessageData,
         AssistantMessageDeltaData,
-        PermissionRequest,
+        AssistantReasoningData,
+        AssistantReasoningDeltaData,
         SessionErrorData,
         SessionEvent,
         SessionIdleData,
@@ -84,8 +80,6 @@ from agenthost.messages.provider import (
     CallSettled,
     Capabilities,
     ConnectionFailed,
-    HostRequestKind,
-    HostRequestOpened,
     Idle,
     ProviderAnswer,
     ProviderCancel,
@@ -97,6 +91,7 @@ from agenthost.messages.provider import (
     ProviderWithdraw,
     ReplyDelta,
     ReplyMessage,
+    ReplyReasoning,
     Settlement,
     ToolCallCompleted,
     ToolCallStarted,
@@ -105,7 +100,6 @@ from agenthost.messages.provider import (
 from agenthost.messages.state import ClientTool
 from agenthost.providers.base import (
     Emit,
-    HostRequests,
     Provider,
     ProviderAdapter,
     ProviderCallError,
@@ -113,6 +107,9 @@ from agenthost.providers.base import (
     ProviderResumeError,
 )
 from agenthost.providers.cli_guard import guard_env, launcher_path, resolve_cli
+from agenthost.providers.copilot_config import byok as check_byok
+from agenthost.providers.copilot_config import login_or_provider_error
+from agenthost.providers.copilot_requests import CopilotRequests, json_text
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
@@ -124,28 +121,6 @@ CAPABILITIES = Capabilities(
     accepts_steering=True,
 )
 NO_HISTORY = "session not found"
-NO_LOGIN = ("no github oauth token", "copilot hmac key")  # the CLI's words, lowercased
-BYOK_TYPES = ("openai", "azure", "anthropic")
-# ProviderConfig keys passed on as they are (the SDK's snake_case names)
-BYOK_KEYS = frozenset(
-    {
-        "type",
-        "base_url",
-        "api_key",
-        "api_key_env",
-        "api_key_command",
-        "bearer_token",
-        "wire_api",
-        "transport",
-        "model_provider",
-        "headers",
-        "model_id",
-        "wire_model",
-        "max_prompt_tokens",
-        "max_output_tokens",
-        "azure",
-    }
-)
 _SESSION_NAMESPACE = uuid.UUID("6f1c7c1e-2b0a-4f57-9a53-0c9e4d3b8a21")
 
 
@@ -191,7 +166,7 @@ class CopilotProvider(Provider):
         byok: Mapping[str, Any] | None = None,
     ) -> None:
         self.cli = resolve_cli(cli_path, provider="copilot")
-        self.byok = None if byok is None else _byok(byok)
+        self.byok = None if byok is None else check_byok(byok)
         self.env = dict(env or {})
         self.model = model
         self.client_tools = tuple(client_tools)
@@ -246,7 +221,8 @@ class CopilotAdapter(ProviderAdapter):
         self._key: str | None = None  # the host run the CLI works on now
         self._busy = False
         self._announced: set[str] = set()  # tool call ids the host has heard of
-        self._requests = HostRequests()
+        self._asks = CopilotRequests(emit, lambda: self._key, self._announced)
+        self._reasoned: set[str] = set()  # reasoning ids whose text streamed
         self._timeouts = 0
         self._failed: ProviderCrashed | None = None
         self._heartbeat: asyncio.Task[None] | None = None
@@ -300,10 +276,10 @@ class CopilotAdapter(ProviderAdapter):
     def _session_options(self) -> dict[str, Any]:
         """What create and resume both pass (the SDK wants `provider` on each)."""
         return {
-            "on_permission_request": self._on_permission,
-            "on_user_input_request": self._on_user_input,
+            "on_permission_request": self._asks.on_permission,
+            "on_user_input_request": self._asks.on_user_input,
             "model": self.provider.model,
-            "tools": [self._tool(t) for t in self.provider.client_tools] or None,
+            "tools": [self._asks.client_tool(t) for t in self.provider.client_tools] or None,
             "streaming": True,
             "on_event": self._on_event,
             "provider": self.provider.byok,
@@ -383,13 +359,13 @@ class CopilotAdapter(ProviderAdapter):
         await self._call("session.abort", self._session.abort())
 
     async def answer(self, message: ProviderAnswer) -> None:
-        self._requests.answer(message)
+        self._asks.waiting.answer(message)
 
     async def dispose(self) -> None:
         """Stop the CLI: gracefully within the timeout, else kill it."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
-        self._requests.cancel_all()
+        self._asks.waiting.cancel_all()
         client, self._client, self._session = self._client, None, None
         if client is None:
             return
@@ -402,7 +378,7 @@ class CopilotAdapter(ProviderAdapter):
     def turn_diagnostic_snapshot(self, turn_id: str) -> dict[str, Any]:
         return {
             "running": self._busy and self._key == turn_id,
-            "waiting_on": self._requests.waiting_on(),
+            "waiting_on": self._asks.waiting.waiting_on(),
             "timeouts": self._timeouts,
         }
 
@@ -438,6 +414,11 @@ class CopilotAdapter(ProviderAdapter):
                 return []  # nothing of the host's is running
             case AssistantMessageDeltaData() if data.parent_tool_call_id is None:
                 return [ReplyDelta(turn_id=self._key, text=data.delta_content)]
+            case AssistantReasoningDeltaData():
+                self._reasoned.add(data.reasoning_id)
+                return [ReplyReasoning(turn_id=self._key, text=data.delta_content)]
+            case AssistantReasoningData() if data.reasoning_id not in self._reasoned:
+                return [ReplyReasoning(turn_id=self._key, text=data.content)]  # not streamed
             case AssistantMessageData() if data.parent_tool_call_id is None:
                 finish = "tool_calls" if data.tool_requests else "stop"
                 return [ReplyMessage(turn_id=self._key, text=data.content, finish_reason=finish)]
@@ -450,7 +431,7 @@ class CopilotAdapter(ProviderAdapter):
                         turn_id=self._key,
                         tool_call_id=data.tool_call_id,
                         name=data.tool_name,
-                        arguments=_json(data.arguments),
+                        arguments=json_text(data.arguments),
                     )
                 ]
             case ToolExecutionCompleteData() if data.tool_call_id in self._announced:
@@ -469,7 +450,7 @@ class CopilotAdapter(ProviderAdapter):
     def _session_error(self, data: SessionErrorData) -> list[ProviderEvent]:
         """The CLI's own error ends the run it is on; before any echo, it ends the
         turns of the messages it was given and has not echoed (it will not run them)."""
-        error = _error(data.message)
+        error = login_or_provider_error(data.message)
         self._log.warning(
             "copilot_session_error",
             turn_id=self._key,
@@ -537,104 +518,6 @@ class CopilotAdapter(ProviderAdapter):
                     return table.pop(known)
         return None
 
-    async def _on_permission(
-        self, request: PermissionRequest, invocation: PermissionInvocation
-    ) -> PermissionRequestResult:
-        """The CLI asks before a tool runs: the host's permission request."""
-        tool_call_id = getattr(request, "tool_call_id", None) or uuid.uuid4().hex
-        name = _permission_subject(request)
-        key = self._key or ""
-        if tool_call_id not in self._announced:
-            self._announced.add(tool_call_id)
-            self._emit(
-                ToolCallStarted(
-                    turn_id=key,
-                    tool_call_id=tool_call_id,
-                    name=name,
-                    arguments=_json(request.to_dict()),
-                    needs_permission=True,
-                )
-            )
-        reply = await self._ask(
-            HostRequestOpened(
-                turn_id=key,
-                request_id=tool_call_id,
-                kind=HostRequestKind.PERMISSION,
-                tool_call_id=tool_call_id,
-                tool_name=name,
-                arguments=_json(request.to_dict()),
-            )
-        )
-        if reply.approved and reply.error is None:
-            return PermissionDecisionApproveOnce()
-        return PermissionDecisionReject(feedback=reply.error)
-
-    async def _on_user_input(
-        self, request: UserInputRequest, invocation: dict[str, str]
-    ) -> UserInputResponse:
-        """The model asks the user (its ask_user tool): the host's user-input request.
-
-        Raises:
-            RuntimeError: the host answered without an answer (the turn is over);
-                the SDK reports it to the CLI as the request's error.
-        """
-        reply = await self._ask(
-            HostRequestOpened(
-                turn_id=self._key or "",
-                request_id=uuid.uuid4().hex,
-                kind=HostRequestKind.USER_INPUT,
-                question=request.get("question", ""),
-            )
-        )
-        if reply.answer is None:
-            raise RuntimeError(reply.error or "the user gave no answer")
-        return {
-            "answer": reply.answer,
-            "wasFreeform": reply.answer not in request.get("choices", []),
-        }
-
-    def _tool(self, tool: ClientTool) -> Tool:
-        """A client tool, declared to the CLI; its calls wait for the client's result."""
-
-        async def call(invocation: ToolInvocation) -> ToolResult:
-            key = self._key or ""
-            if invocation.tool_call_id not in self._announced:  # no tool.execution_start yet
-                self._announced.add(invocation.tool_call_id)
-                self._emit(
-                    ToolCallStarted(
-                        turn_id=key,
-                        tool_call_id=invocation.tool_call_id,
-                        name=tool.name,
-                        arguments=_json(invocation.arguments),
-                    )
-                )
-            reply = await self._ask(
-                HostRequestOpened(
-                    turn_id=key,
-                    request_id=invocation.tool_call_id,
-                    kind=HostRequestKind.CLIENT_TOOL,
-                    tool_call_id=invocation.tool_call_id,
-                    tool_name=tool.name,
-                    arguments=_json(invocation.arguments),
-                )
-            )
-            if reply.error is not None:
-                return ToolResult(
-                    text_result_for_llm=reply.error, result_type="failure", error=reply.error
-                )
-            return ToolResult(text_result_for_llm=reply.result or "", result_type="success")
-
-        return Tool(
-            name=tool.name,
-            description=tool.description,
-            handler=call,
-            parameters=_load(tool.parameters),
-            skip_permission=True,  # the client that runs it decides
-        )
-
-    async def _ask(self, request: HostRequestOpened) -> ProviderAnswer:
-        return await self._requests.ask(request, self._emit)
-
     # -- liveness ------------------------------------------------------------------------------
     def _live_session(self) -> CopilotSession:
         if self._failed is not None:
@@ -698,74 +581,3 @@ class CopilotAdapter(ProviderAdapter):
                 return
             except Exception as exc:  # answered, if oddly: the CLI is alive
                 self._log.warning("copilot_ping_failed", error=repr(exc))
-
-
-def _error(message: str) -> AgentHostError:
-    """The CLI's error as ours: a missing GitHub login has its own code and says
-    what to do; anything else is the provider's error, in its words."""
-    if any(marker in message.lower() for marker in NO_LOGIN):
-        return AgentHostError(
-            code=ErrorCode.PROVIDER_LOGIN_REQUIRED,
-            message=(
-                "copilot: the CLI has no GitHub login (log in with `copilot login`, set"
-                " COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN in its env, or pass byok="
-                f" for your own model endpoint): {message}"
-            ),
-        )
-    return AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=message)
-
-
-def _byok(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The SDK's `provider` option from `byok=`: checked, the key read from its variable.
-
-    Raises:
-        AgentHostError: INVALID_ARGUMENT naming the key at fault (never a value).
-    """
-
-    def invalid(problem: str) -> AgentHostError:
-        return AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=f"copilot: byok {problem}")
-
-    unknown = sorted(set(options) - BYOK_KEYS)
-    if unknown:
-        raise invalid(
-            f"has an unknown key {unknown[0]!r} (it accepts: {', '.join(sorted(BYOK_KEYS))})"
-        )
-    if options.get("type") not in BYOK_TYPES:
-        raise invalid(f"'type' must be one of {', '.join(BYOK_TYPES)}")
-    base_url = options.get("base_url")
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-        raise invalid("'base_url' must be an http:// or https:// URL")
-    if "api_key" in options and "api_key_env" in options:
-        raise invalid("takes 'api_key' or 'api_key_env', not both")
-    config = {k: v for k, v in options.items() if k != "api_key_env"}
-    variable = options.get("api_key_env")
-    if variable is not None:
-        if not isinstance(variable, str) or not variable:
-            raise invalid("'api_key_env' must be the name of an environment variable")
-        key = os.environ.get(variable, "")
-        if not key:
-            raise invalid(
-                f"'api_key_env' names the environment variable {variable}, which is not set"
-            )
-        config["api_key"] = key
-    return config
-
-
-def _permission_subject(request: PermissionRequest) -> str:
-    for name in ("tool_name", "full_command_text", "url", "path", "file_name"):
-        value = getattr(request, name, None)
-        if isinstance(value, str) and value:
-            return value
-    return str(getattr(request, "kind", "permission"))
-
-
-def _json(value: Any) -> str:
-    try:
-        return json.dumps(value if value is not None else {})
-    except (TypeError, ValueError):
-        return json.dumps(str(value))
-
-
-def _load(parameters: str) -> dict[str, Any] | None:
-    loaded = json.loads(parameters or "{}")
-    return loaded if isinstance(loaded, dict) and loaded else None

@@ -68,7 +68,7 @@ KEYS: dict[str, frozenset[str]] = {
     ),
     "copilot": frozenset({"model", "cli_path", "byok"}),
     "claude": frozenset({"model", "cli_path"}),
-    "codex": frozenset({"model", "cli_path", "approval_policy", "sandbox"}),
+    "codex": frozenset({"model", "cli_path", "approval_policy", "sandbox", "max_retries"}),
 }
 # What codex 0.163's thread/start and thread/resume take (AskForApproval, SandboxMode;
 # `codex --help` lists on-request and never; "untrusted" is still a thread's option,
@@ -243,6 +243,13 @@ def _sdk(entry: _Entry, kind: str) -> Provider:
             options[key] = entry.get(
                 key, accepted.__contains__, f"one of {', '.join(accepted)}", None
             )
+    if "max_retries" in entry.table:
+        options["max_retries"] = entry.get(
+            "max_retries",
+            lambda v: _positive_int(v) or (v == 0 and type(v) is int),
+            "a whole number >= 0",
+            None,
+        )
     try:
         module = importlib.import_module(f"agenthost.providers.{kind}")
         cls = getattr(module, SDK_CLASSES[kind])

@@ -9,8 +9,12 @@ streams. Each input line is a message or a command:
     /queue        list the pending messages, numbered
     /remove N     remove the Nth pending message
     /cancel       cancel the running turn
-    /approve, /deny   answer the oldest permission prompt
-    /answer text  answer the oldest question
+    /approve [option], /deny   answer the oldest permission prompt (an option
+                  the tool call offers, by number, id or label)
+    /answer text  answer the oldest question (a choice by number or label, or
+                  text; several questions: answers separated by ";")
+    /decline      decline the oldest question
+    /thinking     show the latest turn's reasoning, which streams collapsed
     /sessions     list your sessions
     /open ID      open a session (its id, or the start of it), with its history
     /new          create a session
@@ -21,9 +25,12 @@ The open session is marked read when it is opened and whenever a turn left it
 unread while it was open: what the user sees is read.
 
 The client's view of the chat comes from the snapshot it subscribed with and
-the actions that follow; server/chat_wire.py is the only code that knows
-AHP's JSON shapes. The token goes in the upgrade request's
-Authorization header, never on the command line's output or in a log.
+the actions that follow; server/chat_view.py is the only code that knows
+AHP's JSON shapes. The model's reasoning (chat/reasoning) is shown collapsed,
+one "[thinking: N chars]" line where a run of it ends; tool calls waiting for
+confirmation list the options they offer; questions list their choices. The
+token goes in the upgrade request's Authorization header, never on the
+command line's output or in a log.
 
 `run_chat` (server/chat_terminal.py) connects it to a terminal.
 """
@@ -37,16 +44,25 @@ from typing import Any
 
 import aiohttp
 
-from agenthost.server.chat_wire import (
+from agenthost.server.chat_view import (
+    ChatError,
     ChatView,
     Pending,
     Request,
+    Seen,
+    option_of,
     read_action,
+    same,
+    wire_confirmed,
+    wire_input_completed,
+    wire_input_declined,
     wire_pending_removed,
     wire_pending_set,
     wire_turn_started,
     wire_view,
 )
+
+__all__ = ["ChatClient", "ChatError"]
 
 ROOT = "ahp-root://"
 SESSION_PREFIX = "ahp-session:/"
@@ -59,8 +75,12 @@ text          send a message (queued while a turn runs)
 /queue        list pending messages
 /remove N     remove the Nth pending message
 /cancel       cancel the running turn
-/approve      approve the oldest permission prompt (/deny to refuse it)
-/answer text  answer the oldest question the model asked
+/approve [option]  approve the oldest permission prompt, with an option it
+              offers (number, id or label); /deny refuses it
+/answer text  answer the oldest question the model asked (a choice's number or
+              label, or text; several questions: answers separated by ";")
+/decline      decline the oldest question
+/thinking     show the latest turn's reasoning in full
 /sessions     list your sessions
 /open ID      open a session and show its history
 /new          create a session
@@ -70,15 +90,11 @@ Any other /command goes to the host, which hands what it does not know to the mo
 OWN_COMMANDS = frozenset(
     {
         "/help", "/sessions", "/open", "/new", "/steer", "/queue", "/remove", "/cancel",
-        "/approve", "/deny", "/answer", "/quit", "/exit",
+        "/approve", "/deny", "/answer", "/decline", "/thinking", "/quit", "/exit",
     }
 )  # fmt: skip
 """The commands this client handles itself; any other line goes to the host."""
 READ = 32  # a session summary's status bit: the user has seen it
-
-
-class ChatError(Exception):
-    """A request the server refused, or a connection that ended."""
 
 
 # What became of a pending message, by the reason the server gave for its removal.
@@ -90,6 +106,34 @@ REMOVED = {
     "requeued": "[steering queued: the provider could not take it mid-turn] {text}",
     "rejected": "[refused when its turn came] {text}",
 }
+
+
+def _how(request: Request) -> str:
+    """How to answer a request, with the options or choices it offers."""
+    if request.kind == "permission":
+        if not request.options:
+            return "/approve or /deny"
+        listed = ", ".join(f"{n}. {o.label}" for n, o in enumerate(request.options, 1))
+        return f"/approve OPTION or /deny: {listed}"
+    if request.kind != "user_input":
+        return "another client answers it"
+    asked = []
+    for question in request.questions:
+        if question.choices:
+            choices = ", ".join(f"{n}. {c.label}" for n, c in enumerate(question.choices, 1))
+            more = " or text" if question.freeform else ""
+            asked.append(
+                f"{question.text}: a choice{more}: {choices}"
+                if len(request.questions) > 1
+                else f"a choice{more}: {choices}"
+            )
+        elif len(request.questions) > 1:
+            asked.append(f"{question.text}: text")
+    if not asked:
+        return "/answer text"
+    if len(request.questions) > 1:
+        return "/answer one answer each, separated by ';': " + "; ".join(asked)
+    return "/answer " + asked[0]
 
 
 def plural(count: int, noun: str) -> str:
@@ -138,6 +182,7 @@ class ChatClient:
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._streaming = False
         self._background: set[asyncio.Task[None]] = set()
+        self._reply_due = False  # a turn started and its reply has not begun on screen
         self._reader = asyncio.get_running_loop().create_task(self._read())
         self.closed = asyncio.Event()
 
@@ -204,7 +249,11 @@ class ChatClient:
         self._reader.cancel()
 
     # -- output ----------------------------------------------------------------------------
-    def _line(self, text: str) -> None:
+    def _line(self, text: str, *, before_reply: bool = False) -> None:
+        """A line of its own; one `before_reply` goes ahead of the reply's "assistant: "."""
+        if self._reply_due and not before_reply:
+            self._reply_due = False
+            self.write("assistant: ")
         if self._streaming:
             self.write("\n")
             self._streaming = False
@@ -228,12 +277,20 @@ class ChatClient:
             return
         what, fields = read_action(action)
         view = self.view
+        if what is Seen.REASONING_PART or what is Seen.REASONING:
+            self._reasoning(what, fields)
+            return
+        self._announce_thinking()
         if what == "started":
             view.active_turn = fields["turn_id"]
+            view.thinking = []
             self._drop_pending(fields["pending_id"])
             self._line(f"you: {fields['text']}")
-            self.write("assistant: ")
+            self._reply_due = True  # "assistant: " goes with the reply's first text
         elif what == "delta" and fields["turn_id"] == view.active_turn:
+            if self._reply_due:
+                self._reply_due = False
+                self.write("assistant: ")
             self.write(fields["text"])
             self._streaming = True
         elif what == "ended" and fields["turn_id"] == view.active_turn:
@@ -264,21 +321,42 @@ class ChatClient:
         elif what == "steering_folded":
             folded = self._drop_pending(fields["pending"].id) or fields["pending"]
             self._line(f"[steering folded into the running turn] {folded.text}")
-        elif what == "renamed":
+        elif what is Seen.RENAMED:
             self._line(f"[renamed: {fields['title']}]")
         elif what == "tool":
             self._line(f"[tool] {fields['name']}")
         elif what == "request_opened":
             request: Request = fields["request"]
-            view.requests.append(request)
-            self._request_line(request)
+            known = next((r for r in view.requests if same(r, request)), None)
+            if known is None:
+                view.requests.append(request)
+                self._request_line(request)
+            elif request.questions and not known.questions:  # the AHP form says more
+                known.questions = request.questions
         elif what == "request_closed":
-            view.requests = [r for r in view.requests if r.id != fields["id"]]
+            closed = fields["id"]
+            view.requests = [r for r in view.requests if closed not in (r.id, r.tool_call_id)]
+
+    def _reasoning(self, what: Seen, fields: dict[str, Any]) -> None:
+        """Reasoning streams collapsed: counted, shown once its run ends."""
+        view = self.view
+        if fields["turn_id"] != view.active_turn:
+            return
+        if what is Seen.REASONING_PART or not view.thinking:
+            view.thinking.append("")
+        if what is Seen.REASONING:
+            view.thinking[-1] += fields["text"]
+            view.unannounced += len(fields["text"])
+
+    def _announce_thinking(self) -> None:
+        if self.view.unannounced:
+            count, self.view.unannounced = self.view.unannounced, 0
+            self._line(
+                f"[thinking: {plural(count, 'char')}; /thinking shows it]", before_reply=True
+            )
 
     def _request_line(self, request: Request) -> None:
-        hint = {"permission": "/approve or /deny", "user_input": "/answer text"}
-        how = hint.get(request.kind, "another client answers it")
-        self._line(f"[{request.kind}] {request.label} ({how})")
+        self._line(f"[{request.kind}] {request.label} ({_how(request)})")
 
     def _drop_pending(self, pending_id: str | None) -> Pending | None:
         for queue in (self.view.steering, self.view.queued):
@@ -449,22 +527,25 @@ class ChatClient:
             prompts = [r for r in view.requests if r.kind == "permission"]
             if not prompts:
                 self._line("[error] no permission prompt is open")
-            else:
-                request = prompts[0]
-                await self.dispatch(
-                    {
-                        "type": "chat/toolCallConfirmed",
-                        "turnId": request.turn_id,
-                        "toolCallId": request.tool_call_id or request.id,
-                        "approved": command == "/approve",
-                    }
-                )
-        elif command == "/answer":
+                return True
+            request = prompts[0]
+            option = option_of(request, rest) if rest else None
+            if rest and option is None:
+                offered = ", ".join(o.id for o in request.options) or "none"
+                self._line(f"[error] no option {rest!r} (it offers: {offered})")
+                return True
+            approved = command == "/approve" if option is None else option.kind != "deny"
+            await self.dispatch(wire_confirmed(request, approved, option))
+        elif command in ("/answer", "/decline"):
             questions = [r for r in view.requests if r.kind == "user_input"]
             if not questions:
                 self._line("[error] no question is open")
+            elif command == "/decline":
+                await self.dispatch(wire_input_declined(questions[0]))
             else:
-                await self.dispatch(
-                    {"type": "chat/inputCompleted", "requestId": questions[0].id, "answer": rest}
-                )
+                answers = [a.strip() for a in rest.split(";")] if rest else [""]
+                await self.dispatch(wire_input_completed(questions[0], answers))
+        elif command == "/thinking":
+            shown = "\n\n".join(t for t in view.thinking if t)
+            self._line(f"[thinking] {shown}" if shown else "[error] no thinking to show")
         return True

@@ -208,6 +208,7 @@ class ChatRecord:
     pending: tuple[PendingMessage, ...]
     origin: ChatOrigin = attrs.field(factory=ChatOrigin)
     read_only: bool = False
+    provider_ref: str | None = None  # what its provider resumes it by (SaveProviderRef)
 
 
 @attrs.frozen(kw_only=True)

@@ -386,6 +386,8 @@ class SqlStore:
             self._apply(
                 SaveChatMeta(chat_id=chat.chat_id, title=chat.title, read_only=chat.read_only)
             )
+            if chat.provider_ref is not None:  # the imported chat resumes its conversation
+                self._apply(SaveProviderRef(chat_id=chat.chat_id, provider_ref=chat.provider_ref))
             for seq, turn in enumerate(chat.turns):
                 self._apply(
                     SaveTurnStarted(
@@ -537,19 +539,18 @@ class SqlStore:
         if row is None:
             return None
         rows = self._execute(
-            "SELECT id, title, draft, origin_kind, origin_chat, origin_tool_call, read_only"
-            " FROM chats WHERE session_id = ? ORDER BY position",
+            "SELECT id, title, draft, origin_kind, origin_chat, origin_tool_call, read_only,"
+            " provider_ref FROM chats WHERE session_id = ? ORDER BY position",
             (session_id,),
         ).fetchall()
         chats = tuple(
             attrs.evolve(
                 self._load_chat(chat_id, title, draft),
-                origin=ChatOrigin(
-                    kind=ChatOriginKind(kind), chat_id=origin_chat, tool_call_id=origin_tool_call
-                ),
+                origin=ChatOrigin(kind=ChatOriginKind(kind), chat_id=chat, tool_call_id=tool_call),
                 read_only=bool(read_only),
+                provider_ref=ref,
             )
-            for chat_id, title, draft, kind, origin_chat, origin_tool_call, read_only in rows
+            for chat_id, title, draft, kind, chat, tool_call, read_only, ref in rows
         )
         worktree = None if row[3] is None else Worktree(path=row[3], repo=row[4], base=row[5])
         record = SessionRecord(

@@ -9,8 +9,11 @@ Where they come from (the issue's versions):
   ~/.cache/agenthost/clis) with `npm install --prefix`; `copilot` is a node
   loader that starts the native binary as its child.
 Every CLI path a provider gets is a netns.py wrapper, so each CLI, and all it
-starts, runs inside the namespace; the fake model APIs listen there too. Every
-test here is marked `realcli` (`-m "not realcli"` leaves them out).
+starts, runs inside the namespace; the fake model APIs listen there too. At the
+end of every test that drives one, each process of a real CLI still running
+(the CLI proper, Copilot's npm loader, and everything they started) is checked
+to be in that namespace, and once the test's hosts stop, none may be left.
+Every test here is marked `realcli` (`-m "not realcli"` leaves them out).
 """
 
 import os
@@ -35,6 +38,7 @@ CLAUDE_MODEL = "claude-sonnet-4-5"
 COPILOT_MODEL = "claude-sonnet-4.5"
 FAKE_KEY = "sk-fake-loopback-only"
 HERE = Path(__file__).parent
+WAIT_S = 30.0
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -129,9 +133,11 @@ def copilot_install() -> Path:
 # -- the vendors ----------------------------------------------------------------------------
 @attrs.define
 class Vendor:
-    """One real CLI as the tests drive it: how to make its provider, the binary
-    that is the CLI proper (the one a kill -9 aims at), how its model writes a
-    file, and whether it can take back steering it was given."""
+    """One real CLI as the tests drive it: how to make its provider (with `env`,
+    its environment), the binary that is the CLI proper (the one a kill -9 aims
+    at) and the loader that starts it (Copilot's), how its model writes a file,
+    whether it can take back steering it was given, and the network namespace
+    (`namespace`, its /proc path) every process of it must run in."""
 
     name: str
     api: FakeAPI
@@ -140,9 +146,47 @@ class Vendor:
     write_file: Callable[[Path, str], Tool]
     withdraws: bool
     workdir: Path
+    env: dict[str, str]
+    namespace: str
+    loader: Path | None = None
 
     def provider(self, **options: Any) -> Provider:
         return self.make(**options)
+
+    def cli_tree(self) -> list[psutil.Process]:
+        """Every process of the real CLI among this process's descendants: the CLI
+        proper, the loader, and all they started."""
+        roots = self.cli_processes()
+        if self.loader is not None:
+            loader = str(self.loader.resolve())
+            for process in psutil.Process().children(recursive=True):
+                try:
+                    if any(loader == arg or arg.endswith(loader) for arg in process.cmdline()):
+                        roots.append(process)
+                except (psutil.Error, OSError):
+                    continue
+        found: dict[int, psutil.Process] = {}
+        for root in roots:
+            try:
+                for process in [root, *root.children(recursive=True)]:
+                    found[process.pid] = process
+            except psutil.Error:
+                continue
+        return list(found.values())
+
+    def outside_the_namespace(self) -> list[str]:
+        """The processes of the CLI whose network namespace is not the test's."""
+        expected = os.readlink(self.namespace)
+        outside = []
+        for process in self.cli_tree():
+            try:
+                actual = os.readlink(f"/proc/{process.pid}/ns/net")
+                described = f"{process.pid} {' '.join(process.cmdline()[:2])} in {actual}"
+            except (OSError, psutil.Error):
+                continue  # it exited meanwhile
+            if actual != expected:
+                outside.append(described)
+        return outside
 
     def cli_processes(self) -> list[psutil.Process]:
         """The CLI proper, among this process's descendants (through the guard and
@@ -197,6 +241,8 @@ def _claude(netns: LoopbackNamespace, api: AnthropicAPI, homes: Path, work: Path
         write_file=lambda path, text: Tool("Write", {"file_path": str(path), "content": text}),
         withdraws=False,
         workdir=work,
+        env=env,
+        namespace=netns.path,
     )
 
 
@@ -215,6 +261,8 @@ def _codex(netns: LoopbackNamespace, api: ResponsesAPI, homes: Path, work: Path)
         f'base_url = "{api.url}/v1"\n'
         'wire_api = "responses"\n'
         'env_key = "FAKE_RESPONSES_KEY"\n'
+        "stream_max_retries = 1\n"  # a failing API's turn ends in seconds, not 25
+        "request_max_retries = 1\n"
     )
     wrapper = netns.wrap(binary, homes / "codex-in-netns")
     env = {"HOME": str(home), "CODEX_HOME": str(codex_home), "FAKE_RESPONSES_KEY": FAKE_KEY}
@@ -246,6 +294,8 @@ def _codex(netns: LoopbackNamespace, api: ResponsesAPI, homes: Path, work: Path)
         write_file=write_file,
         withdraws=False,
         workdir=work,
+        env=env,
+        namespace=netns.path,
     )
 
 
@@ -282,6 +332,9 @@ def _copilot(
         write_file=lambda path, text: Tool("create", {"path": str(path), "file_text": text}),
         withdraws=True,
         workdir=work,
+        env=env,
+        namespace=netns.path,
+        loader=loader,
     )
 
 
@@ -313,8 +366,10 @@ def vendor(
 
 
 @pytest.fixture
-def start_host(tmp_path: Path) -> Iterator[Callable[[Provider, str], Host]]:
-    """Hosts on this test's store; all are stopped at the end."""
+def start_host(tmp_path: Path, vendor: Vendor) -> Iterator[Callable[[Provider, str], Host]]:
+    """Hosts on this test's store; all are stopped at the end. Before they stop,
+    every process of the vendor's CLI still running must be in the loopback
+    namespace; once they stopped, none may be left."""
     hosts: list[Host] = []
 
     def start(provider: Provider, name: str) -> Host:
@@ -323,5 +378,9 @@ def start_host(tmp_path: Path) -> Iterator[Callable[[Provider, str], Host]]:
         return host
 
     yield start
+    outside = vendor.outside_the_namespace()
     for host in hosts:
         host.stop(timeout=30)
+    _, left = psutil.wait_procs(vendor.cli_tree(), timeout=WAIT_S)
+    assert not outside, f"processes of the {vendor.name} CLI outside the namespace: {outside}"
+    assert not left, f"processes of the {vendor.name} CLI left after the hosts stopped: {left}"

@@ -7,8 +7,11 @@ trigger that text contains answers with its steps; anything else is answered
 "echo: <text>". Steps: `Text` (a streamed delta), `Hold` (the stream stops
 until the test releases the gate, so steering and cancel can happen while it
 runs), `Tool` (the model calls a tool; the CLI runs it, asking permission when
-it must, and sends the result back, which is answered `after`). Every request
-is kept (`requests`), so a test sees what history the CLI sent.
+it must, and sends the result back, which is answered `after`), `Fail` (the
+API refuses the request with an HTTP error status and its own error body, as
+the vendor's API does; a rule of it answers every request of that
+conversation). Every request is kept (`requests`), so a test sees what
+history the CLI sent.
 """
 
 import asyncio
@@ -44,7 +47,15 @@ class Tool:
     arguments: dict[str, Any]
 
 
-Step = Text | Hold | Tool
+@attrs.frozen
+class Fail:
+    """The API refuses: `status` with the vendor's error body saying `message`."""
+
+    status: int
+    message: str
+
+
+Step = Text | Hold | Tool | Fail
 
 
 @attrs.frozen
@@ -190,6 +201,21 @@ class FakeAPI:
         return f"{prefix}_{next(self._ids)}_{uuid.uuid4().hex[:8]}"
 
 
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def _refusal(steps: tuple[Step, ...]) -> Fail | None:
+    """The Fail a rule answers with, if it does (it answers the whole request)."""
+    return next((step for step in steps if isinstance(step, Fail)), None)
+
+
 def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
@@ -248,6 +274,13 @@ class AnthropicAPI(FakeAPI):
             return web.json_response(self._whole(body, "A title"))
         self.requests.append(body)
         steps = self._plan(body)
+        refusal = _refusal(steps)
+        if refusal is not None:
+            error = {
+                "type": _ERROR_TYPES.get(refusal.status, "api_error"),
+                "message": refusal.message,
+            }
+            return web.json_response({"type": "error", "error": error}, status=refusal.status)
         if not body.get("stream"):
             said = "".join(s.text for s in steps if isinstance(s, Text))
             return web.json_response(self._whole(body, said))
@@ -362,7 +395,17 @@ class ResponsesAPI(FakeAPI):
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
-        return await self._sse(request, self._stream(body, self._plan(body)))
+        steps = self._plan(body)
+        refusal = _refusal(steps)
+        if refusal is not None:
+            error = {
+                "message": refusal.message,
+                "type": _ERROR_TYPES.get(refusal.status, "api_error"),
+                "param": None,
+                "code": None,
+            }
+            return web.json_response({"error": error}, status=refusal.status)
+        return await self._sse(request, self._stream(body, steps))
 
     async def _stream(self, body: dict[str, Any], steps: tuple[Step, ...]) -> AsyncIterator[bytes]:
         response_id = self.new_id("resp")

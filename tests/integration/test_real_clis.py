@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 
 from agenthost.actors import Chat, Host, Subscription
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
+from agenthost.messages.common import ConfirmationOptionKind
 from agenthost.messages.events import AssistantDelta, RequestOpened
 from agenthost.messages.state import RequestKind, TurnState
 from agenthost.providers.base import Provider
@@ -159,7 +161,10 @@ def test_a_tool_permission_approved_makes_the_file(vendor: Vendor, start_host: S
     request = next_of(sub, RequestOpened).request
     assert request.kind is RequestKind.PERMISSION
     assert not path.exists(), "nothing is written before the user approves"
-    chat.answer(request.request_id, approved=True)
+    # The CLI's own decisions are the options; the first that approves is "once".
+    [once, *_] = [o for o in request.options if o.kind == ConfirmationOptionKind.APPROVE]
+    assert any(o.kind == ConfirmationOptionKind.DENY for o in request.options)
+    chat.answer(request.request_id, option=once.id)
     outcome = turn.result(timeout=WAIT_S)
     assert (outcome.state, outcome.text) == (OutcomeState.COMPLETE, "made it")
     assert path.read_text() == "made"
@@ -218,3 +223,61 @@ def test_nothing_but_loopback_is_reachable_from_where_the_clis_run(
     assert "Network is unreachable" in ran.stdout
     interfaces = [line.split(":")[0].strip() for line in ran.stdout.splitlines() if ":" in line]
     assert interfaces == ["lo"]
+
+
+@pytest.mark.parametrize("vendor", ["claude"], indirect=True)
+def test_a_real_cli_cannot_reach_an_address_outside_loopback(
+    vendor: Vendor, start_host: StartHost
+) -> None:
+    """Claude Code pointed at a model API outside loopback (TEST-NET-1, which no
+    network routes) tries to reach it and fails, in its own words. (Copilot
+    through byok says as much, "Network is unreachable (os error 101)", after
+    five retries over 23 s; Claude Code's retries are an environment variable.)"""
+    env = {
+        **vendor.env,
+        "ANTHROPIC_BASE_URL": "http://192.0.2.1:80",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+    _, chat = open_chat(vendor, start_host, env=env)
+    outcome = chat.send("hello").result(timeout=WAIT_S)
+    assert outcome.state is OutcomeState.ERROR
+    assert outcome.error is not None and "ENETUNREACH" in outcome.error.message
+    assert vendor.api.requests == []
+
+
+def test_a_process_outside_the_namespace_is_found_and_one_inside_is_not(
+    netns: LoopbackNamespace, tmp_path: Path
+) -> None:
+    """The check every vendor test ends with (conftest.py), on a stand-in binary
+    (this Python, never a real CLI): started outside the namespace it is
+    reported, started through the wrapper it is not."""
+    python = Path(sys.executable).resolve()
+    probe = Vendor(
+        name="probe",
+        api=None,  # type: ignore[arg-type]
+        binary=python,
+        make=lambda **_: None,  # type: ignore[arg-type,return-value]
+        write_file=lambda path, text: None,  # type: ignore[arg-type,return-value]
+        withdraws=False,
+        workdir=tmp_path,
+        env={},
+        namespace=netns.path,
+    )
+    wrapper = netns.wrap(python, tmp_path / "python-in-netns")
+    program = "import sys; print('ready', flush=True); sys.stdin.read()"
+    started = [
+        subprocess.Popen([str(path), "-c", program], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        for path in (wrapper, python)
+    ]
+    try:
+        for process in started:
+            assert process.stdout is not None and process.stdout.readline() == b"ready\n"
+        inside, outside = started
+        assert {inside.pid, outside.pid} <= {p.pid for p in probe.cli_tree()}
+        found = probe.outside_the_namespace()
+        assert [entry.split()[0] for entry in found] == [str(outside.pid)]
+    finally:
+        for process in started:
+            assert process.stdin is not None
+            process.stdin.close()
+            process.wait(WAIT_S)

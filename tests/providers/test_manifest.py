@@ -261,9 +261,10 @@ def test_a_codex_entry_passes_its_approval_policy_and_sandbox_on(
     load_manifest(
         manifest(
             '[providers.cx]\nkind = "codex"\napproval_policy = "never"\nsandbox = "read-only"\n'
+            "max_retries = 3\n"
         )
     )
-    assert made == [{"approval_policy": "never", "sandbox": "read-only"}]
+    assert made == [{"approval_policy": "never", "sandbox": "read-only", "max_retries": 3}]
 
 
 @pytest.mark.parametrize(
@@ -271,6 +272,8 @@ def test_a_codex_entry_passes_its_approval_policy_and_sandbox_on(
     [
         ('approval_policy = "on-failure"', "approval_policy"),
         ('sandbox = "' + SECRET + '"', "sandbox"),
+        ("max_retries = -1", "max_retries"),
+        ('max_retries = "' + SECRET + '"', "max_retries"),
     ],
 )
 def test_a_codex_choice_codex_does_not_take_names_the_entry_and_key(

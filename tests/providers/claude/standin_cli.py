@@ -9,7 +9,11 @@ ids fail as the real CLI does), --include-partial-messages streams deltas.
 
 Environment:
     CLAUDE_STANDIN_SCRIPT  a JSON file: {"replies": {prompt: [step, ...]},
-                           "resume_error": text, "hang_on_initialize": bool}
+                           "resume_error": text, "hang_on_initialize": bool,
+                           "exit_at_start": {"code": int, "stderr": text}}
+                           ("exit_at_start": the text on stderr and exit with
+                           the code before answering initialize, as the real
+                           CLI does with a setting it cannot read)
     CLAUDE_STANDIN_LOG     a JSON-lines file; every user message received is
                            recorded ({"event": "prompt" | "steering", "text", "uuid"}),
                            and each start ({"event": "started" | "resumed", "session",
@@ -19,14 +23,27 @@ Environment:
 
 Steps of a reply (an unscripted prompt is answered "echo: <prompt>"):
     {"say": [chunk, ...]}          one assistant message, streamed chunk by chunk
-    {"tool": name, "input": {..}, "ask": true}
+    {"think": [chunk, ...], "streamed": bool}
+                                   the model's thinking: a message whose thinking block
+                                   streams chunk by chunk as thinking deltas (with
+                                   "streamed": false, only the whole message comes)
+    {"tool": name, "input": {..}, "ask": true, "suggestions": [..]}
                                    a tool call (asking permission over can_use_tool
-                                   first); a tool boundary: user messages that
-                                   arrived meanwhile are taken into the turn
+                                   first, with those permission suggestions); a tool
+                                   boundary: user messages that arrived meanwhile
+                                   are taken into the turn. AskUserQuestion, asked,
+                                   is the CLI's question tool: its result is the
+                                   answers the allow's updatedInput carries
     {"block": true}                park until a message arrives on stdin (a user
                                    message, or an interrupt), unless one already has
     {"block": "interrupt"}         park until an interrupt (user messages queue up)
     {"error": text}                the turn ends in an error result with this text
+    {"retry": {"error_status": int, "error": text}}
+                                   an `api_retry` system frame (the model API failed
+                                   and the CLI tries again), as the real CLI sends
+    {"api_error": text}            the model API gave up: a synthetic assistant message
+                                   "API Error: <text>" and an error result (subtype
+                                   success, is_error), as the real CLI ends such a turn
     {"crash": code}                exit at once with this code
     {"hang": true}                 stop answering anything, forever
 """
@@ -85,6 +102,7 @@ class Cli:
         self.responses: dict[str, dict[str, Any]] = {}
         self.interrupted = False
         self.requests = 0
+        self.retries = 0
         threading.Thread(target=self._read_stdin, daemon=True).start()
 
     @staticmethod
@@ -174,6 +192,11 @@ class Cli:
                 sys.exit(1)
         if self.script.get("hang_on_initialize"):
             hang()
+        exit_at_start = self.script.get("exit_at_start")
+        if exit_at_start:
+            sys.stderr.write(exit_at_start["stderr"] + "\n")
+            sys.stderr.flush()
+            os._exit(exit_at_start["code"])
         self.control(first)
         if resume is None:
             conversation.write_text("[]")
@@ -250,6 +273,8 @@ class Cli:
             if "say" in step:
                 said = "".join(step["say"])
                 self.say(step["say"], uuids)
+            elif "think" in step:
+                self.think(step["think"], step.get("streamed", True), uuids)
             elif "tool" in step:
                 self.tool(step, uuids)
                 self.drain()
@@ -264,6 +289,16 @@ class Cli:
                 self.park()
             elif "error" in step:
                 self.result(taken, subtype="error_during_execution", errors=[step["error"]])
+                return
+            elif "retry" in step:
+                self.api_retry(step["retry"])
+            elif "api_error" in step:
+                text = f"API Error: {step['api_error']}"
+                message = self.assistant(str(uuid.uuid4()), [{"type": "text", "text": text}])
+                message["message"]["model"] = "<synthetic>"
+                message["error"] = "unknown"
+                out(self.tagged(message, uuids))
+                self.result(taken, is_error=True, result=text)
                 return
             elif "crash" in step:
                 os._exit(step["crash"])
@@ -316,6 +351,30 @@ class Cli:
         content = [{"type": "text", "text": "".join(chunks)}]
         out(self.tagged(self.assistant(message_id, content), uuids))
 
+    def think(self, chunks: list[str], streamed: bool, uuids: list[str] | None) -> None:
+        message_id = f"msg_{uuid.uuid4().hex[:12]}"
+        if self.partial and streamed:
+            events: list[dict[str, Any]] = [
+                {"type": "message_start", "message": {"id": message_id, "model": MODEL}},
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking"}},
+                *(
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "thinking_delta", "thinking": c},
+                    }
+                    for c in chunks
+                ),
+                {"type": "content_block_stop", "index": 0},
+                {"type": "message_stop"},
+            ]
+            for i, event in enumerate(events):
+                frame = self.stream_event(event)
+                out(self.tagged(frame, uuids) if i == 0 else frame)
+            uuids = None
+        block = {"type": "thinking", "thinking": "".join(chunks), "signature": "standin"}
+        out(self.tagged(self.assistant(message_id, [block]), uuids))
+
     def tool(self, step: dict[str, Any], uuids: list[str] | None) -> None:
         call_id = f"toolu_{uuid.uuid4().hex[:12]}"
         block = {
@@ -360,7 +419,7 @@ class Cli:
                     "tool_name": step["tool"],
                     "input": step.get("input", {}),
                     "tool_use_id": call_id,
-                    "permission_suggestions": [],
+                    "permission_suggestions": step.get("suggestions", []),
                 },
             }
         )
@@ -376,9 +435,28 @@ class Cli:
         if response.get("subtype") != "success":
             return False, response.get("error", "error")
         answer = response.get("response", {})
+        if answer.get("behavior") == "allow" and step["tool"] == "AskUserQuestion":
+            answers = (answer.get("updatedInput") or {}).get("answers") or {}
+            return True, "; ".join(f"{q} -> {a}" for q, a in answers.items())
         if answer.get("behavior") == "allow":
             return True, f"ran {step['tool']}"
         return False, answer.get("message", "denied")
+
+    def api_retry(self, retry: dict[str, Any]) -> None:
+        self.retries += 1
+        out(
+            {
+                "type": "system",
+                "subtype": "api_retry",
+                "attempt": self.retries,
+                "max_retries": 10,
+                "retry_delay_ms": 600,
+                "error_status": retry.get("error_status"),
+                "error": retry.get("error", "unknown"),
+                "session_id": self.session,
+                "uuid": str(uuid.uuid4()),
+            }
+        )
 
     def stream_event(self, event: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -424,8 +502,9 @@ class Cli:
         result: str | None = None,
         reason: str = "completed",
         turns: int = 1,
+        is_error: bool | None = None,
     ) -> None:
-        is_error = subtype != "success"
+        is_error = subtype != "success" if is_error is None else is_error
         frame: dict[str, Any] = {
             "type": "result",
             "subtype": subtype,

@@ -44,10 +44,17 @@ class Standin:
         lines = [json.loads(line) for line in self.record.read_text().splitlines()]
         return [m["startup"] for m in lines if "startup" in m]
 
-    def approvals(self) -> list[str]:
+    def approvals(self) -> list[Any]:
         """The decisions the stand-in's approval requests were answered with."""
+        return [r["decision"] for r in self.results() if "decision" in r]
+
+    def inputs(self) -> list[dict[str, Any]]:
+        """The answers the stand-in's request_user_input requests were answered with."""
+        return [r["answers"] for r in self.results() if "answers" in r]
+
+    def results(self) -> list[dict[str, Any]]:
         lines = [json.loads(line) for line in self.record.read_text().splitlines()]
-        return [m["result"]["decision"] for m in lines if "result" in m]
+        return [m["result"] for m in lines if "result" in m]
 
 
 def texts(params: list[dict[str, Any]]) -> list[str]:

@@ -24,8 +24,30 @@ Scripted per test through the environment:
 An unscripted prompt is answered "echo: <prompt>" in three deltas. Steps:
   {"say": text}                one agent-message delta
   {"wait": method}             park until that request arrives in this turn
-  {"approval": command}        a command that needs approval (server request)
+  {"approval": command, "amendment": [prefix, ...]}
+                               a command that needs approval (server request), with
+                               the execpolicy amendment codex proposes, if any
+  {"file_approval": path}      a file change that needs approval
+  {"ask": [question, ...]}     request_user_input (a server request) with codex's
+                               questions ({id, header, question, options, isOther});
+                               the answer is said back ("<id>=<answers>")
+  {"reason": text, "summary": bool, "streamed": bool}
+                               a reasoning item: its summary (or raw text) streamed
+                               as deltas, then completed (with "streamed": false,
+                               only completed)
   {"fail": message}            the turn ends with status failed
+  {"retry": message, "details": text, "times": n}
+                               n (default 1) `error` notifications codex will retry
+                               (willRetry true), as the real CLI sends while the
+                               model API fails ("Reconnecting... 1/5") or the network
+                               is gone ("Reconnecting... waiting for network")
+  {"retry_forever": message, "details": text, "times": n}
+                               n of those, then the turn waits for an interrupt (the
+                               real CLI waits for a network that never comes back)
+  {"give_up": message, "completed": bool}
+                               an `error` notification it will not retry (willRetry
+                               false); the turn is over, and only with "completed" a
+                               turn/completed (status failed) follows
   {"crash": true}              exit at once, mid-turn
   {"end_unseen": true}         the turn ends, but its turn/completed is still in
                                flight: it goes out after the next answer
@@ -206,21 +228,90 @@ class Turn:
                 notify("item/started", {"item": item, **self.ids()})
                 request_id = new_id()
                 self.waiting_for = ("approval", request_id, item)
+                params = {
+                    "itemId": item_id,
+                    "command": command,
+                    "cwd": os.getcwd(),
+                    "reason": "needs approval",
+                    **self.ids(),
+                }
+                if step.get("amendment"):
+                    params["proposedExecpolicyAmendment"] = step["amendment"]
                 out(
                     {
                         "id": request_id,
                         "method": "item/commandExecution/requestApproval",
-                        "params": {
-                            "itemId": item_id,
-                            "command": command,
-                            "cwd": os.getcwd(),
-                            "reason": "needs approval",
-                            **self.ids(),
-                        },
+                        "params": params,
                     }
                 )
+            elif "file_approval" in step:
+                self.end_message()
+                item_id = new_id()
+                changes = [{"path": step["file_approval"], "kind": {"type": "add"}, "diff": ""}]
+                item = {
+                    "type": "fileChange",
+                    "id": item_id,
+                    "changes": changes,
+                    "status": "inProgress",
+                }
+                notify("item/started", {"item": item, **self.ids()})
+                request_id = new_id()
+                self.waiting_for = ("approval", request_id, item)
+                params = {
+                    "itemId": item_id,
+                    "reason": "write a file",
+                    "startedAtMs": 0,
+                    **self.ids(),
+                }
+                out(
+                    {
+                        "id": request_id,
+                        "method": "item/fileChange/requestApproval",
+                        "params": params,
+                    }
+                )
+            elif "ask" in step:
+                self.end_message()
+                request_id = new_id()
+                self.waiting_for = ("input", request_id, None)
+                params = {
+                    "itemId": new_id(),
+                    "isBlocking": True,
+                    "questions": step["ask"],
+                    **self.ids(),
+                }
+                out({"id": request_id, "method": "item/tool/requestUserInput", "params": params})
+            elif "reason" in step:
+                self.end_message()
+                item_id = new_id()
+                field = "summary" if step.get("summary", True) else "content"
+                notify("item/started", {"item": {"type": "reasoning", "id": item_id}, **self.ids()})
+                if step.get("streamed", True):
+                    method = (
+                        "item/reasoning/summaryTextDelta"
+                        if field == "summary"
+                        else "item/reasoning/textDelta"
+                    )
+                    delta = {"delta": step["reason"], "itemId": item_id, **self.ids()}
+                    delta["summaryIndex" if field == "summary" else "contentIndex"] = 0
+                    notify(method, delta)
+                item = {"type": "reasoning", "id": item_id, field: [step["reason"]]}
+                notify("item/completed", {"item": item, **self.ids()})
             elif "fail" in step:
                 self.finish("failed", {"message": step["fail"]})
+            elif "retry" in step or "retry_forever" in step:
+                message = step.get("retry") or step.get("retry_forever")
+                for _ in range(step.get("times", 1)):
+                    self.error(message, step.get("details"), will_retry=True)
+                if "retry_forever" in step:
+                    self.waiting_for = "an interrupt"  # only turn/interrupt ends it
+            elif "give_up" in step:
+                self.end_message()
+                self.error(step["give_up"], None, will_retry=False)
+                if step.get("completed"):
+                    self.finish("failed", {"message": step["give_up"]})
+                self.active = False
+                return
             elif "end_unseen" in step:
                 self.end_message()
                 self.active = False
@@ -238,6 +329,30 @@ class Turn:
                 hung = True
                 return
 
+    def error(self, message, details, will_retry):
+        error = {
+            "message": message,
+            "additionalDetails": details,
+            "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": None}},
+        }
+        notify("error", {"error": error, "willRetry": will_retry, **self.ids()})
+
+    def answered(self, request_id, result):
+        """The answer to a server request of this turn (an approval, or questions)."""
+        if not (isinstance(self.waiting_for, tuple) and self.waiting_for[1] == request_id):
+            return
+        if self.waiting_for[0] == "approval":
+            self.approved(request_id, result.get("decision", "decline"))
+            return
+        self.waiting_for = None
+        if not self.active:
+            return
+        said = [
+            f"{k}={','.join(v.get('answers', []))}" for k, v in result.get("answers", {}).items()
+        ]
+        self.steps.insert(0, {"say": "; ".join(said) or "no answers"})
+        self.advance()
+
     def approved(self, request_id, decision):
         if not (isinstance(self.waiting_for, tuple) and self.waiting_for[1] == request_id):
             return
@@ -245,7 +360,8 @@ class Turn:
         self.waiting_for = None
         if not self.active:
             return  # interrupted before the answer came
-        accepted = decision in ("accept", "acceptForSession")
+        amended = isinstance(decision, dict) and "acceptWithExecpolicyAmendment" in decision
+        accepted = amended or decision in ("accept", "acceptForSession")
         item["status"] = "completed" if accepted else "declined"
         item["aggregatedOutput"] = "ran" if accepted else None
         item["exitCode"] = 0 if accepted else None
@@ -377,9 +493,8 @@ class Server:
             self.request(message["id"], method, message.get("params") or {})
             for name, params in in_flight:
                 notify(name, params)
-        elif method is None and self.turn is not None:  # the answer to an approval
-            decision = (message.get("result") or {}).get("decision", "decline")
-            self.turn.approved(message.get("id"), decision)
+        elif method is None and self.turn is not None:  # the answer to a server request
+            self.turn.answered(message.get("id"), message.get("result") or {})
 
 
 SERVER = Server()

@@ -19,13 +19,18 @@ Scripted per test by a JSON file named in COPILOT_STANDIN_SCRIPT:
                    CLI does without a GitHub login)
     drop_sends     true: answer each session.send, then go idle without running it
 It records its own pid, parent, session, group and terminal first, as method "$process".
-Steps: {"say": text} a delta; {"until": signal, "count": n} wait until `signal`
-("steer", "withdraw", "abort") was seen n times in all; {"tool": name,
-"permission": bool} a tool call (asking permission first), then steering sent
-in immediate mode is injected; {"client_tool": name, "arguments": {...}} an
-external tool call that waits for its result; {"ask": question} a userInput.request
-to the SDK that waits for the answer; {"error": text} a session.error;
-{"crash": true} exit at once; {"hang": true} never answer anything again.
+Steps: {"say": text} a delta; {"think": text} the model's reasoning, streamed as
+assistant.reasoning_delta, then whole as assistant.reasoning (with "streamed":
+false only the whole, as a CLI that does not stream it); {"until": signal,
+"count": n} wait until `signal` ("steer", "withdraw", "abort") was seen n times
+in all; {"tool": name, "permission": bool, "session_approval": bool} a tool
+call (asking permission first, a shell request that can take a session
+approval where "session_approval"), then steering sent in immediate mode is
+injected; {"client_tool": name, "arguments": {...}} an external tool call that
+waits for its result; {"ask": question, "choices": [...], "freeform": bool} a
+userInput.request to the SDK that waits for the answer; {"error": text} a
+session.error; {"crash": true} exit at once; {"hang": true} never answer
+anything again.
 """
 
 import datetime
@@ -139,6 +144,13 @@ class Session:
                 said.append(step["say"])
                 delta = {"deltaContent": step["say"], "messageId": reply_id}
                 self.event("assistant.message_delta", delta, ephemeral=True)
+            elif "think" in step:
+                reasoning_id = str(uuid.uuid4())
+                if step.get("streamed", True):
+                    delta = {"deltaContent": step["think"], "reasoningId": reasoning_id}
+                    self.event("assistant.reasoning_delta", delta, ephemeral=True)
+                whole = {"content": step["think"], "reasoningId": reasoning_id}
+                self.event("assistant.reasoning", whole)
             elif "until" in step:
                 yield ("signal", step["until"], step.get("count", 1))
             elif "tool" in step:
@@ -153,7 +165,9 @@ class Session:
                 reply_id, said = str(uuid.uuid4()), []
                 approved = True
                 if step.get("permission"):
-                    approved = yield from self.ask_permission(call_id, step["tool"])
+                    approved = yield from self.ask_permission(
+                        call_id, step["tool"], step.get("session_approval", False)
+                    )
                 if approved:
                     self.event(
                         "tool.execution_start", {"toolCallId": call_id, "toolName": step["tool"]}
@@ -166,7 +180,13 @@ class Session:
                 yield from self.client_tool(step["client_tool"], step.get("arguments", {}))
             elif "ask" in step:
                 request_id = next(_requests)
-                question = {"sessionId": self.id, "question": step["ask"], "allowFreeform": True}
+                question = {
+                    "sessionId": self.id,
+                    "question": step["ask"],
+                    "allowFreeform": step.get("freeform", True),
+                }
+                if "choices" in step:
+                    question["choices"] = step["choices"]
                 write(
                     {
                         "jsonrpc": "2.0",
@@ -189,11 +209,13 @@ class Session:
         self.event("assistant.message", message)
         self.event("assistant.turn_end", {"turnId": turn})
 
-    def ask_permission(self, call_id: str, tool: str) -> Generator[Wait, Any, bool]:
+    def ask_permission(
+        self, call_id: str, tool: str, session_approval: bool = False
+    ) -> Generator[Wait, Any, bool]:
         request_id = str(uuid.uuid4())
         permission = {
             "kind": "shell",
-            "canOfferSessionApproval": False,
+            "canOfferSessionApproval": session_approval,
             "commands": [{"identifier": tool, "readOnly": False}],
             "fullCommandText": tool,
             "hasWriteFileRedirection": False,

@@ -11,6 +11,8 @@ import attrs
 import pytest
 
 from agenthost.messages import AgentHostError, ErrorCode
+from agenthost.messages.fields import Json
+from agenthost.messages.inputs import AnswerState, AnswerValue, AnswerValueKind, InputAnswer
 from agenthost.messages.provider import (
     CallSettled,
     ConnectionFailed,
@@ -24,6 +26,7 @@ from agenthost.messages.provider import (
     ProviderWithdraw,
     ReplyDelta,
     ReplyMessage,
+    ReplyReasoning,
     Settlement,
     ToolCallCompleted,
     ToolCallStarted,
@@ -265,6 +268,82 @@ def test_a_question_to_the_user_is_a_user_input_request_answered_by_the_host(
     answer(driver, request.request_id, answer="main")
     assert driver.wait_for(ReplyMessage).text == "you said main"
     assert driver.standin.requests("response") == [{"answer": "main", "wasFreeform": True}]
+
+
+def test_a_permission_offers_the_decisions_the_cli_takes(drive: Drive) -> None:
+    script = {"replies": {"risky": [{"tool": "make", "permission": True}]}}
+    driver = drive(script)
+    driver.send("risky")
+    request = driver.wait_for(HostRequestOpened)
+    assert [(o.id, o.kind) for o in request.options] == [
+        ("approve-once", "approve"),
+        ("reject", "deny"),
+    ]
+    answer(driver, request.request_id, approved=True, option="approve-once")
+    driver.wait_for(Idle)
+
+
+def test_approve_for_this_session_is_offered_where_the_cli_can_remember_it(
+    drive: Drive,
+) -> None:
+    script = {
+        "replies": {"risky": [{"tool": "make", "permission": True, "session_approval": True}]}
+    }
+    driver = drive(script)
+    driver.send("risky")
+    request = driver.wait_for(HostRequestOpened)
+    assert [o.id for o in request.options] == ["approve-once", "approve-for-session", "reject"]
+    answer(driver, request.request_id, approved=True, option="approve-for-session")
+    driver.wait_for(Idle)
+    [sent] = driver.standin.requests("session.permissions.handlePendingPermissionRequest")
+    assert sent["result"] == {
+        "kind": "approve-for-session",
+        "approval": {"kind": "commands", "commandIdentifiers": ["make"]},
+    }
+
+
+def test_a_question_with_choices_is_a_select_question_answered_by_a_choice(
+    drive: Drive,
+) -> None:
+    script = {
+        "replies": {"plan": [{"ask": "which?", "choices": ["main", "dev"], "freeform": False}]}
+    }
+    driver = drive(script)
+    driver.send("plan")
+    request = driver.wait_for(HostRequestOpened)
+    [question] = request.questions
+    assert [o.label for o in question.options or ()] == ["main", "dev"]
+    assert question.allow_freeform_input is False
+    selected = InputAnswer(
+        state=AnswerState.SUBMITTED,
+        value=AnswerValue(kind=AnswerValueKind.SELECTED, value=Json.of("c2")),
+    )
+    answer(
+        driver, request.request_id, approved=True, answer="dev", answers=((question.id, selected),)
+    )
+    assert driver.wait_for(ReplyMessage).text == "you said dev"
+    assert driver.standin.requests("response") == [{"answer": "dev", "wasFreeform": False}]
+
+
+def test_a_declined_question_is_an_error_to_the_cli(drive: Drive) -> None:
+    driver = drive({"replies": {"plan": [{"ask": "which?"}]}})
+    driver.send("plan")
+    request = driver.wait_for(HostRequestOpened)
+    answer(driver, request.request_id, approved=False, error="The user declined to answer.")
+    driver.wait_for(Idle)
+    [response] = driver.standin.requests("response")
+    assert response["error"]["message"] == "The user declined to answer."
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_the_models_reasoning_is_reported_once_whether_or_not_it_streamed(
+    drive: Drive, streamed: bool
+) -> None:
+    script = {"replies": {"why": [{"think": "Because.", "streamed": streamed}, {"say": "so"}]}}
+    driver = drive(script)
+    driver.send("why")
+    driver.wait_for(Idle)
+    assert [(e.turn_id, e.text) for e in after(driver, ReplyReasoning)] == [("t1", "Because.")]
 
 
 # -- resume -------------------------------------------------------------------------------------
