@@ -10,7 +10,9 @@ it is an unused draft) it asks its chats, which re-check, and leaves memory
 (or, a draft, is deleted) if all agree. Its timer is lazy: armed once when it
 first goes idle, and when it fires early (the session went busy and idle again
 meanwhile) armed again for what is left, so a turn costs no timer and no
-message to the host. The host hears of idle and busy only while it bounds
+message to the host. A timer due later than this idle period allows (armed
+for `draft_gc_s` while an unused draft, when `idle_release_s` is shorter) is
+replaced when the session next goes idle. The host hears of idle and busy only while it bounds
 the resident sessions (it then releases the least recently used idle ones).
 """
 
@@ -160,9 +162,15 @@ class SessionActor(HostedActor):
         if busy:
             self._idle_since = None  # the timer, if armed, finds it busy and waits
         elif self._idle_since is None:
-            self._idle_since = self.services.clock.now()
-            if self._timer is None:
-                self._arm(self._idle_period())
+            self._idle_since = now = self.services.clock.now()
+            period = self._idle_period()
+            timer = self._timer
+            if timer is None:
+                self._arm(period)
+            elif timer.due > now + period:
+                # Armed while an unused draft, for a longer period than this one.
+                timer.cancel()
+                self._arm(period)
         if self.services.lifecycle.max_resident is None:
             return
         activity = SessionActivity(
