@@ -48,7 +48,7 @@ from agenthost.actors.protocol import (
     TrackSteering,
 )
 from agenthost.actors.publisher import Publication
-from agenthost.actors.queue_policy import NextKind
+from agenthost.actors.queue_policy import NextKind, started_from
 from agenthost.actors.runtime import handles
 from agenthost.messages.commands import (
     AnswerRequest,
@@ -84,7 +84,7 @@ from agenthost.messages.events import (
     TurnFailed,
 )
 from agenthost.messages.ids import new_id
-from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
+from agenthost.messages.reducers import delta_runs, ended_parts, joined_delta, reduce_chat
 from agenthost.messages.state import (
     MessageOrigin,
     OriginKind,
@@ -187,6 +187,8 @@ class ChatActor(ChatCore):
         if not self._busy():
             # A message set as queued while idle runs at once; its turn says it came
             # from that id (AHP: a client that queued it sees it leave the queue).
+            if message.pending_id is not None:
+                user = started_from(PendingKind.QUEUED, user)
             ticket = self._admit(
                 Ticket(), user, origin, from_pending=message.pending_id, turn_id=message.turn_id
             )
@@ -206,7 +208,8 @@ class ChatActor(ChatCore):
             pending_id = message.pending_id or new_id()
             ticket = Ticket(pending_id=pending_id)
             pending = PendingMessage(id=pending_id, kind=PendingKind.STEERING, message=text)
-            self._admit(ticket, text, origin, steer=True, from_pending=pending_id)
+            steering = started_from(PendingKind.STEERING, text)
+            self._admit(ticket, steering, origin, steer=True, from_pending=pending_id)
             return self._reply(SteerReply(pending=pending, ticket=ticket))
         verdict = self._admission.admit(message.text, origin, self._state, steer=True)
         if not isinstance(verdict, Accept):  # settled at once, like a send while idle
@@ -362,10 +365,7 @@ class ChatActor(ChatCore):
             if self._state.active_turn is not None:  # a direct send got there first: hold it again
                 self._hand_over(pending)
                 return
-            steering = UserMessage(
-                text=pending.text, origin=MessageOrigin(kind=OriginKind.STEERING)
-            )
-            self._start_turn(steering, from_pending=pending.id)
+            self._start_turn(started_from(pending.kind, pending.message), from_pending=pending.id)
             return
         queued = self._state.queued_messages
         if self._busy() or not queued:
@@ -377,7 +377,7 @@ class ChatActor(ChatCore):
         ticket = self._waiting.tickets.pop(head.id, None) or Ticket(pending_id=head.id)
         self._admit(
             ticket,
-            head.message,
+            started_from(head.kind, head.message),
             Origin(self._admission.sender_of(head.id), from_client=False),
             from_pending=head.id,
         )
@@ -435,16 +435,21 @@ class ChatActor(ChatCore):
             self._log.info("turn_end_ignored", turn_id=turn_id, reason="not active")
             return
         active = self._state.active_turn
+        assert active is not None
         stable = "".join(self._writes.stable.pop(turn_id, []))
+        failed = action if isinstance(action, TurnFailed) else None
         seq = self._write(
             SaveTurnEnded(
                 turn_id=turn_id,
                 state=ENDED_AS[type(action)],
                 assistant_text=stable,
                 ended_at=self.services.clock.wall_ms(),
-                error=action.error if isinstance(action, TurnFailed) else None,
+                error=None if failed is None else failed.error,
                 finish_reason=message.finish_reason,
-                usage=None if active is None else active.usage,
+                usage=active.usage,
+                response_parts=ended_parts(
+                    active.response_parts, None if failed is None else failed.part
+                ),
             ),
             gate=True,
         )

@@ -95,9 +95,12 @@ class SayEach:
 
 @attrs.frozen
 class Gate:
-    """Wait until `provider.open(name)`; an opened gate stays open."""
+    """Wait until `provider.open(name)`; an opened gate stays open. The model
+    reads the steering it was given once the gate opens, unless
+    `reads_steering=False` (it then reads it at its next step boundary)."""
 
     name: str
+    reads_steering: bool = True
 
 
 @attrs.frozen
@@ -526,9 +529,10 @@ class ScriptedAdapter(ProviderAdapter):
                         self._emit(ReplyDelta(turn_id=key, text=chunk))
                         if run.steering:
                             await self._boundary(run, said)
-                case Gate(name):
+                case Gate(name, reads_steering):
                     await self.backend._wait_gate(name)
-                    await self._boundary(run, said)
+                    if reads_steering:
+                        await self._boundary(run, said)
                 case Pause(seconds):
                     await asyncio.sleep(seconds)
                 case Crash():
@@ -648,7 +652,7 @@ class ScriptedAdapter(ProviderAdapter):
                         for chunk in (step.text,) if isinstance(step, Say) else step.texts:
                             said.append(chunk)
                             self._emit(ReplyDelta(turn_id=key, text=chunk, subagent_id=subagent_id))
-                    case Gate(name):
+                    case Gate(name, _):
                         await self.backend._wait_gate(name)
                     case Pause(seconds):
                         await asyncio.sleep(seconds)

@@ -10,6 +10,13 @@ a subclass's `_execute` translates them where its driver spells them otherwise.
 A turn that was running when the process died has no end state in its row;
 loading it closes it as an error (`execution_abandoned`), so no turn is ever
 restored as running.
+
+A restored turn equals the live one as it ended: its message (text, origin,
+attachments), its response parts, steering folded into it, state, error and
+usage. The parts are kept (as AHP JSON) only where they say more than the
+assistant text; a turn whose parts are its text alone keeps the text, and
+comes back as one markdown part with the id the live turn's first part had.
+A pending message keeps its message's origin.
 """
 
 import contextlib
@@ -31,6 +38,7 @@ from agenthost.messages.state import (
     OriginKind,
     PendingKind,
     PendingMessage,
+    ResponsePart,
     SessionState,
     SessionSummary,
     Turn,
@@ -38,6 +46,7 @@ from agenthost.messages.state import (
     Usage,
     UserMessage,
     Worktree,
+    markdown_part_id,
 )
 from agenthost.messages.wire import from_wire, to_wire
 from agenthost.store.base import (
@@ -216,7 +225,6 @@ class SqlStore:
                     ),
                 )
             case SaveTurnStarted():
-                origin = op.origin.kind
                 self._execute(
                     "INSERT INTO turns (id, chat_id, session_id, seq, user_text, started_at,"
                     " origin) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -227,7 +235,7 @@ class SqlStore:
                         op.seq,
                         op.user_text,
                         op.started_at,
-                        None if origin == OriginKind.USER else str(origin),
+                        _origin_column(op.origin),
                     ),
                 )
                 if op.attachments:  # an empty executemany still costs a statement's setup
@@ -243,7 +251,8 @@ class SqlStore:
                 error = op.error
                 self._execute(
                     "UPDATE turns SET state = ?, assistant_text = ?, error_code = ?,"
-                    " error_message = ?, finish_reason = ?, ended_at = ?, usage = ? WHERE id = ?",
+                    " error_message = ?, finish_reason = ?, ended_at = ?, usage = ?,"
+                    " response_parts = ? WHERE id = ?",
                     (
                         op.state.value,
                         op.assistant_text,
@@ -252,6 +261,7 @@ class SqlStore:
                         op.finish_reason,
                         op.ended_at,
                         None if op.usage is None else json.dumps(to_wire(op.usage)),
+                        _parts_column(op.turn_id, op.assistant_text, op.response_parts),
                         op.turn_id,
                     ),
                 )
@@ -272,6 +282,7 @@ class SqlStore:
                         pending.text,
                         op.position,
                         json.dumps([[a.name, a.text] for a in pending.message.attachments]),
+                        _origin_column(pending.message.origin),
                     ),
                 )
             case DeletePending():
@@ -383,6 +394,7 @@ class SqlStore:
                         ended_at=record.created_at,
                         error=turn.error,
                         usage=turn.usage,
+                        response_parts=turn.response_parts,
                     )
                 )
                 for position, steering in enumerate(turn.steering):
@@ -633,7 +645,7 @@ class SqlStore:
             _turn_from_row(r, tuple(steering.get(r[0], ())), tuple(attachments.get(r[0], ())))
             for r in self._execute(
                 "SELECT id, user_text, assistant_text, state, error_code, error_message,"
-                " origin, usage FROM turns WHERE chat_id = ? ORDER BY seq, rowid",
+                " origin, usage, response_parts FROM turns WHERE chat_id = ? ORDER BY seq, rowid",
                 (chat_id,),
             ).fetchall()
         )
@@ -644,11 +656,12 @@ class SqlStore:
                 message=UserMessage(
                     text=r[2],
                     attachments=tuple(Attachment(name=n, text=t) for n, t in json.loads(r[3])),
+                    origin=_origin_of(r[4]),
                 ),
             )
             for r in self._execute(
-                "SELECT id, kind, text, attachments FROM pending_messages WHERE chat_id = ?"
-                " ORDER BY position, rowid",
+                "SELECT id, kind, text, attachments, origin FROM pending_messages"
+                " WHERE chat_id = ? ORDER BY position, rowid",
                 (chat_id,),
             ).fetchall()
         )
@@ -660,7 +673,7 @@ def _turn_from_row(
     steering: tuple[PendingMessage, ...],
     attachments: tuple[Attachment, ...] = (),
 ) -> Turn:
-    turn_id, user_text, assistant_text, state, error_code, error_message, origin, usage = row
+    turn_id, user_text, assistant_text, state, error_code, error_message, origin, usage, parts = row
     if state is None:  # read beside its running host: as a restart would find it
         state, error_code = TurnState.ERROR.value, ErrorCode.EXECUTION_ABANDONED.value
         error_message = ABANDONED_ON_RESTART
@@ -669,19 +682,46 @@ def _turn_from_row(
         if error_code is None
         else AgentHostError(code=ErrorCode(error_code), message=error_message or "")
     )
-    parts = (MarkdownPart(id=f"{turn_id}-md", content=assistant_text),) if assistant_text else ()
-    kind = OriginKind.USER if origin is None else OriginKind(origin)
     return Turn(
         id=turn_id,
-        message=UserMessage(
-            text=user_text, attachments=attachments, origin=MessageOrigin(kind=kind)
+        message=UserMessage(text=user_text, attachments=attachments, origin=_origin_of(origin)),
+        response_parts=(
+            _text_parts(turn_id, assistant_text)
+            if parts is None
+            else from_wire(json.loads(parts), tuple[ResponsePart, ...])
         ),
-        response_parts=parts,
         steering=steering,
         state=TurnState(state),
         error=error,
         usage=None if usage is None else from_wire(json.loads(usage), Usage),
     )
+
+
+def _text_parts(turn_id: str, text: str) -> tuple[ResponsePart, ...]:
+    """A turn's parts when they are its text alone: one markdown part, as the
+    live turn's first part is named."""
+    return (MarkdownPart(id=markdown_part_id(turn_id), content=text),) if text else ()
+
+
+def _parts_column(turn_id: str, text: str, parts: tuple[ResponsePart, ...] | None) -> str | None:
+    """A turn's response parts as stored: NULL where they are its text alone."""
+    if parts is None or parts == _text_parts(turn_id, text):
+        return None
+    return json.dumps(to_wire(parts))
+
+
+_USER = MessageOrigin()
+_ORIGINS = {kind.value: MessageOrigin(kind=kind) for kind in OriginKind}
+
+
+def _origin_column(origin: MessageOrigin) -> str | None:
+    return None if origin.kind == OriginKind.USER else str(origin.kind)
+
+
+def _origin_of(column: str | None) -> MessageOrigin:
+    if column is None:
+        return _USER
+    return _ORIGINS.get(column) or MessageOrigin(kind=OriginKind(column))
 
 
 def _parse_cursor(cursor: str) -> tuple[int, str]:
