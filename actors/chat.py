@@ -328,7 +328,9 @@ class ChatActor(ChatCore):
 
     @handles(CancelTurn)
     def _cancel(self, message: CancelTurn) -> Any:
-        """True once the turn's end is published (read your writes); False when none runs."""
+        """True once the turn it cancelled ended as cancelled and that end is
+        published (read your writes); False when none runs, or when the turn's own
+        end overtook the cancel."""
         active = self._state.active_turn
         if active is None:
             idle = AgentHostError(code=ErrorCode.NOT_FOUND, message="No turn is running.")
@@ -455,9 +457,12 @@ class ChatActor(ChatCore):
         )
         # Its end reaches subscribers, and its sender, once the store committed it.
         self._apply(action, after_write=seq, ticket=self._waiting.tickets.pop(turn_id, None))
+        # A cancel hears whether it ended the turn: False when the turn's own end
+        # (a completion, an error) overtook it.
+        cancelled = isinstance(action, TurnCancelled)
         for future in self._waiting.cancels.pop(turn_id, []):
             self._publisher.add(
-                Publication(after_write=seq, state=self._state, reply=future, value=True)
+                Publication(after_write=seq, state=self._state, reply=future, value=cancelled)
             )
         turn = self._state.turns[-1]
         self._log.info(
