@@ -33,12 +33,10 @@ from agenthost.messages.state import (
     Attachment,
     ChatOrigin,
     ChatOriginKind,
-    MarkdownPart,
     MessageOrigin,
     OriginKind,
     PendingKind,
     PendingMessage,
-    ResponsePart,
     SessionState,
     SessionSummary,
     Turn,
@@ -46,7 +44,6 @@ from agenthost.messages.state import (
     Usage,
     UserMessage,
     Worktree,
-    markdown_part_id,
 )
 from agenthost.messages.wire import from_wire, to_wire
 from agenthost.store.base import (
@@ -56,6 +53,7 @@ from agenthost.store.base import (
     ClientBinding,
     SessionPage,
 )
+from agenthost.store.columns import origin_column, origin_of, parts_column, parts_of
 from agenthost.store.records import (
     ChatRecord,
     DeleteChat,
@@ -235,7 +233,7 @@ class SqlStore:
                         op.seq,
                         op.user_text,
                         op.started_at,
-                        _origin_column(op.origin),
+                        origin_column(op.origin),
                     ),
                 )
                 if op.attachments:  # an empty executemany still costs a statement's setup
@@ -261,7 +259,7 @@ class SqlStore:
                         op.finish_reason,
                         op.ended_at,
                         None if op.usage is None else json.dumps(to_wire(op.usage)),
-                        _parts_column(op.turn_id, op.assistant_text, op.response_parts),
+                        parts_column(op.turn_id, op.assistant_text, op.response_parts),
                         op.turn_id,
                     ),
                 )
@@ -282,7 +280,7 @@ class SqlStore:
                         pending.text,
                         op.position,
                         json.dumps([[a.name, a.text] for a in pending.message.attachments]),
-                        _origin_column(pending.message.origin),
+                        origin_column(pending.message.origin),
                     ),
                 )
             case DeletePending():
@@ -656,7 +654,7 @@ class SqlStore:
                 message=UserMessage(
                     text=r[2],
                     attachments=tuple(Attachment(name=n, text=t) for n, t in json.loads(r[3])),
-                    origin=_origin_of(r[4]),
+                    origin=origin_of(r[4]),
                 ),
             )
             for r in self._execute(
@@ -684,44 +682,13 @@ def _turn_from_row(
     )
     return Turn(
         id=turn_id,
-        message=UserMessage(text=user_text, attachments=attachments, origin=_origin_of(origin)),
-        response_parts=(
-            _text_parts(turn_id, assistant_text)
-            if parts is None
-            else from_wire(json.loads(parts), tuple[ResponsePart, ...])
-        ),
+        message=UserMessage(text=user_text, attachments=attachments, origin=origin_of(origin)),
+        response_parts=parts_of(turn_id, assistant_text, parts),
         steering=steering,
         state=TurnState(state),
         error=error,
         usage=None if usage is None else from_wire(json.loads(usage), Usage),
     )
-
-
-def _text_parts(turn_id: str, text: str) -> tuple[ResponsePart, ...]:
-    """A turn's parts when they are its text alone: one markdown part, as the
-    live turn's first part is named."""
-    return (MarkdownPart(id=markdown_part_id(turn_id), content=text),) if text else ()
-
-
-def _parts_column(turn_id: str, text: str, parts: tuple[ResponsePart, ...] | None) -> str | None:
-    """A turn's response parts as stored: NULL where they are its text alone."""
-    if parts is None or parts == _text_parts(turn_id, text):
-        return None
-    return json.dumps(to_wire(parts))
-
-
-_USER = MessageOrigin()
-_ORIGINS = {kind.value: MessageOrigin(kind=kind) for kind in OriginKind}
-
-
-def _origin_column(origin: MessageOrigin) -> str | None:
-    return None if origin.kind == OriginKind.USER else str(origin.kind)
-
-
-def _origin_of(column: str | None) -> MessageOrigin:
-    if column is None:
-        return _USER
-    return _ORIGINS.get(column) or MessageOrigin(kind=OriginKind(column))
 
 
 def _parse_cursor(cursor: str) -> tuple[int, str]:
