@@ -241,9 +241,8 @@ class Lifecycle(Harness, RuleBasedStateMachine):
         """Time the watched session does not mind (a cool-down after restarts ends)."""
         self.clock.advance(COOLDOWN_S + 1)
         self.trace.call("time passes")
-        # (A provider back from its cool-down is reconnected first: a turn begun
-        # before that is still refused as unavailable.)
-        self.settle()
+        self.barrier()
+        self.observe()
 
     # -- delivery ---------------------------------------------------------------------------
     @precondition(lambda self: self.host is not None and self.runner.pending())
