@@ -12,8 +12,9 @@ first goes idle, and when it fires early (the session went busy and idle again
 meanwhile) armed again for what is left, so a turn costs no timer and no
 message to the host. A timer due later than this idle period allows (armed
 for `draft_gc_s` while an unused draft, when `idle_release_s` is shorter) is
-replaced when the session next goes idle. The host hears of idle and busy only while it bounds
-the resident sessions (it then releases the least recently used idle ones).
+replaced when the session next goes idle. The host hears of idle and busy
+only while it bounds the resident sessions (it then releases the least
+recently used idle ones).
 """
 
 import uuid
