@@ -1,6 +1,6 @@
 """The lifecycle property machine (tests/actors/lifecycle/machine.py), once per
-shape of the scripted provider: a few examples in every run, a few hundred per
-shape with `pytest -m properties` (`tox -e bench` runs them)."""
+shape of the scripted provider: 50 examples in every run (about 5 s a shape),
+300 per shape with `pytest -m properties` (`tox -e bench` runs them)."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +12,7 @@ from tests.actors.lifecycle import trace
 from tests.actors.lifecycle.machine import Lifecycle
 
 QUICK = settings(
-    max_examples=20,
+    max_examples=50,
     stateful_step_count=30,
     deadline=None,
     suppress_health_check=list(HealthCheck),
