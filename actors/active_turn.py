@@ -18,7 +18,14 @@ from agenthost.messages.events import (
     ResponsePartAdded,
 )
 from agenthost.messages.provider import CallSettled, HistoryMessage, ProviderSend
-from agenthost.messages.state import Attachment, MarkdownPart, OpenRequest, ReasoningPart, Turn
+from agenthost.messages.state import (
+    Attachment,
+    MarkdownPart,
+    OpenRequest,
+    ReasoningPart,
+    Turn,
+    markdown_part_id,
+)
 
 
 @attrs.define
@@ -51,7 +58,7 @@ class AssistantStream:
             )
         ids = {"session_id": self.session_id, "chat_id": self.chat_id, "turn_id": self.turn_id}
         self.parts += 1
-        self.part_id = f"{self.turn_id}-md{self.parts}"
+        self.part_id = markdown_part_id(self.turn_id, self.parts)
         return (
             ResponsePartAdded(**ids, part=MarkdownPart(id=self.part_id)),
             AssistantDelta(**ids, part_id=self.part_id, text=text),

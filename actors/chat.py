@@ -49,7 +49,7 @@ from agenthost.actors.protocol import (
     TrackSteering,
 )
 from agenthost.actors.publisher import Publication
-from agenthost.actors.queue_policy import NextKind
+from agenthost.actors.queue_policy import NextKind, started_from
 from agenthost.actors.runtime import handles
 from agenthost.messages.commands import (
     AnswerRequest,
@@ -85,7 +85,7 @@ from agenthost.messages.events import (
     TurnFailed,
 )
 from agenthost.messages.ids import new_id
-from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
+from agenthost.messages.reducers import delta_runs, ended_parts, joined_delta, reduce_chat
 from agenthost.messages.state import (
     MessageOrigin,
     OriginKind,
@@ -188,6 +188,8 @@ class ChatActor(ChatCore):
         if not self._busy():
             # A message set as queued while idle runs at once; its turn says it came
             # from that id (AHP: a client that queued it sees it leave the queue).
+            if message.pending_id is not None:
+                user = started_from(PendingKind.QUEUED, user)
             ticket = self._admit(
                 Ticket(), user, origin, from_pending=message.pending_id, turn_id=message.turn_id
             )
@@ -207,7 +209,8 @@ class ChatActor(ChatCore):
             pending_id = message.pending_id or new_id()
             ticket = Ticket(pending_id=pending_id)
             pending = PendingMessage(id=pending_id, kind=PendingKind.STEERING, message=text)
-            self._admit(ticket, text, origin, steer=True, from_pending=pending_id)
+            steering = started_from(PendingKind.STEERING, text)
+            self._admit(ticket, steering, origin, steer=True, from_pending=pending_id)
             return self._reply(SteerReply(pending=pending, ticket=ticket))
         verdict = self._admission.admit(message.text, origin, self._state, steer=True)
         if not isinstance(verdict, Accept):  # settled at once, like a send while idle
@@ -326,7 +329,9 @@ class ChatActor(ChatCore):
 
     @handles(CancelTurn)
     def _cancel(self, message: CancelTurn) -> Any:
-        """True once the turn's end is published (read your writes); False when none runs."""
+        """True once the turn it cancelled ended as cancelled and that end is
+        published (read your writes); False when none runs, or when the turn's own
+        end overtook the cancel."""
         active = self._state.active_turn
         if active is None:
             idle = AgentHostError(code=ErrorCode.NOT_FOUND, message="No turn is running.")
@@ -363,10 +368,7 @@ class ChatActor(ChatCore):
             if self._state.active_turn is not None:  # a direct send got there first: hold it again
                 self._hand_over(pending)
                 return
-            steering = UserMessage(
-                text=pending.text, origin=MessageOrigin(kind=OriginKind.STEERING)
-            )
-            self._start_turn(steering, from_pending=pending.id)
+            self._start_turn(started_from(pending.kind, pending.message), from_pending=pending.id)
             return
         queued = self._state.queued_messages
         if self._busy() or not queued:
@@ -378,7 +380,7 @@ class ChatActor(ChatCore):
         ticket = self._waiting.tickets.pop(head.id, None) or Ticket(pending_id=head.id)
         self._admit(
             ticket,
-            head.message,
+            started_from(head.kind, head.message),
             Origin(self._admission.sender_of(head.id), from_client=False),
             from_pending=head.id,
         )
@@ -436,24 +438,32 @@ class ChatActor(ChatCore):
             self._log.info("turn_end_ignored", turn_id=turn_id, reason="not active")
             return
         active = self._state.active_turn
+        assert active is not None
         stable = "".join(self._writes.stable.pop(turn_id, []))
+        failed = action if isinstance(action, TurnFailed) else None
         seq = self._write(
             SaveTurnEnded(
                 turn_id=turn_id,
                 state=ENDED_AS[type(action)],
                 assistant_text=stable,
                 ended_at=self.services.clock.wall_ms(),
-                error=action.error if isinstance(action, TurnFailed) else None,
+                error=None if failed is None else failed.error,
                 finish_reason=message.finish_reason,
-                usage=None if active is None else active.usage,
+                usage=active.usage,
+                response_parts=ended_parts(
+                    active.response_parts, None if failed is None else failed.part
+                ),
             ),
             gate=True,
         )
         # Its end reaches subscribers, and its sender, once the store committed it.
         self._apply(action, after_write=seq, ticket=self._waiting.tickets.pop(turn_id, None))
+        # A cancel hears whether it ended the turn: False when the turn's own end
+        # (a completion, an error) overtook it.
+        cancelled = isinstance(action, TurnCancelled)
         for future in self._waiting.cancels.pop(turn_id, []):
             self._publisher.add(
-                Publication(after_write=seq, state=self._state, reply=future, value=True)
+                Publication(after_write=seq, state=self._state, reply=future, value=cancelled)
             )
         turn = self._state.turns[-1]
         self._log.info(

@@ -43,6 +43,7 @@ from agenthost.actors.protocol import (
 )
 from agenthost.actors.publisher import Publication, Publisher, StoreWrites
 from agenthost.actors.queue_drain import QueueDrainActor
+from agenthost.actors.queue_policy import STEERING
 from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.turn_tracker import TurnTrackerActor
 from agenthost.messages.commands import (
@@ -397,7 +398,9 @@ class ChatCore(HostedActor):
                 )
             )
         )
-        queued = attrs.evolve(pending, kind=PendingKind.QUEUED)
+        # Its message says it was steering: its turn is a steering turn (queue_policy rule 5).
+        message = attrs.evolve(pending.message, origin=STEERING)
+        queued = attrs.evolve(pending, kind=PendingKind.QUEUED, message=message)
         self._apply(self._stamp(PendingMessageAdded(pending=queued)))
         self._apply(self._stamp(QueuedMessagesReordered(order=(queued.id,))))
         self._save_queue_positions()

@@ -341,6 +341,12 @@ class ProviderUnavailable:
 
 
 @attrs.frozen
+class CoolDownEnded:
+    """The supervisor starts an unavailable provider's connection again: the owner
+    stops refusing turns (they wait for the connection, as after any restart)."""
+
+
+@attrs.frozen
 class OpenConnection:
     """Open a chat's provider session: its events go to `owner` (the tracker),
     the answers to steering calls to `steering` (the queue drain)."""

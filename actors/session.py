@@ -4,14 +4,19 @@ It starts a ChatActor per chat (children stop in reverse order with it) and
 tells the host once every chat's provider session is open (SessionReady),
 or that one failed to open, with the provider's error.
 
-Idle release and draft GC (DESIGN.md rule 4). A session nobody watches and
-where no turn runs is idle; after `idle_release_s` of it (`draft_gc_s` while
-it is an unused draft) it asks its chats, which re-check, and leaves memory
-(or, a draft, is deleted) if all agree. Its timer is lazy: armed once when it
-first goes idle, and when it fires early (the session went busy and idle again
-meanwhile) armed again for what is left, so a turn costs no timer and no
-message to the host. The host hears of idle and busy only while it bounds
-the resident sessions (it then releases the least recently used idle ones).
+Idle release and draft GC (DESIGN.md rule 4). A session nobody watches is
+idle once its chats are: after `idle_release_s` of it (`draft_gc_s` while it
+is an unused draft) it asks its chats, which re-check (nothing running,
+watched or waited on, idle that long: a refusal says since when), and leaves
+memory (or, a draft, is deleted) only if all agree. Its timer is lazy: armed
+once when it first goes idle, and when it fires early armed again for what is
+left; a timer due later than the idle period allows (armed for `draft_gc_s`
+while an unused draft) fires sooner once the session is used. Chats do not
+report their turns: the session hears a chat's status only once it asked
+(ReportStatus: its first summary or status, or from the start while the host
+bounds resident sessions, when the host hears of idle and busy to release
+the least recently used), and a chat's first turn (a draft is used from then
+on). So a turn costs the session no message and no timer.
 """
 
 from collections.abc import Callable
@@ -173,6 +178,7 @@ class SessionActor(HostedActor):
             self._idle_since = self.services.clock.now()
             if self._timer is None:
                 self._arm(self._idle_period())
+        self._sooner_if_due_later()
         if self.services.lifecycle.max_resident is None:
             return
         activity = SessionActivity(
@@ -184,6 +190,17 @@ class SessionActor(HostedActor):
         if _idle_facts(activity) != _idle_facts(self._reported):
             self._reported = activity
             self.send(self.services.host, activity)
+
+    def _sooner_if_due_later(self) -> None:
+        """A timer due later than this idle period allows (armed for draft_gc_s
+        while an unused draft, when idle_release_s is shorter) fires sooner."""
+        timer = self._timer
+        if timer is None or self._idle_since is None:
+            return
+        due = self._idle_since + self._idle_period()
+        if timer.due > due:
+            timer.cancel()
+            self._arm(max(due - self.services.clock.now(), 0.0))
 
     def _idle_period(self) -> float:
         lifecycle = self.services.lifecycle

@@ -6,7 +6,8 @@ backoff and jitter on the host clock, at most `intensity` times within
 first, so turns whose producer died end as execution_abandoned; nothing else
 about the session changes. Past the limit the owner hears
 ProviderUnavailable, and sends fail at once with a clear error, until the
-connection is started again after a cool-down.
+connection is started again after a cool-down (the owner then hears
+CoolDownEnded, and turns wait for the connection as after any restart).
 """
 
 import random
@@ -20,6 +21,7 @@ from agenthost.actors.protocol import (
     CloseConnection,
     ConnectionDied,
     ConnectionLost,
+    CoolDownEnded,
     GetCounters,
     OpenConnection,
     ProviderUnavailable,
@@ -59,6 +61,7 @@ class _Child:
     ref: Ref
     generation: int
     restarts: list[float] = attrs.field(factory=list)  # a deque is 600 B per idle chat
+    cooling: bool = False  # marked unavailable: its next start ends the cool-down
 
 
 class SupervisorActor(HostedActor):
@@ -137,6 +140,7 @@ class SupervisorActor(HostedActor):
             )
             self.send(child.owner, ProviderUnavailable(error=error))
             child.restarts.clear()
+            child.cooling = True
             self._restart_later(child, self.policy.cooldown)  # it comes back after a cool-down
             return
         delay = self.policy.delay(len(child.restarts), self._rng)
@@ -169,6 +173,9 @@ class SupervisorActor(HostedActor):
             return
         child.generation += 1
         self.restarts += 1
+        if child.cooling:
+            child.cooling = False
+            self.send(child.owner, CoolDownEnded())
         log.info(
             "provider_connection_restarted",
             session_id=child.session_id,

@@ -549,8 +549,9 @@ class Chat:
         return self._call(GetDiagnostics(), timeout)
 
     def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
-        """Cancel the active turn; False when none runs. Returns once the turn's end
-        is published (the chat's state shows it)."""
+        """Cancel the active turn. True once it ended as cancelled, its end
+        published (the chat's state shows it); False when none runs, or when the
+        turn ended on its own (completed, failed) before the cancel reached it."""
         return bool(self._call(CancelTurn(), timeout))
 
     def truncate(

@@ -52,6 +52,7 @@ from agenthost.actors.protocol import (
     ConnectionLost,
     ConnectionOpenFailed,
     ConnectionReady,
+    CoolDownEnded,
     Diagnose,
     EchoMatched,
     EndTurn,
@@ -242,6 +243,10 @@ class TurnTrackerActor(HostedActor):
         if self._turn is not None:
             self._end(self._failed(self._turn.turn_id, message.error))
         self._provider_gone()
+
+    @handles(CoolDownEnded)
+    def _cool_down_ended(self, message: CoolDownEnded) -> None:
+        self._unavailable = None  # turns wait for the connection being started again
 
     def _provider_gone(self) -> None:
         """Nothing the dead connection sent means anything now; steering it had,

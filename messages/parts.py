@@ -393,6 +393,13 @@ ResponsePart = (
 )
 
 
+def markdown_part_id(turn_id: str, number: int = 1) -> str:
+    """The id of the host's `number`th markdown part of a turn (a turn's text
+    starts a new part after each stable point; a stored turn whose parts are its
+    text alone comes back as part 1)."""
+    return f"{turn_id}-md{number}"
+
+
 def part_id(part: ResponsePart) -> str | None:
     """The id actions target a part by (a tool call's is its tool call id); parts
     without one (content refs, notices, input requests, errors) have None."""

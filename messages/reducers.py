@@ -108,6 +108,7 @@ from agenthost.messages.state import (
     PendingKind,
     PendingMessage,
     ReasoningPart,
+    ResponsePart,
     RootState,
     SessionState,
     Turn,
@@ -121,6 +122,7 @@ __all__ = [
     "STATUS_ACTIONS",
     "STATUS_UNCHANGED",
     "delta_runs",
+    "ended_parts",
     "joined_delta",
     "reduce",
     "reduce_chat",
@@ -251,11 +253,10 @@ def _end_turn(
     active = state.active_turn
     if active is None or active.id != turn_id:
         return state
-    parts = skip_unfinished(active.response_parts)
     turn = Turn(
         id=active.id,
         message=active.message,
-        response_parts=parts if error_part is None else (*parts, error_part),
+        response_parts=ended_parts(active.response_parts, error_part),
         usage=active.usage,
         steering=active.steering,
         state=turn_state,
@@ -272,6 +273,15 @@ def _end_turn(
         modified_at=now_ms,
     )
     return settle_status(ended, failed=turn_state is TurnState.ERROR)
+
+
+def ended_parts(
+    parts: tuple[ResponsePart, ...], error_part: ErrorPart | None = None
+) -> tuple[ResponsePart, ...]:
+    """A turn's response parts as its end leaves them (invariant 5): every tool
+    call not in a terminal state skipped, and the error's part, if any, last."""
+    ended = skip_unfinished(parts)
+    return ended if error_part is None else (*ended, error_part)
 
 
 @handles(TurnCompleted)

@@ -62,6 +62,7 @@ from agenthost.messages.parts import (  # noqa: F401  (re-exported: state's publ
     ToolCallStatus,
     Usage,
     UserMessage,
+    markdown_part_id,
     markdown_text,
     part_id,
     with_attachments,

@@ -195,9 +195,10 @@ class ScriptedAdapter(ProviderAdapter):
                         self._emit(ReplyDelta(turn_id=key, text=chunk))
                         if run.steering:
                             await self._boundary(run, said)
-                case Gate(name):
+                case Gate(name, reads_steering):
                     await self.backend.wait_gate(name)
-                    await self._boundary(run, said)
+                    if reads_steering:
+                        await self._boundary(run, said)
                 case Pause(seconds):
                     await asyncio.sleep(seconds)
                 case Crash():
@@ -333,7 +334,7 @@ class ScriptedAdapter(ProviderAdapter):
                         self._emit(
                             ReplyReasoning(turn_id=key, text=thought, subagent_id=subagent_id)
                         )
-                    case Gate(name):
+                    case Gate(name, _):
                         await self.backend.wait_gate(name)
                     case Pause(seconds):
                         await asyncio.sleep(seconds)

@@ -33,9 +33,12 @@ class SayEach:
 
 @attrs.frozen
 class Gate:
-    """Wait until `provider.open(name)`; an opened gate stays open."""
+    """Wait until `provider.open(name)`; an opened gate stays open. The model
+    reads the steering it was given once the gate opens, unless
+    `reads_steering=False` (it then reads it at its next step boundary)."""
 
     name: str
+    reads_steering: bool = True
 
 
 @attrs.frozen

@@ -14,6 +14,7 @@ from agenthost.messages.state import (
     ChatOrigin,
     MessageOrigin,
     PendingMessage,
+    ResponsePart,
     SessionState,
     Turn,
     TurnState,
@@ -81,6 +82,9 @@ class SaveTurnEnded:
     error: AgentHostError | None = None
     finish_reason: str | None = None
     usage: Usage | None = None
+    # The turn's response parts as it ended (None: its assistant text alone, one
+    # markdown part). The store keeps them only where they say more than the text.
+    response_parts: tuple[ResponsePart, ...] | None = None
 
 
 @attrs.frozen(kw_only=True)

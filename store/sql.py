@@ -13,6 +13,13 @@ restored as running. A store with a shard identity (`shard=`) never closes
 turns on a load: another shard may be running them. It closes them when it
 takes the session's lease (store/leases.py), the one moment it knows their
 producer is gone, and a load only shows them as closed.
+
+A restored turn equals the live one as it ended: its message (text, origin,
+attachments), its response parts, steering folded into it, state, error and
+usage. The parts are kept (as AHP JSON) only where they say more than the
+assistant text; a turn whose parts are its text alone keeps the text, and
+comes back as one markdown part with the id the live turn's first part had.
+A pending message keeps its message's origin.
 """
 
 import contextlib
@@ -29,7 +36,6 @@ from agenthost.messages.state import (
     Attachment,
     ChatOrigin,
     ChatOriginKind,
-    MarkdownPart,
     MessageOrigin,
     OriginKind,
     PendingKind,
@@ -50,6 +56,7 @@ from agenthost.store.base import (
     ClientBinding,
     SessionPage,
 )
+from agenthost.store.columns import origin_column, origin_of, parts_column, parts_of
 from agenthost.store.leases import LeaseBook, Takeover
 from agenthost.store.records import (
     ChatRecord,
@@ -229,7 +236,6 @@ class SqlStore:
                     ),
                 )
             case SaveTurnStarted():
-                origin = op.origin.kind
                 self._execute(
                     "INSERT INTO turns (id, chat_id, session_id, seq, user_text, started_at,"
                     " origin) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -240,7 +246,7 @@ class SqlStore:
                         op.seq,
                         op.user_text,
                         op.started_at,
-                        None if origin == OriginKind.USER else str(origin),
+                        origin_column(op.origin),
                     ),
                 )
                 if op.attachments:  # an empty executemany still costs a statement's setup
@@ -256,7 +262,8 @@ class SqlStore:
                 error = op.error
                 self._execute(
                     "UPDATE turns SET state = ?, assistant_text = ?, error_code = ?,"
-                    " error_message = ?, finish_reason = ?, ended_at = ?, usage = ? WHERE id = ?",
+                    " error_message = ?, finish_reason = ?, ended_at = ?, usage = ?,"
+                    " response_parts = ? WHERE id = ?",
                     (
                         op.state.value,
                         op.assistant_text,
@@ -265,6 +272,7 @@ class SqlStore:
                         op.finish_reason,
                         op.ended_at,
                         None if op.usage is None else json.dumps(to_wire(op.usage)),
+                        parts_column(op.turn_id, op.assistant_text, op.response_parts),
                         op.turn_id,
                     ),
                 )
@@ -285,6 +293,7 @@ class SqlStore:
                         pending.text,
                         op.position,
                         json.dumps([[a.name, a.text] for a in pending.message.attachments]),
+                        origin_column(pending.message.origin),
                     ),
                 )
             case DeletePending():
@@ -409,6 +418,7 @@ class SqlStore:
                         ended_at=record.created_at,
                         error=turn.error,
                         usage=turn.usage,
+                        response_parts=turn.response_parts,
                     )
                 )
                 for position, steering in enumerate(turn.steering):
@@ -691,7 +701,7 @@ class SqlStore:
             _turn_from_row(r, tuple(steering.get(r[0], ())), tuple(attachments.get(r[0], ())))
             for r in self._execute(
                 "SELECT id, user_text, assistant_text, state, error_code, error_message,"
-                " origin, usage FROM turns WHERE chat_id = ? ORDER BY seq, rowid",
+                " origin, usage, response_parts FROM turns WHERE chat_id = ? ORDER BY seq, rowid",
                 (chat_id,),
             ).fetchall()
         )
@@ -702,11 +712,12 @@ class SqlStore:
                 message=UserMessage(
                     text=r[2],
                     attachments=tuple(Attachment(name=n, text=t) for n, t in json.loads(r[3])),
+                    origin=origin_of(r[4]),
                 ),
             )
             for r in self._execute(
-                "SELECT id, kind, text, attachments FROM pending_messages WHERE chat_id = ?"
-                " ORDER BY position, rowid",
+                "SELECT id, kind, text, attachments, origin FROM pending_messages"
+                " WHERE chat_id = ? ORDER BY position, rowid",
                 (chat_id,),
             ).fetchall()
         )
@@ -718,7 +729,7 @@ def _turn_from_row(
     steering: tuple[PendingMessage, ...],
     attachments: tuple[Attachment, ...] = (),
 ) -> Turn:
-    turn_id, user_text, assistant_text, state, error_code, error_message, origin, usage = row
+    turn_id, user_text, assistant_text, state, error_code, error_message, origin, usage, parts = row
     if state is None:  # read beside its running host: as a restart would find it
         state, error_code = TurnState.ERROR.value, ErrorCode.EXECUTION_ABANDONED.value
         error_message = ABANDONED_ON_RESTART
@@ -727,14 +738,10 @@ def _turn_from_row(
         if error_code is None
         else AgentHostError(code=ErrorCode(error_code), message=error_message or "")
     )
-    parts = (MarkdownPart(id=f"{turn_id}-md", content=assistant_text),) if assistant_text else ()
-    kind = OriginKind.USER if origin is None else OriginKind(origin)
     return Turn(
         id=turn_id,
-        message=UserMessage(
-            text=user_text, attachments=attachments, origin=MessageOrigin(kind=kind)
-        ),
-        response_parts=parts,
+        message=UserMessage(text=user_text, attachments=attachments, origin=origin_of(origin)),
+        response_parts=parts_of(turn_id, assistant_text, parts),
         steering=steering,
         state=TurnState(state),
         error=error,

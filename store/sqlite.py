@@ -98,8 +98,8 @@ class SqliteStore(SqlStore):
         " (?, ?, (SELECT COUNT(*) FROM chats WHERE session_id = ?), ?, ?, ?)",
         put_steering="INSERT OR REPLACE INTO turn_steering VALUES (?, ?, ?, ?)",
         put_pending="INSERT OR REPLACE INTO pending_messages"
-        " (id, chat_id, session_id, kind, text, position, attachments)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        " (id, chat_id, session_id, kind, text, position, attachments, origin)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         put_memento="INSERT OR REPLACE INTO mementos VALUES (?, ?, ?, ?, ?)",
     )
 

@@ -47,7 +47,9 @@ class DeterministicRunner:
 
     Messages from any thread (provider loops, clock timers) wait here; only
     the thread that delivers runs handlers. Waiting on a future from the
-    driving thread delivers (FIFO) until it is set.
+    driving thread delivers (FIFO) until it is set. `after_delivery`, if set,
+    is called after each delivery (a test lets a provider's loop react there,
+    so what is pending next does not depend on its thread's timing).
     """
 
     flushes_per_message = True  # a test picks every delivery: each one's effects go out with it
@@ -64,6 +66,9 @@ class DeterministicRunner:
         self._driver: int | None = None
         self._actors: list[Actor] = []
         self.history: list[Delivery] = []
+        # Called on the driving thread after each delivery's handler ran: a test
+        # lets another thread (a provider's loop) react before the next choice.
+        self.after_delivery: Callable[[Delivery], None] | None = None
 
     # -- runtime hooks -------------------------------------------------------
     def create_inbox(self, actor: Actor) -> Any:
@@ -143,6 +148,8 @@ class DeterministicRunner:
         self._process(actor, envelope)
         delivery = Delivery(type(actor).__name__, envelope.message)
         self.history.append(delivery)
+        if self.after_delivery is not None:
+            self.after_delivery(delivery)
         return delivery
 
     def run(

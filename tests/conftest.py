@@ -18,6 +18,17 @@ os.environ["AGENTHOST_DEBUG"] = "1"
 runtime.set_debug(True)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long property runs (marked `properties`) run only when asked for by
+    name (`pytest -m properties`); a run that excludes others still skips them."""
+    if "properties" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="a long property run: pytest -m properties (tox -e bench)")
+    for item in items:
+        if "properties" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _stop_actors_and_reset_logs() -> Iterator[None]:
     structlog.reset_defaults()

@@ -470,3 +470,30 @@ def test_whoever_watches_hears_every_session_that_leaves_memory_and_why(
     runner.run()
     assert len(heard) == 3
     host.stop()
+
+
+def test_an_idle_period_shorter_than_the_draft_period_is_honoured_once_the_draft_is_used(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    """The lazy timer was armed for the draft's period while the session was an
+    unused draft; once used, it leaves after `idle_release_s`, not `draft_gc_s`."""
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": ScriptedProvider()},
+        clock=clock,
+        idle_release_s=10.0,
+        draft_gc_s=1_000.0,
+    )
+    session = host.create_session()
+    chat = session.chat()
+    runner.run()  # an unused draft, idle: its timer is armed for draft_gc_s
+    assert chat.send("used").result(timeout=10).state is OutcomeState.COMPLETE
+    runner.run()
+    clock.advance(9.0)
+    runner.run()
+    assert counters(host)["released"] == 0
+    clock.advance(1.0)  # idle_release_s after the turn's end
+    runner.run()
+    assert counters(host) == {"released": 1, "draft_gc_disposed": 0}
+    assert session.id in stored(host)
+    host.stop()

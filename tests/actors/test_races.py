@@ -7,9 +7,11 @@ which message enters an actor's mailbox first, and the test chooses that.
 from collections.abc import Callable
 from pathlib import Path
 
+import pykka
 import pytest
 
 from agenthost.actors import Host, use_runtime
+from agenthost.actors.protocol import EndTurn
 from agenthost.messages import OutcomeState, TurnState
 from agenthost.messages.commands import CancelTurn
 from agenthost.messages.events import TERMINAL_EVENTS
@@ -17,7 +19,7 @@ from agenthost.messages.provider import CallSettled, Idle
 from agenthost.providers.scripted import DropCompletion, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.testing import Delivery, DeterministicRunner, FakeClock
-from tests.fakes.runner import from_provider
+from tests.fakes.runner import from_provider, holding, unbatched
 
 
 def carries(kind: type) -> Callable[[Delivery], bool]:
@@ -88,4 +90,33 @@ def test_a_cancel_racing_the_turns_own_end_ends_it_exactly_once(
         [stored] = chat.state().turns
         assert stored.state is TurnState(expected.value)
         assert chat.send("after").result(timeout=10).state is OutcomeState.COMPLETE
+        host.stop()
+
+
+def test_a_cancel_the_turns_own_end_overtook_answers_false(db_path: Path) -> None:
+    """The chat asked the tracker to cancel a running turn, but the turn completed
+    before the tracker read the request: nothing was cancelled."""
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path),
+            providers={"scripted": ScriptedProvider()},
+            clock=FakeClock(),
+        )
+        chat = host.create_session().chat()
+        turn = chat.send("hello")  # started; its reply is on its way
+        cancel = chat._ref.ask(CancelTurn(), block=False)
+
+        def ended() -> bool:  # the tracker told the chat the turn ended
+            return any(
+                isinstance(m, EndTurn) for d in runner.pending() for m in unbatched(d.message)
+            )
+
+        runner.run(until=ended, choose=holding(lambda d: isinstance(d.message, CancelTurn)))
+        runner.run()
+        answer = cancel.get(timeout=10)
+        while isinstance(answer, pykka.Future):
+            answer = answer.get(timeout=10)
+        assert answer is False
+        assert turn.result(timeout=0).state is OutcomeState.COMPLETE
+        assert [t.state for t in chat.state().turns] == [TurnState.COMPLETE]
         host.stop()

@@ -57,3 +57,31 @@ def test_a_connection_restarts_until_the_intensity_limit_then_the_provider_is_un
         assert [s.id for s in host.list_sessions()] == [session.id]
         assert len(chat.state().turns) == 6
         host.stop()
+
+
+def test_a_send_right_after_the_cool_down_waits_for_the_provider_to_reconnect(
+    db_path: Path,
+) -> None:
+    """Once the cool-down passed, the provider is being started again: a turn sent
+    before it reconnected waits for it (as after any restart), never refused as
+    unavailable."""
+    clock = FakeClock()
+    provider = ScriptedProvider().on("boom", Say("x"), Crash())
+    policy = RestartPolicy(intensity=1, period=60, backoff_min=0.0, backoff_max=0.0, cooldown=30)
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path),
+            providers={"scripted": provider},
+            clock=clock,
+            restart_policy=policy,
+        )
+        chat = host.create_session().chat()
+        for _ in range(2):
+            assert chat.send("boom").result(timeout=10).state is OutcomeState.ERROR
+        refused = chat.send("anything").result(timeout=10)
+        assert refused.error is not None and refused.error.code is ErrorCode.PROVIDER_UNAVAILABLE
+        runner.run()
+        clock.advance(policy.cooldown)  # the restart is due; nothing delivered it yet
+        outcome = chat.send("back").result(timeout=10)
+        assert outcome.state is OutcomeState.COMPLETE, outcome.error
+        host.stop()

@@ -10,19 +10,33 @@ from agenthost.actors import use_runtime
 from agenthost.actors.protocol import ClaimClient, Committed, FindClient, ListSessionPage, Write
 from agenthost.actors.store import StoreActor
 from agenthost.messages import AgentHostError, ErrorCode
-from agenthost.messages.state import SessionState
+from agenthost.messages.state import (
+    MarkdownPart,
+    MessageOrigin,
+    OriginKind,
+    PendingKind,
+    PendingMessage,
+    SessionState,
+    ToolCall,
+    ToolCallPart,
+    ToolCallStatus,
+    TurnState,
+    UserMessage,
+)
 from agenthost.store import ClientBinding, Store
 from agenthost.store.base import CLIENT_KEEP_MS, OWNER_KEY, PRUNE_BATCH
 from agenthost.store.records import (
     ImportSession,
+    SavePending,
     SaveSession,
     SaveSessionState,
+    SaveTurnEnded,
     SaveTurnStarted,
     SessionRecord,
     StoreOp,
 )
 from agenthost.testing import DeterministicRunner
-from tests.fakes.stores import Acks, StoreFactory
+from tests.fakes.stores import Acks, StoreFactory, write_turns
 
 
 @pytest.fixture
@@ -288,3 +302,54 @@ def test_the_store_actor_answers_a_claim_once_it_is_committed(
         page = store.ask(ListSessionPage(owner="ann", limit=10))
         assert [s.id for s in page.items] == ["s"] and page.next_cursor is None
         store.stop()
+
+
+# -- turns and pending messages as they were ---------------------------------------------
+
+
+def test_a_turns_parts_and_a_pending_messages_origin_come_back_as_written(
+    store: Store, store_factory: StoreFactory
+) -> None:
+    """Parts that say more than the text (a tool call, a second markdown part)
+    are kept as they were; a turn whose parts are its text alone keeps only the
+    text, and comes back as the live turn's first part. A queued message keeps
+    its origin (requeued steering stays steering)."""
+    write_turns(store, "s1", turns=2)
+    tool = ToolCallPart(
+        tool_call=ToolCall(
+            status=ToolCallStatus.COMPLETED, tool_call_id="call-1", tool_name="shell"
+        )
+    )
+    parts = (
+        MarkdownPart(id="s1-t1-md1", content="one "),
+        tool,
+        MarkdownPart(id="s1-t1-md2", content="two"),
+    )
+    store.apply(
+        SaveTurnEnded(
+            turn_id="s1-t1",
+            state=TurnState.COMPLETE,
+            assistant_text="one two",
+            ended_at=2,
+            response_parts=parts,
+        )
+    )
+    steering = UserMessage(text="held", origin=MessageOrigin(kind=OriginKind.STEERING))
+    store.apply(
+        SavePending(
+            session_id="s1",
+            chat_id="s1-c",
+            pending=PendingMessage(id="p1", kind=PendingKind.QUEUED, message=steering),
+            position=0,
+        )
+    )
+    store.commit()
+    record = store.load_session("s1")
+    assert record is not None
+    [chat] = record.chats
+    plain, rich = chat.turns
+    assert plain.response_parts == (MarkdownPart(id="s1-t0-md1", content=plain.assistant_text),)
+    assert rich.response_parts == parts
+    assert chat.pending == (PendingMessage(id="p1", kind=PendingKind.QUEUED, message=steering),)
+    rows = store_factory.query("SELECT id, response_parts FROM turns ORDER BY seq")
+    assert rows[0] == ("s1-t0", None)
