@@ -28,9 +28,9 @@ def dispatched(client: ChatClient) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
     dispatch = client.dispatch
 
-    async def spy(action: dict[str, Any]) -> None:
+    async def spy(action: dict[str, Any], channel: str | None = None) -> None:
         sent.append(action)
-        await dispatch(action)
+        await dispatch(action, channel)
 
     client.dispatch = spy  # type: ignore[method-assign]
     return sent
