@@ -141,8 +141,10 @@ def test_a_turn_says_which_way_its_message_came(
     [tools] = [t for t in state.turns if t.user_text == "tools"]
     assert [type(p) for p in tools.response_parts] == [MarkdownPart, ToolCallPart]
     assert tools.response_parts[0].id == f"{tools.id}-md1"  # type: ignore[union-attr]
+    watch = Watch(chat)
     chat.send("direct").result(timeout=10)  # a success: the requeued steering runs
-    runner.run()
+    watch.until_idle(turns=9)  # "held" ran too (its turn comes from the provider's loop)
+    watch.sub.close()
     assert origins(chat.state().turns)[-2:] == [
         ("direct", OriginKind.USER),
         ("held", OriginKind.STEERING),
