@@ -425,7 +425,9 @@ class ChatActor(ChatCore):
         if stable is None:
             return
         stable.append(message.text)
-        self._write(SaveAssistantText(turn_id=message.turn_id, text="".join(stable)))
+        self._write(
+            SaveAssistantText(chat_id=self.chat_id, turn_id=message.turn_id, text="".join(stable))
+        )
 
     @handles(EndTurn)
     def _end_turn(self, message: EndTurn) -> None:
@@ -438,6 +440,7 @@ class ChatActor(ChatCore):
         stable = "".join(self._writes.stable.pop(turn_id, []))
         seq = self._write(
             SaveTurnEnded(
+                chat_id=self.chat_id,
                 turn_id=turn_id,
                 state=ENDED_AS[type(action)],
                 assistant_text=stable,
@@ -501,10 +504,11 @@ class ChatActor(ChatCore):
             message=UserMessage(text=message.text, origin=MessageOrigin(kind=OriginKind.STEERING)),
         )
         self._apply(self._stamp(SteeringRecorded(turn_id=message.turn_id, pending=recorded)))
-        self._write(DeletePending(pending_id=message.pending_id))
+        self._write(DeletePending(chat_id=self.chat_id, pending_id=message.pending_id))
         active = self._state.active_turn
         self._write(
             SaveSteeringRecorded(
+                chat_id=self.chat_id,
                 turn_id=message.turn_id,
                 pending_id=message.pending_id,
                 text=message.text,

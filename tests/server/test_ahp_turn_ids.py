@@ -1,0 +1,42 @@
+"""Turn ids a client chooses over AHP: its chat's own, kept when the chat is busy."""
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from agenthost.actors import Host
+from tests.server.ahp_client import OTHER_TOKEN, AhpClient, Server, action_of
+from tests.server.test_ahp import new_session, run, turn
+
+
+async def one_turn(client: AhpClient, client_id: str, text: str) -> tuple[str, dict[str, Any]]:
+    """Initialize, dispatch a turn "turn-one" in a new session; its chat and turns."""
+    await client.initialize(client_id=client_id)
+    _, chat = await new_session(client)
+    await client.call("subscribe", {"channel": chat})
+    await client.dispatch(chat, turn(text, "turn-one"))
+    await client.wait_for(action_of("chat/turnComplete", turnId="turn-one"))
+    fetched: dict[str, Any] = await client.call("fetchTurns", {"channel": chat})
+    return chat, fetched
+
+
+def test_two_identities_dispatching_the_same_turn_id_each_keep_their_own_turn(
+    host: Host, db_path: Path
+) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as alice, server.client(token=OTHER_TOKEN) as bob:
+            chat, alices = await one_turn(alice, "alice-1", "alice's question")
+            _, bobs = await one_turn(bob, "bob-1", "bob's question")
+            alices_again = await alice.call("fetchTurns", {"channel": chat})
+        assert [t["message"]["text"] for t in alices["turns"]] == ["alice's question"]
+        assert [t["message"]["text"] for t in bobs["turns"]] == ["bob's question"]
+        assert alices_again == alices
+
+    run(host, body)
+    host.stop()  # everything committed; the store read as another process would
+    with sqlite3.connect(db_path) as db:
+        rows = db.execute("SELECT id, user_text, assistant_text FROM turns ORDER BY user_text")
+        assert rows.fetchall() == [
+            ("turn-one", "alice's question", "echo: alice's question"),
+            ("turn-one", "bob's question", "echo: bob's question"),
+        ]
