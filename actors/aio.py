@@ -375,8 +375,15 @@ class AsyncChat:
         diagnostics: TurnDiagnostics | None = await self._call(GetDiagnostics(), timeout)
         return diagnostics
 
-    async def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
-        return bool(await self._call(CancelTurn(), timeout))
+    async def cancel(
+        self,
+        turn_id: str | None = None,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> bool:
+        command = CancelTurn(turn_id=turn_id, client_id=client_id)
+        return bool(await self._call(command, timeout))
 
     async def truncate(
         self, turn_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT

@@ -18,6 +18,7 @@ import structlog
 
 from agenthost.actors.admission import Origin
 from agenthost.actors.chat_core import Attach, ChatCore
+from agenthost.actors.chosen_ids import check_new_ids, not_cancellable, queued_turn
 from agenthost.actors.contributions import Accept, TurnEndReason
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.handles import Ticket
@@ -161,27 +162,10 @@ class ChatActor(ChatCore):
     """A chat's actor: ChatCore, and the handlers of what it hears."""
 
     # -- client commands ---------------------------------------------------------------------
-    def _check_new_ids(self, *ids: str | None) -> None:
-        """Ids a client chose must be new to this chat (checked only when chosen)."""
-        for chosen in ids:
-            if chosen is None:
-                continue
-            state = self._state
-            taken = (
-                not chosen
-                or chosen == state.active_turn_id
-                or any(m.id == chosen for m in state.pending)
-                or any(t.id == chosen for t in state.turns)
-            )
-            if taken:
-                raise AgentHostError(
-                    code=ErrorCode.INVALID_ARGUMENT, message=f"id {chosen!r} is empty or in use"
-                )
-
     @handles(SendMessage)
     def _send(self, message: SendMessage) -> Any:
         self._admission.refuse_if_driven()
-        self._check_new_ids(message.turn_id, message.pending_id)
+        check_new_ids(self._state, message.turn_id, message.pending_id)
         user = UserMessage(text=message.text, attachments=message.attachments)
         origin = Origin(message.client_id)
         if not self._busy():
@@ -191,7 +175,10 @@ class ChatActor(ChatCore):
                 Ticket(), user, origin, from_pending=message.pending_id, turn_id=message.turn_id
             )
             return self._reply(ticket)
-        pending = self._add_pending(PendingKind.QUEUED, user, origin, message.pending_id)
+        # Queued with the turn id its sender chose, if any: its turn runs under it.
+        pending = self._add_pending(
+            PendingKind.QUEUED, user, origin, message.pending_id, turn_id=message.turn_id
+        )
         ticket = Ticket(pending_id=pending.id)
         self._waiting.tickets[pending.id] = ticket
         return self._reply(ticket)
@@ -199,7 +186,7 @@ class ChatActor(ChatCore):
     @handles(SteerMessage)
     def _steer(self, message: SteerMessage) -> Any:
         self._admission.refuse_if_driven()
-        self._check_new_ids(message.pending_id)
+        check_new_ids(self._state, message.pending_id)
         origin = Origin(message.client_id)
         text = UserMessage(text=message.text)
         if not self._busy():  # while idle, steering is simply a send
@@ -325,8 +312,12 @@ class ChatActor(ChatCore):
 
     @handles(CancelTurn)
     def _cancel(self, message: CancelTurn) -> Any:
-        """True once the turn's end is published (read your writes); False when none runs."""
+        """True once the turn's end is published (read your writes); False when none runs.
+        A cancel naming a turn: that turn's, or its queued message's removal (True
+        at once), or refused saying why (actors/chosen_ids.py)."""
         active = self._state.active_turn
+        if message.turn_id is not None and (active is None or active.id != message.turn_id):
+            return self._cancel_queued(message.turn_id, Origin(message.client_id))
         if active is None:
             idle = AgentHostError(code=ErrorCode.NOT_FOUND, message="No turn is running.")
             self._admission.refused(
@@ -337,6 +328,19 @@ class ChatActor(ChatCore):
         self._waiting.cancels.setdefault(active.id, []).append(future)
         self.send(self._tracker, CancelActiveTurn(turn_id=active.id))
         return future
+
+    def _cancel_queued(self, turn_id: str, origin: Origin) -> Any:
+        queued = queued_turn(self._state, turn_id)
+        if queued is None:
+            refusal = not_cancellable(self._state, turn_id)
+            cancel = self._stamp(TurnCancelled(turn_id=turn_id))
+            self._admission.refused(cancel, self._state, origin, refusal)
+            return self._reply(refusal)
+        self._remove_pending(queued, RemovalReason.CLIENT, origin)
+        ticket = self._waiting.tickets.pop(queued.id, None)
+        if ticket is not None:
+            ticket.resolve(TurnOutcome(state=OutcomeState.REMOVED))
+        return self._reply(True)
 
     @handles(SetDraft)
     def _set_draft(self, message: SetDraft) -> Any:
@@ -380,6 +384,7 @@ class ChatActor(ChatCore):
             head.message,
             Origin(self._admission.sender_of(head.id), from_client=False),
             from_pending=head.id,
+            turn_id=head.turn_id,
         )
 
     @handles(StartProviderTurn)

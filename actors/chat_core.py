@@ -317,9 +317,16 @@ class ChatCore(HostedActor):
 
     # -- pending messages ------------------------------------------------------------------
     def _add_pending(
-        self, kind: PendingKind, message: UserMessage, origin: Origin, pending_id: str | None
+        self,
+        kind: PendingKind,
+        message: UserMessage,
+        origin: Origin,
+        pending_id: str | None,
+        turn_id: str | None = None,
     ) -> PendingMessage:
-        pending = PendingMessage(id=pending_id or new_id(), kind=kind, message=message)
+        pending = PendingMessage(
+            id=pending_id or new_id(), kind=kind, message=message, turn_id=turn_id
+        )
         self._apply(self._stamp(PendingMessageAdded(pending=pending)), origin=origin)
         position = len(
             self._state.steering_messages

@@ -358,12 +358,15 @@ class Chat:
 
         Admission may refuse it (the outcome is "rejected", with the error) or
         handle it without a turn (a local command: "handled"). `turn_id` and
-        `pending_id` are ids the caller chose for the turn or the queue entry.
-        `attachments` are text files (UTF-8, at most 1 MiB each) sent with the
-        message and kept with its turn.
+        `pending_id` are ids the caller chose for the turn or the queue entry,
+        new to this chat (other chats may use the same ids); a send queued with
+        a `turn_id` keeps it, and its turn runs under it. `attachments` are
+        text files (UTF-8, at most 1 MiB each) sent with the message and kept
+        with its turn.
 
         Raises:
-            AgentHostError: INVALID_ARGUMENT naming an attachment that cannot be read.
+            AgentHostError: INVALID_ARGUMENT naming an attachment that cannot be
+                read, or an id that is empty or in use in this chat.
         """
         send = calls.send(self._handle, text, client_id, turn_id, pending_id, attachments)
         return TurnHandle(run_sync(send, timeout))
@@ -466,10 +469,25 @@ class Chat:
         """Why the active turn is where it is (None when no turn runs)."""
         return self._call(GetDiagnostics(), timeout)
 
-    def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+    def cancel(
+        self,
+        turn_id: str | None = None,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> bool:
         """Cancel the active turn; False when none runs. Returns once the turn's end
-        is published (the chat's state shows it)."""
-        return bool(self._call(CancelTurn(), timeout))
+        is published (the chat's state shows it).
+
+        With `turn_id`, that turn: the running one as above, or a send queued
+        under that id (`send(..., turn_id=...)` while busy), which is removed
+        before it runs (its handle's outcome: removed).
+
+        Raises:
+            AgentHostError: NOT_FOUND, saying why, for a `turn_id` that neither
+                runs nor waits (it ended, another turn runs, or it is unknown).
+        """
+        return bool(self._call(CancelTurn(turn_id=turn_id, client_id=client_id), timeout))
 
     def truncate(
         self, turn_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT

@@ -86,11 +86,11 @@ class PostgresStore(SqlStore):
         " SET pending_id = excluded.pending_id, text = excluded.text",
         # As SQLite's INSERT OR REPLACE: a replaced row is a new row (a new rowid).
         put_pending="INSERT INTO pending_messages"
-        " (id, chat_id, session_id, kind, text, position, attachments)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, id) DO UPDATE SET"
+        " (id, chat_id, session_id, kind, text, position, attachments, turn_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, id) DO UPDATE SET"
         " session_id = excluded.session_id, kind = excluded.kind,"
         " text = excluded.text, position = excluded.position,"
-        " attachments = excluded.attachments, rowid = DEFAULT",
+        " attachments = excluded.attachments, turn_id = excluded.turn_id, rowid = DEFAULT",
         put_memento="INSERT INTO mementos VALUES (?, ?, ?, ?, ?)"
         " ON CONFLICT (session_id, chat_id, contribution, key) DO UPDATE"
         " SET value = excluded.value",

@@ -281,6 +281,7 @@ class SqlStore:
                         pending.text,
                         op.position,
                         json.dumps([[a.name, a.text] for a in pending.message.attachments]),
+                        pending.turn_id,
                     ),
                 )
             case DeletePending():
@@ -660,9 +661,11 @@ class SqlStore:
                     text=r[2],
                     attachments=tuple(Attachment(name=n, text=t) for n, t in json.loads(r[3])),
                 ),
+                turn_id=r[4],
             )
             for r in self._execute(
-                "SELECT id, kind, text, attachments FROM pending_messages WHERE chat_id = ?"
+                "SELECT id, kind, text, attachments, turn_id FROM pending_messages"
+                " WHERE chat_id = ?"
                 " ORDER BY position, rowid",
                 (chat_id,),
             ).fetchall()

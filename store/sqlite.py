@@ -98,8 +98,8 @@ class SqliteStore(SqlStore):
         put_steering="INSERT OR REPLACE INTO turn_steering"
         " (chat_id, turn_id, position, pending_id, text) VALUES (?, ?, ?, ?, ?)",
         put_pending="INSERT OR REPLACE INTO pending_messages"
-        " (id, chat_id, session_id, kind, text, position, attachments)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        " (id, chat_id, session_id, kind, text, position, attachments, turn_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         put_memento="INSERT OR REPLACE INTO mementos VALUES (?, ?, ?, ?, ?)",
     )
 

@@ -1,12 +1,14 @@
 """Turn ids a client chooses over AHP: its chat's own, kept when the chat is busy."""
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from agenthost.actors import Host
+from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from tests.server.ahp_client import OTHER_TOKEN, AhpClient, Server, action_of
-from tests.server.test_ahp import new_session, run, turn
+from tests.server.test_ahp import followed_chat, new_session, run, turn
 
 
 async def one_turn(client: AhpClient, client_id: str, text: str) -> tuple[str, dict[str, Any]]:
@@ -40,3 +42,27 @@ def test_two_identities_dispatching_the_same_turn_id_each_keep_their_own_turn(
             ("turn-one", "alice's question", "echo: alice's question"),
             ("turn-one", "bob's question", "echo: bob's question"),
         ]
+
+
+def test_a_turn_dispatched_while_another_runs_is_queued_under_its_id_and_answered_when_it_runs(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("long", Gate("g"), Say("done"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            await client.dispatch(chat, turn("long", "t-long"))
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+            sent = await client.dispatch(chat, turn("later", "t-later"))
+            queued = await client.wait_for(action_of("chat/pendingMessageSet", turnId="t-later"))
+            assert "origin" not in queued["params"]  # the host's: the dispatch is answered later
+            await asyncio.to_thread(provider.open, "g")
+            started = await client.wait_for(action_of("chat/turnStarted", turnId="t-later"))
+            assert started["params"]["origin"] == {"clientId": "c1", "clientSeq": sent}
+            assert (
+                started["params"]["action"]["queuedMessageId"] == queued["params"]["action"]["id"]
+            )
+            await client.wait_for(action_of("chat/turnComplete", turnId="t-later"))
+
+    run(host, body)
