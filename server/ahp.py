@@ -33,6 +33,7 @@ import structlog
 from aiohttp import WSMsgType, web
 
 from agenthost.actors.aio import AsyncChat, AsyncHost, AsyncSession
+from agenthost.actors.chosen_ids import queued_turn
 from agenthost.actors.clock import TimerHandle
 from agenthost.actors.surface import Host
 from agenthost.messages.commands import OutcomeState
@@ -1026,13 +1027,13 @@ class Connection:
                     raise outcome.error
                 return
             self.server.watch_turn(handle, started)
-        elif kind == "chat/turnCancelled":
+        elif kind == "chat/turnCancelled":  # a queued turn is removed; else refused saying why
             turn_id = _field(action, "turnId", str)
-            state = await chat.state()
-            if state.active_turn_id != turn_id:
-                raise RpcError(INVALID_PARAMS, f"turn {turn_id} is not running")
-            with channel.expecting(("cancelled", turn_id), origin):
-                await chat.cancel()
+            queued = queued_turn(await chat.state(), turn_id)
+            with channel.expecting(
+                ("cancelled", turn_id) if queued is None else ("removed", queued.id), origin
+            ):
+                await chat.cancel(turn_id, client_id=self.client_id)
         elif kind == "chat/pendingMessageSet":
             pending_id = _field(action, "id", str)
             text = _text(action)

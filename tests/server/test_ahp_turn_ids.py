@@ -8,7 +8,7 @@ from typing import Any
 from agenthost.actors import Host
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
 from tests.server.ahp_client import OTHER_TOKEN, AhpClient, Server, action_of
-from tests.server.test_ahp import followed_chat, new_session, run, turn
+from tests.server.test_ahp import by_origin, followed_chat, new_session, run, turn
 
 
 async def one_turn(client: AhpClient, client_id: str, text: str) -> tuple[str, dict[str, Any]]:
@@ -64,5 +64,49 @@ def test_a_turn_dispatched_while_another_runs_is_queued_under_its_id_and_answere
                 started["params"]["action"]["queuedMessageId"] == queued["params"]["action"]["id"]
             )
             await client.wait_for(action_of("chat/turnComplete", turnId="t-later"))
+
+    run(host, body)
+
+
+def test_cancelling_a_queued_turn_by_its_id_removes_it_and_answers_the_cancel(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("long", Gate("g"), Say("done"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            await client.dispatch(chat, turn("long", "t-long"))
+            await asyncio.to_thread(provider.wait_reached, "g", 10)
+            await client.dispatch(chat, turn("later", "t-later"))
+            queued = await client.wait_for(action_of("chat/pendingMessageSet", turnId="t-later"))
+            cancel = await client.dispatch(
+                chat, {"type": "chat/turnCancelled", "turnId": "t-later"}
+            )
+            answer = (await client.wait_for(by_origin(cancel)))["params"]
+            assert "rejectionReason" not in answer
+            assert answer["action"]["type"] == "chat/pendingMessageRemoved"
+            assert answer["action"]["id"] == queued["params"]["action"]["id"]
+            await asyncio.to_thread(provider.open, "g")
+            await client.wait_for(action_of("chat/turnComplete", turnId="t-long"))
+            state = (await client.call("subscribe", {"channel": chat}))["snapshot"]["state"]
+            assert [t["id"] for t in state["turns"]] == ["t-long"]
+
+    run(host, body)
+
+
+def test_a_cancel_that_cannot_apply_is_refused_saying_why(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            await client.dispatch(chat, turn("hi", "t-done"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t-done"))
+            for named, reason in (
+                ("t-done", "turn t-done already ended (complete)"),
+                ("t-never", "turn t-never is neither running nor queued"),
+            ):
+                cancel = {"type": "chat/turnCancelled", "turnId": named}
+                refused = await client.wait_for(by_origin(await client.dispatch(chat, cancel)))
+                assert refused["params"]["rejectionReason"] == reason
 
     run(host, body)
