@@ -23,6 +23,7 @@ Session, Chat, TurnHandle; agenthost.actors.aio for asyncio). Invariants:
 
 from agenthost.actors.clock import SystemClock
 from agenthost.actors.handles import Subscription
+from agenthost.actors.limits import HostLimits
 from agenthost.actors.pool import PooledRuntime
 from agenthost.actors.runtime import use_runtime
 from agenthost.actors.supervisor import RestartPolicy
@@ -32,6 +33,7 @@ from agenthost.actors.threads import ThreadingRuntime
 __all__ = [
     "Chat",
     "Host",
+    "HostLimits",
     "PooledRuntime",
     "RestartPolicy",
     "Session",

@@ -30,6 +30,7 @@ from agenthost.actors.clock import Clock
 from agenthost.actors.context import Lifecycle, Services
 from agenthost.actors.contributions import Contribution
 from agenthost.actors.handles import Subscription
+from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import FindSession, ListSessionRows
 from agenthost.actors.startup import Running, policy_of, start_host, stop_host
 from agenthost.actors.supervisor import RestartPolicy
@@ -99,6 +100,7 @@ class AsyncHost:
         subscriber_queue_size: int = 10_000,
         contributions: Sequence[type[Contribution]] = (),
         rare_full_collections: bool = True,
+        limits: HostLimits | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> "AsyncHost":
         """`Host.start`: the store opens on its own thread while the loop goes on."""
@@ -115,6 +117,7 @@ class AsyncHost:
             subscriber_queue_size,
             contributions,
             rare_full_collections,
+            limits,
         )
         return cls(await run_async(starting, timeout))
 
@@ -291,10 +294,14 @@ class AsyncChat:
         return await run_async(chat_call(self._handle, message), timeout)
 
     async def subscribe(
-        self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None
+        self,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        maxsize: int | None = None,
     ) -> Subscription:
         """Events of this chat (an async iterator): first a ChatSnapshot, then live
-        events. A call that fails or is cancelled leaves nothing attached."""
+        events (`Chat.subscribe`). A call that fails or is cancelled leaves
+        nothing attached."""
         return await run_async(calls.subscribe(self._handle, maxsize), timeout)
 
     async def send(
@@ -336,7 +343,7 @@ class AsyncChat:
     async def edit_pending(
         self, pending_id: str, text: str, *, timeout: float = DEFAULT_TIMEOUT
     ) -> PendingMessage:
-        calls.check_text(text)
+        calls.check_text(text, self._handle.session.core.services.limits)
         edited: PendingMessage = await self._call(
             EditPendingMessage(pending_id=pending_id, text=text), timeout
         )

@@ -12,6 +12,7 @@ import attrs
 from pykka import ActorRef
 
 from agenthost.actors.clock import Clock
+from agenthost.actors.limits import HostLimits
 from agenthost.providers.base import Provider, ProviderLoop, RetryPolicy
 
 
@@ -105,5 +106,6 @@ class Services:
     directory: Directory = attrs.field(factory=Directory)
     entries: SessionEntries = attrs.field(factory=SessionEntries)
     lifecycle: Lifecycle = attrs.field(factory=Lifecycle)
+    limits: HostLimits = attrs.field(factory=HostLimits)
     contributions: Any = None  # the Dispatcher (actors.contributions), set at start
     mementos: Any = None  # the MementoCache, set at start

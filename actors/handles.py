@@ -1,10 +1,10 @@
 """Thread-safe endpoints the actors write to and the surface reads from.
 
 `Subscription` is a chat subscriber's bounded queue: the chat actor pushes
-without ever blocking; a subscriber that falls `maxsize` events behind gets
-`Lagged` and is closed, so it never slows the host. `Ticket` is a send's
-reply: the turn id once the turn starts, and the outcome once it ended and
-was committed.
+without ever blocking; a subscriber that falls `maxsize` events or
+`max_bytes` bytes behind (events weighed by messages/sizes.py) gets `Lagged`
+and is closed, so it never slows the host. `Ticket` is a send's reply: the
+turn id once the turn starts, and the outcome once it ended and was committed.
 """
 
 import asyncio
@@ -18,6 +18,7 @@ from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.runtime import current_runtime
 from agenthost.messages.commands import TurnOutcome
 from agenthost.messages.events import ChatEvent, Lagged
+from agenthost.messages.sizes import event_bytes
 from agenthost.providers.base import LoopCalls
 
 
@@ -28,9 +29,19 @@ class Subscription:
     the subscription is closed and drained.
     """
 
-    def __init__(self, maxsize: int, session_id: str = "", chat_id: str = "") -> None:
+    def __init__(
+        self,
+        maxsize: int,
+        session_id: str = "",
+        chat_id: str = "",
+        *,
+        max_bytes: int | None = None,
+    ) -> None:
         self._events: deque[ChatEvent] = deque()
         self._maxsize = maxsize
+        self._max_bytes = max_bytes
+        self._sizes: deque[int] = deque()  # each queued event's weight (with max_bytes)
+        self.queued_bytes = 0
         self._cond = threading.Condition()
         self._closed = False
         self._async_waiters: list[tuple[LoopCalls, asyncio.Future[None]]] = []
@@ -49,6 +60,10 @@ class Subscription:
             if self._closed:
                 return False
             room = max(self._maxsize - len(self._events), 0)
+            sizes = None
+            if self._max_bytes is not None:
+                sizes = [event_bytes(event) for event in events]
+                room = min(room, _fitting(sizes, self._max_bytes - self.queued_bytes))
             if len(events) > room:
                 self._events.extend(events[:room])
                 self._events.append(
@@ -58,11 +73,27 @@ class Subscription:
                         dropped=len(events) - room,
                     )
                 )
+                if sizes is not None:
+                    self._queued(sizes[:room])
+                    self._sizes.append(0)
                 self._closed = True
             else:
                 self._events.extend(events)
+                if sizes is not None:
+                    self._queued(sizes)
             self._wake()
             return not self._closed
+
+    def _queued(self, sizes: list[int]) -> None:
+        self._sizes.extend(sizes)
+        self.queued_bytes += sum(sizes)
+
+    def _took(self) -> ChatEvent:
+        """Hand out the oldest event (under the lock): its bytes are free again."""
+        event = self._events.popleft()
+        if self._sizes:
+            self.queued_bytes -= self._sizes.popleft()
+        return event
 
     def close(self) -> None:
         with self._cond:
@@ -97,12 +128,12 @@ class Subscription:
             if not self._cond.wait_for(lambda: bool(self._events) or self._closed, timeout):
                 raise TimeoutError(f"no event within {timeout} s")
             if self._events:
-                return self._events.popleft()
+                return self._took()
             raise StopIteration
 
     def next_nowait(self) -> ChatEvent | None:
         with self._cond:
-            return self._events.popleft() if self._events else None
+            return self._took() if self._events else None
 
     def __iter__(self) -> Iterator[ChatEvent]:
         while True:
@@ -123,7 +154,7 @@ class Subscription:
             # leave the rest queued, and the queue is what `maxsize` bounds.
             with self._cond:
                 if self._events:
-                    event = self._events.popleft()
+                    event = self._took()
                 elif self._closed:
                     return
                 else:
@@ -134,6 +165,15 @@ class Subscription:
                 await future
                 continue
             yield event
+
+
+def _fitting(sizes: list[int], room: int) -> int:
+    """How many of the first `sizes` fit in `room` bytes."""
+    for fit, size in enumerate(sizes):
+        room -= size
+        if room < 0:
+            return fit
+    return len(sizes)
 
 
 def _set_done(future: "asyncio.Future[None]") -> None:

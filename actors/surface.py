@@ -21,6 +21,7 @@ from agenthost.actors.contributions import (
     Contribution,
 )
 from agenthost.actors.handles import Subscription, Ticket
+from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import FindSession, ListSessionRows
 from agenthost.actors.runtime import ASK_TIMEOUT_S
 from agenthost.actors.startup import Running, policy_of, start_host, stop_host
@@ -89,6 +90,7 @@ class Host:
         subscriber_queue_size: int = 10_000,
         contributions: Sequence[type[Contribution]] = (),
         rare_full_collections: bool = True,
+        limits: HostLimits | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> "Host":
         """Start a host.
@@ -102,6 +104,10 @@ class Host:
             rare_full_collections: while the host runs, the garbage collector runs
                 less often: young collections after 50,000 allocations, full ones
                 100x less often (actors/collector.py); False leaves it alone.
+            limits: bounds in bytes on a message's text and attachments and on a
+                subscriber's unread events (HostLimits; the defaults: 1 MiB, 1 MiB
+                each, 16 attachments, 16 MiB). A message over them is refused with
+                AgentHostError TOO_LARGE.
 
         Raises:
             AgentHostError: STORE_ERROR when the store cannot be opened or is in use.
@@ -121,6 +127,7 @@ class Host:
             subscriber_queue_size,
             contributions,
             rare_full_collections,
+            limits,
         )
         return cls(run_sync(starting, timeout))
 
@@ -339,9 +346,15 @@ class Chat:
         return run_sync(chat_call(self._handle, message), timeout)
 
     def subscribe(
-        self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None
+        self,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        maxsize: int | None = None,
     ) -> Subscription:
-        """Events of this chat: first a ChatSnapshot, then live events."""
+        """Events of this chat: first a ChatSnapshot, then live events. It holds at
+        most `maxsize` unread events (default: the host's subscriber_queue_size)
+        and HostLimits.subscriber_queue_bytes; past either it gets Lagged and is
+        closed."""
         return run_sync(calls.subscribe(self._handle, maxsize), timeout)
 
     def send(
@@ -428,7 +441,7 @@ class Chat:
         Raises:
             AgentHostError: NOT_FOUND, or INVALID_ARGUMENT for a steering message.
         """
-        calls.check_text(text)
+        calls.check_text(text, self._handle.session.core.services.limits)
         return self._call(EditPendingMessage(pending_id=pending_id, text=text), timeout)
 
     def reorder_queue(

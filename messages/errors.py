@@ -46,6 +46,7 @@ class ErrorCode(OpenStrEnum):
     STORE_ERROR = "store_error"
     WORKTREE_DIRTY = "worktree_dirty"
     READ_ONLY = "read_only"  # an archived session or a read-only chat refused a request
+    TOO_LARGE = "too_large"  # a message, attachment or request over its limit in bytes
 
 
 @attrs.frozen(kw_only=True, auto_exc=False)
