@@ -298,11 +298,12 @@ class AsyncChat:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         maxsize: int | None = None,
+        keep_state: bool = False,
     ) -> Subscription:
         """Events of this chat (an async iterator): first a ChatSnapshot, then live
         events (`Chat.subscribe`). A call that fails or is cancelled leaves
         nothing attached."""
-        return await run_async(calls.subscribe(self._handle, maxsize), timeout)
+        return await run_async(calls.subscribe(self._handle, maxsize, keep_state), timeout)
 
     async def send(
         self,

@@ -399,7 +399,9 @@ def create_chat(session: SessionHandle) -> Call[ChatHandle]:
     return ChatHandle(session, info.chat_id, info.ref)
 
 
-def subscribe(chat: ChatHandle, maxsize: int | None) -> Call[Subscription]:
+def subscribe(
+    chat: ChatHandle, maxsize: int | None, keep_state: bool = False
+) -> Call[Subscription]:
     """A subscription (first a snapshot, then live events); a call that fails
     leaves nothing attached."""
     services = chat.session.core.services
@@ -408,6 +410,7 @@ def subscribe(chat: ChatHandle, maxsize: int | None) -> Call[Subscription]:
         session_id=chat.session.session_id,
         chat_id=chat.chat_id,
         max_bytes=services.limits.subscriber_queue_bytes,
+        keep_state=keep_state,
     )
 
     def detach(sub: Subscription) -> None:

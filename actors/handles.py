@@ -3,8 +3,12 @@
 `Subscription` is a chat subscriber's bounded queue: the chat actor pushes
 without ever blocking; a subscriber that falls `maxsize` events or
 `max_bytes` bytes behind (events weighed by messages/sizes.py) gets `Lagged`
-and is closed, so it never slows the host. `Ticket` is a send's reply: the
-turn id once the turn starts, and the outcome once it ended and was committed.
+and is closed, so it never slows the host. A subscription made with
+`keep_state` also keeps the chat's published state as of the last event it
+handed out (`state`), so a reader that needs the state (the AHP server's
+channel) takes the chat's own, sharing its text, instead of reducing a copy.
+`Ticket` is a send's reply: the turn id once the turn starts, and the
+outcome once it ended and was committed.
 """
 
 import asyncio
@@ -19,6 +23,7 @@ from agenthost.actors.runtime import current_runtime
 from agenthost.messages.commands import TurnOutcome
 from agenthost.messages.events import ChatEvent, Lagged
 from agenthost.messages.sizes import event_bytes
+from agenthost.messages.state import ChatState
 from agenthost.providers.base import LoopCalls
 
 
@@ -36,12 +41,19 @@ class Subscription:
         chat_id: str = "",
         *,
         max_bytes: int | None = None,
+        keep_state: bool = False,
     ) -> None:
         self._events: deque[ChatEvent] = deque()
         self._maxsize = maxsize
         self._max_bytes = max_bytes
         self._sizes: deque[int] = deque()  # each queued event's weight (with max_bytes)
         self.queued_bytes = 0
+        self._keep_state = keep_state
+        # With keep_state: (events handed out once it applies, the state then).
+        self._marks: deque[tuple[int, ChatState]] = deque()
+        self._pushed = 0
+        self._taken = 0
+        self.state: ChatState | None = None
         self._cond = threading.Condition()
         self._closed = False
         self._async_waiters: list[tuple[LoopCalls, asyncio.Future[None]]] = []
@@ -54,8 +66,9 @@ class Subscription:
         """Queue an event; False once closed (the actor then forgets it)."""
         return self.push_many((event,))
 
-    def push_many(self, events: Sequence[ChatEvent]) -> bool:
-        """Queue events in order, waking the reader once; False once closed."""
+    def push_many(self, events: Sequence[ChatEvent], state: ChatState | None = None) -> bool:
+        """Queue events in order, waking the reader once; False once closed.
+        `state`: the chat's published state once these events apply."""
         with self._cond:
             if self._closed:
                 return False
@@ -81,6 +94,10 @@ class Subscription:
                 self._events.extend(events)
                 if sizes is not None:
                     self._queued(sizes)
+                if self._keep_state:
+                    self._pushed += len(events)
+                    if state is not None:
+                        self._marks.append((self._pushed, state))
             self._wake()
             return not self._closed
 
@@ -89,10 +106,16 @@ class Subscription:
         self.queued_bytes += sum(sizes)
 
     def _took(self) -> ChatEvent:
-        """Hand out the oldest event (under the lock): its bytes are free again."""
+        """Hand out the oldest event (under the lock): its bytes are free again,
+        and the state it completes becomes `state`."""
         event = self._events.popleft()
         if self._sizes:
             self.queued_bytes -= self._sizes.popleft()
+        if self._keep_state:
+            self._taken += 1
+            marks = self._marks
+            while marks and marks[0][0] <= self._taken:
+                self.state = marks.popleft()[1]
         return event
 
     def close(self) -> None:
@@ -107,6 +130,10 @@ class Subscription:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def keeps_state(self) -> bool:
+        return self._keep_state
 
     def _wake(self) -> None:
         self._cond.notify_all()

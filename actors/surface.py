@@ -350,12 +350,14 @@ class Chat:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         maxsize: int | None = None,
+        keep_state: bool = False,
     ) -> Subscription:
         """Events of this chat: first a ChatSnapshot, then live events. It holds at
         most `maxsize` unread events (default: the host's subscriber_queue_size)
         and HostLimits.subscriber_queue_bytes; past either it gets Lagged and is
-        closed."""
-        return run_sync(calls.subscribe(self._handle, maxsize), timeout)
+        closed. With `keep_state`, `Subscription.state` is the chat's own state as
+        of the last event read (a mirror of the chat that shares its text)."""
+        return run_sync(calls.subscribe(self._handle, maxsize, keep_state), timeout)
 
     def send(
         self,

@@ -468,7 +468,7 @@ class AhpServer:
         )
         self._channels[uri] = channel
         try:
-            subscription = await chat.subscribe(maxsize=1_000_000)
+            subscription = await chat.subscribe(maxsize=1_000_000, keep_state=True)
         except BaseException:
             channel.abandon()
             raise

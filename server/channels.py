@@ -5,7 +5,10 @@ the chat actor, whose events become AHP action envelopes stamped with the
 next `serverSeq` (one counter for the whole server), kept in a bounded replay
 buffer, and fanned out to the connections subscribed to that channel. The
 channel keeps the chat state as its own stream shows it, so a snapshot and
-its `fromSeq` always agree. A client-dispatched action carries its origin
+its `fromSeq` always agree: the chat's own published state as of the last
+event it forwarded (a `keep_state` subscription), so it shares every string
+with the host's copy and reduces nothing itself; only a subscription that
+keeps no state (tests) is reduced here. A client-dispatched action carries its origin
 ({clientId, clientSeq}) when the host's event for it goes out.
 """
 
@@ -214,17 +217,21 @@ class ChatChannel:
             events = [event]
             while (more := subscription.next_nowait()) is not None:
                 events.append(more)
+            shared = subscription.keeps_state
             for run in delta_runs(events):
-                if not self._forward(run):
+                if not self._forward(run, reduce=not shared):
                     return
+            if shared and subscription.state is not None:
+                self.state = subscription.state  # the chat's own, as of the last event sent
 
-    def _forward(self, run: list[ChatEvent]) -> bool:
-        """Fold a run of events (one action, or deltas to one part) into the
-        state, and send each; False once the subscription lagged."""
+    def _forward(self, run: list[ChatEvent], reduce: bool = True) -> bool:
+        """Send each event of a run (one action, or deltas to one part), folding
+        the run into the state when it is reduced here; False once the
+        subscription lagged."""
         if isinstance(run[0], Lagged):  # never with the server's large queue; say so
             log.error("channel_lagged", channel=self.uri)
             return False
-        if self.state is not None:
+        if reduce and self.state is not None:
             folded = run[0] if len(run) == 1 else joined_delta(run)  # type: ignore[arg-type]
             self.state = reduce_chat(self.state, folded, self._now_ms())
         for event in run:

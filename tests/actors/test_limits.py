@@ -11,10 +11,13 @@ from agenthost.actors.handles import Subscription
 from agenthost.messages import AgentHostError, ErrorCode, OutcomeState
 from agenthost.messages.events import (
     AssistantDelta,
+    ChatSnapshot,
     Lagged,
     TurnCompleted,
+    TurnStarted,
 )
 from agenthost.messages.sizes import EVENT_OVERHEAD, event_bytes, utf8_bytes
+from agenthost.messages.state import ChatState, UserMessage
 from agenthost.providers.scripted import Gate, ScriptedProvider
 from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
@@ -105,6 +108,21 @@ def test_reading_a_subscription_frees_the_bytes_of_what_was_read() -> None:
     assert subscription.push_many([delta, delta, delta])  # room again
     assert not subscription.push_many([delta])
     assert isinstance(list(subscription)[-1], Lagged)
+
+
+def test_a_subscription_keeping_state_shows_the_state_of_the_last_burst_read_in_full() -> None:
+    subscription = Subscription(100, keep_state=True)
+    first, second = ChatState(resource="r", title="one"), ChatState(resource="r", title="two")
+    subscription.push(ChatSnapshot(state=ChatState(resource="r")))
+    started = TurnStarted(turn_id="t", message=UserMessage(text="hi"))
+    delta = AssistantDelta(turn_id="t", part_id="p", text="a")
+    subscription.push_many([started, delta], first)
+    subscription.push_many([delta], second)
+    seen = []
+    for _ in range(4):
+        subscription.next(1)
+        seen.append(None if subscription.state is None else subscription.state.title)
+    assert seen == [None, None, "one", "two"]
 
 
 def test_utf8_bytes_is_the_encoded_length() -> None:
