@@ -287,6 +287,8 @@ class AhpServer:
     async def _metrics(self, request: web.Request) -> web.Response:
         counters = await self.host.counters()
         text = self.metrics.render(counters, chat_channels=len(self._channels))
+        tasks = len(asyncio.all_tasks())  # the server loop's: what a long run watches grow
+        text += f"# TYPE agenthost_asyncio_tasks gauge\nagenthost_asyncio_tasks {tasks}\n"
         return web.Response(text=text, content_type="text/plain")
 
     def _identity(self, request: web.Request) -> str | None:
