@@ -6,6 +6,8 @@
 `python -m benchmarks turn-cpu [--ahp]` CPU per turn against a baseline commit and the
 asyncio floor (benchmarks/turn_cpu.py).
 `python -m benchmarks stores [--postgres URL]` PostgreSQL against SQLite (benchmarks/stores.py).
+`python -m benchmarks soak [--minutes 20] [--users 300] [--out FOLDER]` users arriving and
+leaving through a real `agenthost serve`, sampled over time (benchmarks/soak.py).
 """
 
 import json
@@ -16,7 +18,7 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import peers, pool, sessions, stores, turn_cpu, turn_roundtrip
+from benchmarks import peers, pool, sessions, soak, stores, turn_cpu, turn_roundtrip
 
 
 def main() -> None:
@@ -31,6 +33,9 @@ def main() -> None:
         return
     if sys.argv[1:2] == ["stores"]:
         stores.main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["soak"]:
+        soak.main(sys.argv[2:])
         return
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     console = Console()
