@@ -85,6 +85,7 @@ class Limits:
     json_depth: int = 64
     subscriptions: int = 256
     replay: int = 10_000
+    replay_bytes: int = 32 << 20  # the replay buffer's envelopes, server-wide, in bytes
     outbox: int = 10_000  # queued outgoing messages before a slow client is cut off
     rate: float = 200.0  # messages per second, sustained
     burst: int = 400
@@ -239,7 +240,7 @@ class AhpServer:
         self.limits = limits or Limits()
         self.origins = origins
         self.static_dir = static_dir
-        self.sequencer = Sequencer(self.limits.replay)
+        self.sequencer = Sequencer(self.limits.replay, self.limits.replay_bytes)
         self.metrics = Metrics()
         self.connections: set[Connection] = set()
         # channel -> the connections subscribed to it (the root's: per identity)

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Protocol
 
+import attrs
 import structlog
 
 from agenthost.actors.handles import Subscription
@@ -33,6 +34,7 @@ from agenthost.messages.events import (
     TurnStarted,
 )
 from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
+from agenthost.messages.sizes import event_bytes
 from agenthost.messages.state import ChatState, with_legacy_steering_slot
 from agenthost.messages.wire import to_wire
 
@@ -84,12 +86,29 @@ class Subscriber(Protocol):
     def offer(self, message: dict[str, Any]) -> None: ...
 
 
-class Sequencer:
-    """The server's one serverSeq counter and its bounded replay buffer."""
+@attrs.frozen
+class Recorded:
+    """An envelope in the replay buffer, and what it weighs (messages/sizes.py)."""
 
-    def __init__(self, replay: int) -> None:
+    seq: int
+    channel: str
+    envelope: dict[str, Any]
+    size: int
+
+
+class Sequencer:
+    """The server's one serverSeq counter and its replay buffer, bounded in
+    envelopes (`replay`) and in bytes (`replay_bytes`). A closed chat channel's
+    envelopes leave it at once: no replay reaches them (its client gets a
+    snapshot), and they would keep its chat's text in memory."""
+
+    def __init__(self, replay: int, replay_bytes: int | None = None) -> None:
         self.seq = 0
-        self._buffer: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay)
+        self._buffer: deque[Recorded] = deque()
+        self._replay = replay
+        self._replay_bytes = replay_bytes
+        self.buffered_bytes = 0
+        self._evicted = 0  # the newest seq dropped for room: no replay reaches back past it
         # open chat channel -> the seq its events are stamped after; a replay
         # of it from before that would miss what the chat did meanwhile
         self._recorded_from: dict[str, int] = {}
@@ -104,31 +123,44 @@ class Sequencer:
         replays from a snapshot."""
         self._recorded_from.pop(channel, None)
         self.seq += 1
+        if any(r.channel == channel for r in self._buffer):
+            self._buffer = deque(r for r in self._buffer if r.channel != channel)
+            self.buffered_bytes = sum(r.size for r in self._buffer)
 
     def stamp(
-        self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None
+        self,
+        channel: str,
+        action: dict[str, Any],
+        origin: dict[str, Any] | None = None,
+        size: int = 0,
     ) -> dict[str, Any]:
+        """The envelope of `action`, numbered and kept for replay (`size`: its weight)."""
         self.seq += 1
         envelope = {"channel": channel, "action": action, "serverSeq": self.seq}
         if origin is not None:
             envelope["origin"] = origin
-        self._buffer.append((self.seq, channel, envelope))
+        self._buffer.append(Recorded(self.seq, channel, envelope, size))
+        self.buffered_bytes += size
+        limit = self._replay_bytes
+        while len(self._buffer) > self._replay or (
+            limit is not None and self.buffered_bytes > limit
+        ):
+            dropped = self._buffer.popleft()
+            self.buffered_bytes -= dropped.size
+            self._evicted = dropped.seq
         return envelope
 
     def since(self, last_seen: int, channels: set[str]) -> list[dict[str, Any]] | None:
         """The envelopes of `channels` after `last_seen`, or None when the buffer
         no longer reaches back that far or a channel was not recorded all along."""
-        if last_seen > self.seq:
-            return None
-        oldest = self._buffer[0][0] if self._buffer else self.seq + 1
-        if last_seen < oldest - 1:
+        if last_seen > self.seq or last_seen < self._evicted:
             return None
         for channel in channels:
             if channel.startswith(CHAT_PREFIX):
                 start = self._recorded_from.get(channel)
                 if start is None or start > last_seen:  # closed now, or opened since
                     return None
-        return [env for seq, ch, env in self._buffer if seq > last_seen and ch in channels]
+        return [r.envelope for r in self._buffer if r.seq > last_seen and r.channel in channels]
 
 
 class ChatChannel:
@@ -238,7 +270,9 @@ class ChatChannel:
             origin = next(
                 (o for key in origin_keys(event) if (o := self._origins.pop(key, None))), None
             )
-            envelope = self._sequencer.stamp(self.uri, action_wire(event), origin)
+            envelope = self._sequencer.stamp(
+                self.uri, action_wire(event), origin, event_bytes(event)
+            )
             self.from_seq = self._sequencer.seq
             try:
                 self._on_event(event)

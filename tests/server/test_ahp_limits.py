@@ -1,16 +1,25 @@
-"""Limits in bytes over AHP: a message's text is refused over the host's limit."""
+"""Limits in bytes over AHP: a message's text is refused over the host's limit,
+and what passed through the server is not held once its sessions left memory."""
 
+import asyncio
+import gc
+import logging
+import threading
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import structlog
 
 from agenthost.actors import Host, HostLimits
 from agenthost.providers.scripted import ScriptedProvider
+from agenthost.server.ahp import Limits
 from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
-from tests.server.ahp_client import Server, action_of
-from tests.server.test_ahp import by_origin, followed_chat, run, turn
+from tests.server.ahp_client import AhpClient, Server, action_of
+from tests.server.test_ahp import by_origin, followed_chat, new_session, run, turn
 
 
 @pytest.fixture
@@ -46,3 +55,78 @@ def test_a_dispatched_message_over_the_host_s_limit_is_refused_naming_it(small_h
             assert [t["id"] for t in state["turns"]] == ["t-fits"]
 
     run(small_host, body)
+
+
+class Released:
+    """Counts `session_released` log lines (from any thread) until `wanted`."""
+
+    def __init__(self, wanted: int) -> None:
+        self.wanted = wanted
+        self.seen = 0
+        self.all = threading.Event()
+
+    def __call__(self, logger: object, name: str, event: dict[str, Any]) -> dict[str, Any]:
+        if event.get("event") == "session_released":
+            self.seen += 1
+            if self.seen >= self.wanted:
+                self.all.set()
+        raise structlog.DropEvent
+
+
+LARGE = 900_000
+SESSIONS, TURNS_EACH = 3, 20
+
+
+def test_after_sixty_large_turns_and_their_sessions_released_the_server_holds_none_of_them(
+    db_path: Path, clock: FakeClock
+) -> None:
+    """60 turns of ~0.9 MB (and their echoes) pass through the server; once the
+    client left, the channels closed and the sessions left memory, the memory
+    traced in process is back within a few MB of where it started."""
+    released = Released(SESSIONS + 1)
+    structlog.configure(
+        processors=[released], wrapper_class=structlog.make_filtering_bound_logger(logging.INFO)
+    )
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": ScriptedProvider(echo_deltas=10, records=0)},  # it keeps none
+        clock=clock,
+    )
+    grace = Limits().channel_idle_s
+
+    async def turns(client: AhpClient, chat: str, count: int, size: int) -> None:
+        for n in range(count):
+            await client.dispatch(chat, turn(f"{n} " + "x" * size, f"t{n}"))
+            await client.wait_for(action_of("chat/turnComplete", turnId=f"t{n}"))
+            client.notifications.clear()  # the test's own copy of what it received
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            warm = await followed_chat(client)
+            await turns(client, warm, 1, LARGE)  # every code path once, before measuring
+            gc.collect()
+            tracemalloc.start()
+            before = tracemalloc.get_traced_memory()[0]
+            chats = [warm]
+            for _ in range(SESSIONS):
+                _, chat = await new_session(client)
+                await client.call("subscribe", {"channel": chat})
+                await turns(client, chat, TURNS_EACH, LARGE)
+                chats.append(chat)
+            for chat in chats:
+                await client.notify("unsubscribe", {"channel": chat})
+            await client.call("ping")
+            clock.advance(grace)  # the channels close...
+            await client.call("ping")
+            clock.advance(30.0)  # ...then the sessions, idle and unwatched, leave memory
+            assert await asyncio.to_thread(released.all.wait, 10)
+            client.notifications.clear()
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0] - before
+            tracemalloc.stop()
+        assert held < 4_000_000, f"{held / 1e6:.1f} MB held after {SESSIONS * TURNS_EACH} turns"
+
+    try:
+        run(host, body)
+    finally:
+        host.stop()
