@@ -10,6 +10,7 @@ Invariants:
    call's arguments), one character a byte, plus a fixed overhead for the
    objects. A chat snapshot weighs only the overhead: its state is the chat's
    own, shared, not a copy. A delta, most of a stream, is weighed without a walk.
+3. `value_bytes(value)` weighs any value's strings alike (a fetched turn).
 """
 
 from collections.abc import Callable
@@ -38,6 +39,11 @@ def event_bytes(event: object) -> int:
     if weigh is None:
         weigh = _WEIGHTS[kind] = _walker(kind)
     return EVENT_OVERHEAD + weigh(event)
+
+
+def value_bytes(value: object) -> int:
+    """An estimate of the bytes a value (a turn, a message) holds in its strings."""
+    return _strings(value, _DEPTH + 2)
 
 
 def _walker(kind: type) -> Callable[[Any], int]:

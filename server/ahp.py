@@ -25,7 +25,7 @@ import itertools
 import json
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -47,7 +47,8 @@ from agenthost.messages.events import (
     TurnStarted,
 )
 from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
-from agenthost.messages.state import PendingKind, SessionSummary
+from agenthost.messages.sizes import value_bytes
+from agenthost.messages.state import PendingKind, SessionSummary, Turn
 from agenthost.messages.wire import to_wire
 from agenthost.server.channels import (
     CHAT_PREFIX,
@@ -90,6 +91,7 @@ class Limits:
     rate: float = 200.0  # messages per second, sustained
     burst: int = 400
     page: int = 100
+    page_bytes: int = 8 << 20  # a fetched page stops before this many bytes (one turn at least)
     client_tool_grace_s: float = 30.0
     # A chat channel nobody follows is closed after this, so its session can
     # leave memory (a client reconnecting within it finds the channel open).
@@ -955,10 +957,10 @@ class Connection:
         _, chat = await self.server.chat(uri.removeprefix(CHAT_PREFIX), self.identity)
         turns = (await chat.state()).turns
         cursor = _cursor(params)
-        limit = _limit(params, self.limits.page)
-        result: dict[str, Any] = {"turns": [to_wire(t) for t in turns[cursor : cursor + limit]]}
-        if cursor + limit < len(turns):
-            result["nextCursor"] = str(cursor + limit)
+        page = bytes_page(turns[cursor : cursor + _limit(params, self.limits.page)], self.limits)
+        result: dict[str, Any] = {"turns": [to_wire(t) for t in page]}
+        if cursor + len(page) < len(turns):
+            result["nextCursor"] = str(cursor + len(page))
         return result
 
     async def _reconnect(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -1151,6 +1153,16 @@ def _listed(summary: SessionSummary) -> dict[str, Any]:
 
 def _summary(uri: str, state: Mapping[str, Any]) -> dict[str, Any]:
     return {"resource": uri, **{k: state[k] for k in ("provider", "title", "status")}}
+
+
+def bytes_page(turns: Sequence[Turn], limits: Limits) -> Sequence[Turn]:
+    """The first of `turns` that fit in `limits.page_bytes` (the first one always)."""
+    size = 0
+    for count, turn in enumerate(turns):
+        size += value_bytes(turn)
+        if count and size > limits.page_bytes:
+            return turns[:count]
+    return turns
 
 
 def _default_provider(connection: Connection) -> str:

@@ -130,3 +130,25 @@ def test_after_sixty_large_turns_and_their_sessions_released_the_server_holds_no
         run(host, body)
     finally:
         host.stop()
+
+
+def test_a_fetched_page_stops_at_its_bytes_and_its_cursor_says_where_to_go_on(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            for n in range(3):  # each turn ~200 KB: its message and its echo
+                await client.dispatch(chat, turn(f"{n} " + "x" * 100_000, f"t{n}"))
+                await client.wait_for(action_of("chat/turnComplete", turnId=f"t{n}"))
+            pages, cursor = [], None
+            while True:
+                params = {"channel": chat, **({"cursor": cursor} if cursor else {})}
+                page = await client.call("fetchTurns", params)
+                pages.append([t["id"] for t in page["turns"]])
+                cursor = page.get("nextCursor")
+                if cursor is None:
+                    break
+            assert pages == [["t0"], ["t1"], ["t2"]]
+            small = await client.call("fetchTurns", {"channel": chat, "limit": 1})
+            assert [t["id"] for t in small["turns"]] == ["t0"] and small["nextCursor"] == "1"
+
+    run(host, body, Limits(page_bytes=250_000))
