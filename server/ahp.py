@@ -88,6 +88,7 @@ class Limits:
     replay: int = 10_000
     replay_bytes: int = 32 << 20  # the replay buffer's envelopes, server-wide, in bytes
     outbox: int = 10_000  # queued outgoing messages before a slow client is cut off
+    outbox_bytes: int = 64 << 20  # ...and queued outgoing bytes (a connection's send buffer)
     rate: float = 200.0  # messages per second, sustained
     burst: int = 400
     page: int = 100
@@ -635,7 +636,9 @@ class Connection:
         self.client_id: str | None = None
         self.version: str | None = None
         self.channels: set[str] = set()
-        self._out: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(self.limits.outbox)
+        # Frames to send, as text: bounded in count and in bytes (`_out_bytes`).
+        self._out: asyncio.Queue[str | None] = asyncio.Queue(self.limits.outbox)
+        self._out_bytes = 0
         # A client's actions take effect in the order it sent them.
         self._dispatches: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self.limits.outbox)
         self._tokens = float(self.limits.burst)
@@ -655,14 +658,22 @@ class Connection:
 
     # -- output ------------------------------------------------------------------------
     def offer(self, message: dict[str, Any]) -> None:
-        """Queue a message; a client too slow to take it is cut off."""
+        """Queue a message; a client too slow to take it is cut off (past
+        `Limits.outbox` messages or `outbox_bytes` bytes queued; a message alone
+        is always queued, however large)."""
         if self._cut:
             return
+        text = json.dumps(message)
         try:
-            self._out.put_nowait(message)
+            if self._out_bytes and self._out_bytes + len(text) > self.limits.outbox_bytes:
+                raise asyncio.QueueFull
+            self._out.put_nowait(text)
+            self._out_bytes += len(text)
         except asyncio.QueueFull:
             self._cut = True
-            self._log.warning("slow_client_cut_off", queued=self._out.qsize())
+            self._log.warning(
+                "slow_client_cut_off", queued=self._out.qsize(), queued_bytes=self._out_bytes
+            )
             closing = asyncio.get_running_loop().create_task(
                 self.ws.close(code=1008, message=b"too slow")
             )
@@ -673,12 +684,13 @@ class Connection:
         while not self._out.empty():
             queued = self._out.get_nowait()
             if queued is not None:
-                await self.ws.send_str(json.dumps(queued))
+                await self.ws.send_str(queued)
         await self.ws.send_str(json.dumps(last))
 
     async def _writer(self) -> None:
-        while (message := await self._out.get()) is not None:
-            await self.ws.send_str(json.dumps(message))
+        while (text := await self._out.get()) is not None:
+            await self.ws.send_str(text)
+            self._out_bytes -= len(text)
 
     # -- input -------------------------------------------------------------------------
     async def _dispatcher(self) -> None:

@@ -14,6 +14,8 @@ import pytest
 import structlog
 
 from agenthost.actors import Host, HostLimits
+from agenthost.messages import TurnState
+from agenthost.messages.events import TurnCompleted
 from agenthost.providers.scripted import ScriptedProvider
 from agenthost.server.ahp import Limits
 from agenthost.store import SqliteStore
@@ -152,3 +154,33 @@ def test_a_fetched_page_stops_at_its_bytes_and_its_cursor_says_where_to_go_on(ho
             assert [t["id"] for t in small["turns"]] == ["t0"] and small["nextCursor"] == "1"
 
     run(host, body, Limits(page_bytes=250_000))
+
+
+def test_a_client_whose_send_buffer_passes_its_bytes_is_cut_off_and_the_turn_goes_on(
+    host: Host,
+) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as slow:
+            chat = await followed_chat(slow)
+            await slow.dispatch(chat, turn("x" * 600_000, "t-big"))  # its echo: 10 x 60 KB
+            await asyncio.wait_for(slow.closed.wait(), 10)
+            assert slow.ws.close_code == 1008
+        chat_id = chat.removeprefix("ahp-chat:/")
+        found = await asyncio.to_thread(host.find_session, chat_id=chat_id)
+        assert found is not None
+        outcome = await asyncio.to_thread(turn_outcome, host, found.id, chat_id)
+        assert outcome == ("t-big", TurnState.COMPLETE)  # the cut held nothing back
+
+    run(host, body, Limits(outbox_bytes=200_000))
+
+
+def turn_outcome(host: Host, session_id: str, chat_id: str) -> tuple[str, TurnState]:
+    """The chat's last turn once it ended (its end is awaited through a subscription)."""
+    chat = host.open_session(session_id).chat(chat_id)
+    events = chat.subscribe()
+    if chat.state().active_turn is not None:
+        while not isinstance(events.next(10), TurnCompleted):
+            pass
+    events.close()
+    last = chat.state().turns[-1]
+    return last.id, last.state
