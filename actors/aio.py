@@ -299,11 +299,13 @@ class AsyncChat:
         timeout: float = DEFAULT_TIMEOUT,
         maxsize: int | None = None,
         keep_state: bool = False,
+        max_bytes: int | None = None,
     ) -> Subscription:
         """Events of this chat (an async iterator): first a ChatSnapshot, then live
         events (`Chat.subscribe`). A call that fails or is cancelled leaves
         nothing attached."""
-        return await run_async(calls.subscribe(self._handle, maxsize, keep_state), timeout)
+        subscribing = calls.subscribe(self._handle, maxsize, keep_state, max_bytes)
+        return await run_async(subscribing, timeout)
 
     async def send(
         self,

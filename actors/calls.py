@@ -400,7 +400,10 @@ def create_chat(session: SessionHandle) -> Call[ChatHandle]:
 
 
 def subscribe(
-    chat: ChatHandle, maxsize: int | None, keep_state: bool = False
+    chat: ChatHandle,
+    maxsize: int | None,
+    keep_state: bool = False,
+    max_bytes: int | None = None,
 ) -> Call[Subscription]:
     """A subscription (first a snapshot, then live events); a call that fails
     leaves nothing attached."""
@@ -409,7 +412,7 @@ def subscribe(
         maxsize or services.subscriber_queue_size,
         session_id=chat.session.session_id,
         chat_id=chat.chat_id,
-        max_bytes=services.limits.subscriber_queue_bytes,
+        max_bytes=max_bytes or services.limits.subscriber_queue_bytes,
         keep_state=keep_state,
     )
 

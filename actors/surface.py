@@ -351,13 +351,16 @@ class Chat:
         timeout: float = DEFAULT_TIMEOUT,
         maxsize: int | None = None,
         keep_state: bool = False,
+        max_bytes: int | None = None,
     ) -> Subscription:
         """Events of this chat: first a ChatSnapshot, then live events. It holds at
         most `maxsize` unread events (default: the host's subscriber_queue_size)
-        and HostLimits.subscriber_queue_bytes; past either it gets Lagged and is
-        closed. With `keep_state`, `Subscription.state` is the chat's own state as
-        of the last event read (a mirror of the chat that shares its text)."""
-        return run_sync(calls.subscribe(self._handle, maxsize, keep_state), timeout)
+        and `max_bytes` of them (default: HostLimits.subscriber_queue_bytes); past
+        either it gets Lagged and is closed. With `keep_state`,
+        `Subscription.state` is the chat's own state as of the last event read (a
+        mirror of the chat that shares its text)."""
+        subscribing = calls.subscribe(self._handle, maxsize, keep_state, max_bytes)
+        return run_sync(subscribing, timeout)
 
     def send(
         self,

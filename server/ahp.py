@@ -87,6 +87,7 @@ class Limits:
     subscriptions: int = 256
     replay: int = 10_000
     replay_bytes: int = 32 << 20  # the replay buffer's envelopes, server-wide, in bytes
+    channel_bytes: int = 256 << 20  # a chat channel's unread events (its pump never lags)
     outbox: int = 10_000  # queued outgoing messages before a slow client is cut off
     outbox_bytes: int = 64 << 20  # ...and queued outgoing bytes (a connection's send buffer)
     rate: float = 200.0  # messages per second, sustained
@@ -474,7 +475,9 @@ class AhpServer:
         )
         self._channels[uri] = channel
         try:
-            subscription = await chat.subscribe(maxsize=1_000_000, keep_state=True)
+            subscription = await chat.subscribe(
+                maxsize=1_000_000, max_bytes=self.limits.channel_bytes, keep_state=True
+            )
         except BaseException:
             channel.abandon()
             raise

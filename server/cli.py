@@ -338,14 +338,18 @@ def _reading(spec: str | None) -> Iterator["Store"]:
 
 
 def _start_host(
-    store: "Store", providers: dict[str, Any] | None = None, *, say_created: bool = True
+    store: "Store",
+    providers: dict[str, Any] | None = None,
+    *,
+    say_created: bool = True,
+    limits: Any = None,
 ) -> Any:
     """A host on the store; a store it cannot open is one line. A store made
     new is said on stderr (unless the caller says it)."""
     from agenthost.actors import Host
 
     try:
-        host = Host.start(store=store, providers=providers)
+        host = Host.start(store=store, providers=providers, limits=limits)
     except AgentHostError as error:
         if error.code is ErrorCode.STORE_ERROR and "in use" in error.message:
             raise CliError(
@@ -532,11 +536,21 @@ def serve(
     ),
     token_file: Path | None = typer.Option(None, help=TOKEN_FILE_HELP),
     drain_s: float = typer.Option(30.0, min=0, help="how long running turns may finish on stop"),
+    max_message_bytes: int = typer.Option(
+        1 << 20, min=1, help="a message's text, UTF-8 (HostLimits.message_bytes)"
+    ),
+    send_buffer_bytes: int = typer.Option(
+        64 << 20, min=1, help="a connection's queued frames before it is cut off"
+    ),
+    replay_bytes: int = typer.Option(32 << 20, min=1, help="the reconnect replay buffer"),
+    page_bytes: int = typer.Option(8 << 20, min=1, help="a fetchTurns page"),
 ) -> None:
     """Serve the Agent Host Protocol over WebSocket at /ahp, the web page at /
     (and /healthz, /metrics). Prints the store, the providers and a URL that
-    opens the page signed in."""
+    opens the page signed in. Limits are in bytes."""
+    from agenthost.actors import HostLimits
     from agenthost.providers import ScriptedProvider
+    from agenthost.server.ahp import Limits
     from agenthost.server.serve import ServeConfig, new_token, read_tokens
     from agenthost.server.serve import serve as run_server
 
@@ -567,7 +581,13 @@ def serve(
     else:
         generated = new_token()
         tokens = {generated: "local"}
-    running = _start_host(chosen, configured, say_created=False)
+    running = _start_host(
+        chosen, configured, say_created=False, limits=HostLimits(message_bytes=max_message_bytes)
+    )
+    limits = Limits(
+        outbox_bytes=send_buffer_bytes, replay_bytes=replay_bytes, page_bytes=page_bytes
+    )
+    config = ServeConfig(host=host, port=port, drain_s=drain_s, limits=limits)
     new = " (created now)" if chosen.created else ""
 
     def ready(url: str) -> None:
@@ -583,9 +603,7 @@ def serve(
         sys.stdout.flush()
 
     try:
-        asyncio.run(
-            run_server(running, tokens, ServeConfig(host=host, port=port, drain_s=drain_s), ready)
-        )
+        asyncio.run(run_server(running, tokens, config, ready))
     except OSError as error:
         raise _listen_error(host, port, error) from None
     finally:

@@ -4,12 +4,16 @@ and what passed through the server is not held once its sessions left memory."""
 import asyncio
 import gc
 import logging
+import signal
+import subprocess
+import sys
 import threading
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import structlog
 
@@ -20,7 +24,7 @@ from agenthost.providers.scripted import ScriptedProvider
 from agenthost.server.ahp import Limits
 from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
-from tests.server.ahp_client import AhpClient, Server, action_of
+from tests.server.ahp_client import TOKEN, AhpClient, Server, action_of
 from tests.server.test_ahp import by_origin, followed_chat, new_session, run, turn
 
 
@@ -184,3 +188,38 @@ def turn_outcome(host: Host, session_id: str, chat_id: str) -> tuple[str, TurnSt
     events.close()
     last = chat.state().turns[-1]
     return last.id, last.state
+
+
+def test_serve_takes_its_limits_in_bytes_from_its_flags(tmp_path: Path) -> None:
+    (tmp_path / "tokens").write_text(f"{TOKEN} alice\n")
+    options = ["--port", "0", "--store", str(tmp_path / "served.db")]
+    options += ["--token-file", str(tmp_path / "tokens"), "--max-message-bytes", "100"]
+    options += ["--send-buffer-bytes", "1000000", "--replay-bytes", "1000000"]
+    options += ["--page-bytes", "1000000"]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "agenthost.server.cli", "serve", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    async def refused(url: str) -> str:
+        async with aiohttp.ClientSession() as http:
+            ws = await http.ws_connect(url, headers={"Authorization": f"Bearer {TOKEN}"})
+            client = AhpClient(ws)
+            try:
+                chat = await followed_chat(client)
+                sent = await client.dispatch(chat, turn("x" * 101))
+                reason: str = (await client.wait_for(by_origin(sent)))["params"]["rejectionReason"]
+                return reason
+            finally:
+                await ws.close()
+
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().split("serving AHP at ", 1)[1].split()[0]
+        reason = asyncio.run(refused(url))
+        assert reason.endswith("at most 100 (HostLimits.message_bytes)")
+    finally:
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=20) == 0
