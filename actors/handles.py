@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+import attrs
+
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.runtime import current_runtime
 from agenthost.messages.commands import TurnOutcome
@@ -25,6 +27,14 @@ from agenthost.messages.events import ChatEvent, Lagged
 from agenthost.messages.sizes import event_bytes
 from agenthost.messages.state import ChatState
 from agenthost.providers.base import LoopCalls
+
+
+@attrs.frozen(kw_only=True)
+class _StateMark:
+    """The chat's state once `after` events in all have been handed out."""
+
+    after: int
+    state: ChatState
 
 
 class Subscription:
@@ -49,8 +59,7 @@ class Subscription:
         self._sizes: deque[int] = deque()  # each queued event's weight (with max_bytes)
         self.queued_bytes = 0
         self._keep_state = keep_state
-        # With keep_state: (events handed out once it applies, the state then).
-        self._marks: deque[tuple[int, ChatState]] = deque()
+        self._marks: deque[_StateMark] = deque()  # with keep_state
         self._pushed = 0
         self._taken = 0
         self.state: ChatState | None = None
@@ -97,7 +106,7 @@ class Subscription:
                 if self._keep_state:
                     self._pushed += len(events)
                     if state is not None:
-                        self._marks.append((self._pushed, state))
+                        self._marks.append(_StateMark(after=self._pushed, state=state))
             self._wake()
             return not self._closed
 
@@ -114,8 +123,8 @@ class Subscription:
         if self._keep_state:
             self._taken += 1
             marks = self._marks
-            while marks and marks[0][0] <= self._taken:
-                self.state = marks.popleft()[1]
+            while marks and marks[0].after <= self._taken:
+                self.state = marks.popleft().state
         return event
 
     def close(self) -> None:
