@@ -804,6 +804,11 @@ class Connection:
         except AgentHostError as error:
             self.offer(_error(request_id, _from_host_error(error)))
             return
+        except TimeoutError:  # the host is busy: an answer, not a traceback a request
+            self._log.warning("request_timed_out", method=method)
+            busy = RpcError(SERVER_ERROR, "the host did not answer in time")
+            self.offer(_error(request_id, busy))
+            return
         except Exception:
             self._log.exception("request_failed", method=method)
             self.offer(_error(request_id, RpcError(SERVER_ERROR, "internal error")))

@@ -121,6 +121,13 @@ class LogLevel(enum.StrEnum):
 
 def configure_logging(level: str) -> None:
     structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=False),
+            # A plain traceback: the default (rich, with every frame's locals) put
+            # prompt text in the log and took the server's loop for seconds each.
+            structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback),
+        ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )

@@ -16,15 +16,17 @@ from typing import Any
 import aiohttp
 import pytest
 import structlog
+import structlog.testing
 
 from agenthost.actors import Host, HostLimits
+from agenthost.actors.aio import AsyncHost
 from agenthost.messages import TurnState
 from agenthost.messages.events import TurnCompleted
 from agenthost.providers.scripted import ScriptedProvider
 from agenthost.server.ahp import Limits
 from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
-from tests.server.ahp_client import TOKEN, AhpClient, Server, action_of
+from tests.server.ahp_client import TOKEN, AhpClient, RpcFailed, Server, action_of
 from tests.server.test_ahp import by_origin, followed_chat, new_session, run, turn
 
 
@@ -223,3 +225,40 @@ def test_serve_takes_its_limits_in_bytes_from_its_flags(tmp_path: Path) -> None:
     finally:
         child.send_signal(signal.SIGTERM)
         assert child.wait(timeout=20) == 0
+
+
+def test_a_request_the_host_does_not_answer_in_time_is_an_error_not_a_traceback(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def busy(self: object, **_: object) -> None:
+        raise TimeoutError("no reply to ListSessionRows within 10.0 s")
+
+    monkeypatch.setattr(AsyncHost, "list_sessions", busy)
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            with structlog.testing.capture_logs() as logs, pytest.raises(RpcFailed) as refused:
+                await client.call("listSessions")
+            assert (refused.value.code, str(refused.value)) == (
+                -32000,
+                "the host did not answer in time",
+            )
+            assert [e["event"] for e in logs] == ["request_timed_out"]
+            assert await client.call("ping") == {}
+
+    run(host, body)
+
+
+def test_a_logged_exception_shows_no_frame_s_locals(capsys: pytest.CaptureFixture[str]) -> None:
+    from agenthost.server.cli import configure_logging
+
+    configure_logging("error")
+    prompt = "the user's private prompt"
+    try:
+        raise ValueError(f"{len(prompt)} characters")
+    except ValueError:
+        structlog.get_logger("agenthost.test").exception("request_failed")
+    logged = capsys.readouterr().err
+    assert "Traceback" in logged and "ValueError: 25 characters" in logged
+    assert prompt not in logged
