@@ -3,9 +3,10 @@
 `python -m benchmarks soak [--minutes 20] [--users 300] [--out FOLDER] [--port P]`
 starts `agenthost serve` on loopback (a new SQLite store, the scripted provider
 at 10 deltas x 50 ms, ten identities) and drives it with simulated users, each
-a loop of: connect and initialize (a new clientId each time), reopen one of
-its identity's sessions found through `listSessions` or create one, subscribe
-to its chat, run 1-5 paced turns of ~100 KB messages, sometimes queueing a
+a loop of: connect and initialize (a new clientId each time), call
+`listSessions` (as a sidebar would), reopen one of its own latest sessions
+(while it has fewer than 12 turns) or create one, subscribe to its chat, run
+1-5 paced turns of ~100 KB messages, sometimes queueing a
 message, steering, dispatching a second turn while one runs (it is queued
 under its id), cancelling, or dropping the connection mid-turn; then leave
 and come back later.
@@ -59,6 +60,8 @@ GROWTH_LIMIT_MB = 100.0
 IDLE_LIMIT_MB = 150.0
 KEPT_THROUGHPUT = 0.9
 CALLS = ("listSessions", "subscribe", "turn")
+MINE = 5  # a user returns to one of its latest five sessions...
+LONG = 12  # ...while it has fewer than twelve turns
 
 
 @attrs.frozen(kw_only=True)
@@ -174,6 +177,7 @@ class User:
         self.tally = tally
         self.random = random.Random(config.seed * 100_003 + number)
         self.visits = 0
+        self.mine: list[str] = []  # the sessions it created, latest last (its sidebar's top)
         filler = "lorem ipsum dolor sit amet " * (config.message_bytes // 27 + 1)
         self.filler = filler[: config.message_bytes]
 
@@ -210,11 +214,14 @@ class User:
 
     async def open_chat(self, connection: AhpConnection) -> SoakChat:
         started = time.monotonic()
-        listed = await connection.call("listSessions", {"limit": 20}, CALL_WAIT_S)
+        await connection.call("listSessions", {"limit": 20}, CALL_WAIT_S)  # the sidebar
         self.tally.took("listSessions", started)
-        items = listed.get("items") or []
-        if items and self.random.random() < 0.5:
-            session = self.random.choice(items)["resource"]
+        # A user goes back to one of its own latest conversations while it is
+        # short (listSessions pages oldest first: picking from its first page sent
+        # half of all turns to the same 200 sessions, whose snapshots grew to MBs).
+        recent = self.mine[-MINE:]
+        if recent and self.random.random() < 0.5:
+            session = self.random.choice(recent)
             state = (await connection.call("subscribe", {"channel": session}, CALL_WAIT_S))[
                 "snapshot"
             ]["state"]
@@ -223,11 +230,14 @@ class User:
             session = f"ahp-session:/{uuid.uuid4()}"
             created = await connection.call("createSession", {"channel": session}, CALL_WAIT_S)
             uri = created["state"]["defaultChat"]
+            self.mine.append(session)
         chat = SoakChat(uri.removeprefix("ahp-chat:/"), self.tally)
         connection.chats[uri] = chat  # type: ignore[assignment]
         started = time.monotonic()
         snapshot = (await connection.call("subscribe", {"channel": uri}, CALL_WAIT_S))["snapshot"]
         self.tally.took("subscribe", started)
+        if len(snapshot["state"].get("turns") or ()) >= LONG:
+            self.mine.remove(session)  # long enough: the next visit starts a new one
         active = (snapshot["state"].get("activeTurn") or {}).get("id")
         if active:  # left running by a dropped connection: let it end
             await _wait(chat.ending(active))
