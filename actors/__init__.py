@@ -25,6 +25,7 @@ Session, Chat, TurnHandle; agenthost.actors.aio for asyncio). Invariants:
 from agenthost.actors.clock import SystemClock
 from agenthost.actors.context import Departure
 from agenthost.actors.handles import Subscription
+from agenthost.actors.limits import HostLimits
 from agenthost.actors.pool import PooledRuntime
 from agenthost.actors.runtime import use_runtime
 from agenthost.actors.supervisor import RestartPolicy
@@ -35,6 +36,7 @@ __all__ = [
     "Chat",
     "Departure",
     "Host",
+    "HostLimits",
     "PooledRuntime",
     "RestartPolicy",
     "Session",

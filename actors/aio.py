@@ -32,6 +32,7 @@ from agenthost.actors.context import Departure, Lifecycle, Services
 from agenthost.actors.contributions import Contribution
 from agenthost.actors.handles import Subscription
 from agenthost.actors.input_answers import Given, given_all
+from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import (
     ClaimClient,
     FindClient,
@@ -109,6 +110,7 @@ class AsyncHost:
         subscriber_queue_size: int = 10_000,
         contributions: Sequence[type[Contribution]] = (),
         rare_full_collections: bool = True,
+        limits: HostLimits | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> "AsyncHost":
         """`Host.start`: the store opens on its own thread while the loop goes on."""
@@ -125,6 +127,7 @@ class AsyncHost:
             subscriber_queue_size,
             contributions,
             rare_full_collections,
+            limits,
         )
         return cls(await run_async(starting, timeout))
 
@@ -350,11 +353,18 @@ class AsyncChat:
         return await run_async(chat_call(self._handle, message), timeout)
 
     async def subscribe(
-        self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None
+        self,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        maxsize: int | None = None,
+        keep_state: bool = False,
+        max_bytes: int | None = None,
     ) -> Subscription:
         """Events of this chat (an async iterator): first a ChatSnapshot, then live
-        events. A call that fails or is cancelled leaves nothing attached."""
-        return await run_async(calls.subscribe(self._handle, maxsize), timeout)
+        events (`Chat.subscribe`). A call that fails or is cancelled leaves
+        nothing attached."""
+        subscribing = calls.subscribe(self._handle, maxsize, keep_state, max_bytes)
+        return await run_async(subscribing, timeout)
 
     async def send(
         self,
@@ -399,7 +409,7 @@ class AsyncChat:
     async def edit_pending(
         self, pending_id: str, text: str, *, timeout: float = DEFAULT_TIMEOUT
     ) -> PendingMessage:
-        calls.check_text(text)
+        calls.check_text(text, self._handle.session.core.services.limits)
         edited: PendingMessage = await self._call(
             EditPendingMessage(pending_id=pending_id, text=text), timeout
         )
@@ -445,8 +455,15 @@ class AsyncChat:
         diagnostics: TurnDiagnostics | None = await self._call(GetDiagnostics(), timeout)
         return diagnostics
 
-    async def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
-        return bool(await self._call(CancelTurn(), timeout))
+    async def cancel(
+        self,
+        turn_id: str | None = None,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> bool:
+        command = CancelTurn(turn_id=turn_id, client_id=client_id)
+        return bool(await self._call(command, timeout))
 
     async def truncate(
         self, turn_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT

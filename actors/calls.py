@@ -34,6 +34,13 @@ from agenthost.actors.context import Services
 from agenthost.actors.deadlines import Deadlines
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.handles import Subscription, Ticket
+from agenthost.actors.limits import (
+    HostLimits,
+    check_attachment,
+    check_attachment_count,
+    too_large,
+)
+from agenthost.actors.limits import check_text as check_message_text
 from agenthost.actors.protocol import (
     AdoptSession,
     GetChat,
@@ -396,11 +403,22 @@ def create_chat(session: SessionHandle) -> Call[ChatHandle]:
     return ChatHandle(session, info.chat_id, info.ref)
 
 
-def subscribe(chat: ChatHandle, maxsize: int | None) -> Call[Subscription]:
+def subscribe(
+    chat: ChatHandle,
+    maxsize: int | None,
+    keep_state: bool = False,
+    max_bytes: int | None = None,
+) -> Call[Subscription]:
     """A subscription (first a snapshot, then live events); a call that fails
     leaves nothing attached."""
-    size = maxsize or chat.session.core.services.subscriber_queue_size
-    subscription = Subscription(size, session_id=chat.session.session_id, chat_id=chat.chat_id)
+    services = chat.session.core.services
+    subscription = Subscription(
+        maxsize or services.subscriber_queue_size,
+        session_id=chat.session.session_id,
+        chat_id=chat.chat_id,
+        max_bytes=max_bytes or services.limits.subscriber_queue_bytes,
+        keep_state=keep_state,
+    )
 
     def detach(sub: Subscription) -> None:
         with contextlib.suppress(pykka.ActorDeadError):
@@ -423,13 +441,19 @@ def send(
     pending_id: str | None,
     attachments: Sequence[str | os.PathLike[str]],
 ) -> Call[Ticket]:
-    check_text(text)
+    limits = chat.session.core.services.limits
+    check_text(text, limits)
+    paths = tuple(attachments)
+    check_attachment_count(limits, len(paths))
+    read = tuple(read_attachment(path, limits.attachment_bytes) for path in paths)
+    for attachment in read:
+        check_attachment(limits, attachment)
     command = SendMessage(
         text=text,
         client_id=client_id,
         turn_id=turn_id,
         pending_id=pending_id,
-        attachments=tuple(read_attachment(path) for path in attachments),
+        attachments=read,
     )
     ticket: Ticket = yield from chat_call(chat, command)
     return ticket
@@ -438,7 +462,7 @@ def send(
 def steer(
     chat: ChatHandle, text: str, client_id: str | None, pending_id: str | None
 ) -> Call[PendingMessage]:
-    check_text(text)
+    check_text(text, chat.session.core.services.limits)
     command = SteerMessage(text=text, client_id=client_id, pending_id=pending_id)
     reply: SteerReply = yield from chat_call(chat, command)
     if reply.ticket is not None and reply.ticket.outcome.done():
@@ -452,20 +476,20 @@ EXPORT_FORMAT = 1
 MAX_ATTACHMENT_BYTES = 1 << 20
 
 
-def read_attachment(path: str | os.PathLike[str]) -> Attachment:
+def read_attachment(
+    path: str | os.PathLike[str], max_bytes: int = MAX_ATTACHMENT_BYTES
+) -> Attachment:
     """A text file as an attachment (on the caller's thread: the surface's I/O).
 
     Raises:
-        AgentHostError: INVALID_ARGUMENT naming the file: missing, too large, not UTF-8.
+        AgentHostError: TOO_LARGE for a file over `max_bytes` (not read);
+            INVALID_ARGUMENT naming the file: missing, not UTF-8.
     """
     file = Path(path)
     try:
         size = file.stat().st_size
-        if size > MAX_ATTACHMENT_BYTES:
-            raise AgentHostError(
-                code=ErrorCode.INVALID_ARGUMENT,
-                message=f"attachment {file}: {size} bytes; at most {MAX_ATTACHMENT_BYTES}",
-            )
+        if size > max_bytes:
+            raise too_large(f"attachment {file}", size, max_bytes, "attachment_bytes")
         return Attachment(name=file.name, text=file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
         raise AgentHostError(
@@ -473,6 +497,14 @@ def read_attachment(path: str | os.PathLike[str]) -> Attachment:
         ) from None
 
 
-def check_text(text: object) -> None:
+def check_text(text: object, limits: HostLimits | None = None) -> None:
+    """A message's text: a string, within `limits` (HostLimits.message_bytes).
+
+    Raises:
+        AgentHostError: INVALID_ARGUMENT for a value that is not a string,
+            TOO_LARGE for one over the limit.
+    """
     if not isinstance(text, str):
         raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message="text must be a string")
+    if limits is not None:
+        check_message_text(limits, text)

@@ -346,9 +346,16 @@ class ChatCore(HostedActor):
 
     # -- pending messages ------------------------------------------------------------------
     def _add_pending(
-        self, kind: PendingKind, message: UserMessage, origin: Origin, pending_id: str | None
+        self,
+        kind: PendingKind,
+        message: UserMessage,
+        origin: Origin,
+        pending_id: str | None,
+        turn_id: str | None = None,
     ) -> PendingMessage:
-        pending = PendingMessage(id=pending_id or new_id(), kind=kind, message=message)
+        pending = PendingMessage(
+            id=pending_id or new_id(), kind=kind, message=message, turn_id=turn_id
+        )
         self._apply(self._stamp(PendingMessageAdded(pending=pending)), origin=origin)
         position = len(
             self._state.steering_messages
@@ -374,7 +381,7 @@ class ChatCore(HostedActor):
             ),
             origin=origin,
         )
-        self._write(DeletePending(pending_id=pending.id))
+        self._write(DeletePending(chat_id=self.chat_id, pending_id=pending.id))
 
     def _save_queue_positions(self) -> None:
         for position, pending in enumerate(self._state.queued_messages):
@@ -427,7 +434,7 @@ class ChatCore(HostedActor):
         turn_id = turn_id or chosen_id or new_id()
         history = self._state.turns
         if from_pending is not None and self._pending(from_pending) is not None:
-            self._write(DeletePending(pending_id=from_pending))
+            self._write(DeletePending(chat_id=self.chat_id, pending_id=from_pending))
         self._apply(
             self._stamp(
                 TurnStarted(turn_id=turn_id, message=message, queued_message_id=from_pending)

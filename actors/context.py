@@ -17,6 +17,7 @@ import structlog
 from pykka import ActorRef
 
 from agenthost.actors.clock import Clock
+from agenthost.actors.limits import HostLimits
 from agenthost.providers.base import Provider, ProviderLoop, RetryPolicy
 
 log = structlog.get_logger(__name__)
@@ -154,5 +155,6 @@ class Services:
     entries: SessionEntries = attrs.field(factory=SessionEntries)
     lifecycle: Lifecycle = attrs.field(factory=Lifecycle)
     departures: Departures = attrs.field(factory=Departures)
+    limits: HostLimits = attrs.field(factory=HostLimits)
     contributions: Any = None  # the Dispatcher (actors.contributions), set at start
     mementos: Any = None  # the MementoCache, set at start

@@ -1,10 +1,14 @@
 """Thread-safe endpoints the actors write to and the surface reads from.
 
 `Subscription` is a chat subscriber's bounded queue: the chat actor pushes
-without ever blocking; a subscriber that falls `maxsize` events behind gets
-`Lagged` and is closed, so it never slows the host. `Ticket` is a send's
-reply: the turn id once the turn starts, and the outcome once it ended and
-was committed.
+without ever blocking; a subscriber that falls `maxsize` events or
+`max_bytes` bytes behind (events weighed by messages/sizes.py) gets `Lagged`
+and is closed, so it never slows the host. A subscription made with
+`keep_state` also keeps the chat's published state as of the last event it
+handed out (`state`), so a reader that needs the state (the AHP server's
+channel) takes the chat's own, sharing its text, instead of reducing a copy.
+`Ticket` is a send's reply: the turn id once the turn starts, and the
+outcome once it ended and was committed.
 """
 
 import asyncio
@@ -14,11 +18,23 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+import attrs
+
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.runtime import current_runtime
 from agenthost.messages.commands import TurnOutcome
 from agenthost.messages.events import ChatEvent, Lagged
+from agenthost.messages.sizes import event_bytes
+from agenthost.messages.state import ChatState
 from agenthost.providers.base import LoopCalls
+
+
+@attrs.frozen(kw_only=True)
+class _StateMark:
+    """The chat's state once `after` events in all have been handed out."""
+
+    after: int
+    state: ChatState
 
 
 class Subscription:
@@ -28,9 +44,25 @@ class Subscription:
     the subscription is closed and drained.
     """
 
-    def __init__(self, maxsize: int, session_id: str = "", chat_id: str = "") -> None:
+    def __init__(
+        self,
+        maxsize: int,
+        session_id: str = "",
+        chat_id: str = "",
+        *,
+        max_bytes: int | None = None,
+        keep_state: bool = False,
+    ) -> None:
         self._events: deque[ChatEvent] = deque()
         self._maxsize = maxsize
+        self._max_bytes = max_bytes
+        self._sizes: deque[int] = deque()  # each queued event's weight (with max_bytes)
+        self.queued_bytes = 0
+        self._keep_state = keep_state
+        self._marks: deque[_StateMark] = deque()  # with keep_state
+        self._pushed = 0
+        self._taken = 0
+        self.state: ChatState | None = None
         self._cond = threading.Condition()
         self._closed = False
         self._async_waiters: list[tuple[LoopCalls, asyncio.Future[None]]] = []
@@ -43,12 +75,17 @@ class Subscription:
         """Queue an event; False once closed (the actor then forgets it)."""
         return self.push_many((event,))
 
-    def push_many(self, events: Sequence[ChatEvent]) -> bool:
-        """Queue events in order, waking the reader once; False once closed."""
+    def push_many(self, events: Sequence[ChatEvent], state: ChatState | None = None) -> bool:
+        """Queue events in order, waking the reader once; False once closed.
+        `state`: the chat's published state once these events apply."""
         with self._cond:
             if self._closed:
                 return False
             room = max(self._maxsize - len(self._events), 0)
+            sizes = None
+            if self._max_bytes is not None:
+                sizes = [event_bytes(event) for event in events]
+                room = min(room, _fitting(sizes, self._max_bytes - self.queued_bytes))
             if len(events) > room:
                 self._events.extend(events[:room])
                 self._events.append(
@@ -58,11 +95,37 @@ class Subscription:
                         dropped=len(events) - room,
                     )
                 )
+                if sizes is not None:
+                    self._queued(sizes[:room])
+                    self._sizes.append(0)
                 self._closed = True
             else:
                 self._events.extend(events)
+                if sizes is not None:
+                    self._queued(sizes)
+                if self._keep_state:
+                    self._pushed += len(events)
+                    if state is not None:
+                        self._marks.append(_StateMark(after=self._pushed, state=state))
             self._wake()
             return not self._closed
+
+    def _queued(self, sizes: list[int]) -> None:
+        self._sizes.extend(sizes)
+        self.queued_bytes += sum(sizes)
+
+    def _took(self) -> ChatEvent:
+        """Hand out the oldest event (under the lock): its bytes are free again,
+        and the state it completes becomes `state`."""
+        event = self._events.popleft()
+        if self._sizes:
+            self.queued_bytes -= self._sizes.popleft()
+        if self._keep_state:
+            self._taken += 1
+            marks = self._marks
+            while marks and marks[0].after <= self._taken:
+                self.state = marks.popleft().state
+        return event
 
     def close(self) -> None:
         with self._cond:
@@ -81,6 +144,10 @@ class Subscription:
     def maxsize(self) -> int:
         """How many events it holds before its reader counts as lagging."""
         return self._maxsize
+
+    @property
+    def keeps_state(self) -> bool:
+        return self._keep_state
 
     def _wake(self) -> None:
         self._cond.notify_all()
@@ -102,12 +169,12 @@ class Subscription:
             if not self._cond.wait_for(lambda: bool(self._events) or self._closed, timeout):
                 raise TimeoutError(f"no event within {timeout} s")
             if self._events:
-                return self._events.popleft()
+                return self._took()
             raise StopIteration
 
     def next_nowait(self) -> ChatEvent | None:
         with self._cond:
-            return self._events.popleft() if self._events else None
+            return self._took() if self._events else None
 
     def __iter__(self) -> Iterator[ChatEvent]:
         while True:
@@ -128,7 +195,7 @@ class Subscription:
             # leave the rest queued, and the queue is what `maxsize` bounds.
             with self._cond:
                 if self._events:
-                    event = self._events.popleft()
+                    event = self._took()
                 elif self._closed:
                     return
                 else:
@@ -139,6 +206,15 @@ class Subscription:
                 await future
                 continue
             yield event
+
+
+def _fitting(sizes: list[int], room: int) -> int:
+    """How many of the first `sizes` fit in `room` bytes."""
+    for fit, size in enumerate(sizes):
+        room -= size
+        if room < 0:
+            return fit
+    return len(sizes)
 
 
 def _set_done(future: "asyncio.Future[None]") -> None:

@@ -110,7 +110,8 @@ class Publisher:
         if self._events:
             events, self._events = self._events, []
             before = len(self.subscribers)
-            self.subscribers = [s for s in self.subscribers if s.push_many(events)]
+            published = self.published  # what these events lead to (a reader may keep it)
+            self.subscribers = [s for s in self.subscribers if s.push_many(events, published)]
             left = len(self.subscribers) != before
         if self._settled:
             settled, self._settled = self._settled, []

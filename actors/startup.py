@@ -29,6 +29,7 @@ from agenthost.actors.contributions import (
 )
 from agenthost.actors.contributions.builtin import BUILTINS
 from agenthost.actors.host import HostActor
+from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import Flush
 from agenthost.actors.store import OpenStore, StoreActor
 from agenthost.actors.supervisor import RestartPolicy, SupervisorActor
@@ -66,6 +67,7 @@ def start_host(
     subscriber_queue_size: int,
     contributions: Sequence[type[Contribution]],
     rare_full_collections: bool,
+    limits: HostLimits | None = None,
 ) -> Generator[calls.Ask, Any, Running]:
     """Start a host's actors; the store opens on its own thread (the one ask).
 
@@ -101,6 +103,7 @@ def start_host(
         subscriber_queue_size=subscriber_queue_size,
         resume_retry=resume_retry or RetryPolicy(),
         lifecycle=lifecycle,
+        limits=limits or HostLimits(),
     )
     services.mementos = MementoCache(services.store)
     try:

@@ -22,6 +22,7 @@ from agenthost.actors.contributions import (
 )
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.input_answers import Given, given_all
+from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import (
     ClaimClient,
     FindClient,
@@ -97,6 +98,7 @@ class Host:
         subscriber_queue_size: int = 10_000,
         contributions: Sequence[type[Contribution]] = (),
         rare_full_collections: bool = True,
+        limits: HostLimits | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> "Host":
         """Start a host.
@@ -110,6 +112,10 @@ class Host:
             rare_full_collections: while the host runs, the garbage collector runs
                 less often: young collections after 50,000 allocations, full ones
                 100x less often (actors/collector.py); False leaves it alone.
+            limits: bounds in bytes on a message's text and attachments and on a
+                subscriber's unread events (HostLimits; the defaults: 1 MiB, 1 MiB
+                each, 16 attachments, 16 MiB). A message over them is refused with
+                AgentHostError TOO_LARGE.
 
         Raises:
             AgentHostError: STORE_ERROR when the store cannot be opened or is in use.
@@ -129,6 +135,7 @@ class Host:
             subscriber_queue_size,
             contributions,
             rare_full_collections,
+            limits,
         )
         return cls(run_sync(starting, timeout))
 
@@ -406,10 +413,21 @@ class Chat:
         return run_sync(chat_call(self._handle, message), timeout)
 
     def subscribe(
-        self, *, timeout: float = DEFAULT_TIMEOUT, maxsize: int | None = None
+        self,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        maxsize: int | None = None,
+        keep_state: bool = False,
+        max_bytes: int | None = None,
     ) -> Subscription:
-        """Events of this chat: first a ChatSnapshot, then live events."""
-        return run_sync(calls.subscribe(self._handle, maxsize), timeout)
+        """Events of this chat: first a ChatSnapshot, then live events. It holds at
+        most `maxsize` unread events (default: the host's subscriber_queue_size)
+        and `max_bytes` of them (default: HostLimits.subscriber_queue_bytes); past
+        either it gets Lagged and is closed. With `keep_state`,
+        `Subscription.state` is the chat's own state as of the last event read (a
+        mirror of the chat that shares its text)."""
+        subscribing = calls.subscribe(self._handle, maxsize, keep_state, max_bytes)
+        return run_sync(subscribing, timeout)
 
     def send(
         self,
@@ -425,12 +443,15 @@ class Chat:
 
         Admission may refuse it (the outcome is "rejected", with the error) or
         handle it without a turn (a local command: "handled"). `turn_id` and
-        `pending_id` are ids the caller chose for the turn or the queue entry.
-        `attachments` are text files (UTF-8, at most 1 MiB each) sent with the
-        message and kept with its turn.
+        `pending_id` are ids the caller chose for the turn or the queue entry,
+        new to this chat (other chats may use the same ids); a send queued with
+        a `turn_id` keeps it, and its turn runs under it. `attachments` are
+        text files (UTF-8, at most 1 MiB each) sent with the message and kept
+        with its turn.
 
         Raises:
-            AgentHostError: INVALID_ARGUMENT naming an attachment that cannot be read.
+            AgentHostError: INVALID_ARGUMENT naming an attachment that cannot be
+                read, or an id that is empty or in use in this chat.
         """
         send = calls.send(self._handle, text, client_id, turn_id, pending_id, attachments)
         return TurnHandle(run_sync(send, timeout))
@@ -492,7 +513,7 @@ class Chat:
         Raises:
             AgentHostError: NOT_FOUND, or INVALID_ARGUMENT for a steering message.
         """
-        calls.check_text(text)
+        calls.check_text(text, self._handle.session.core.services.limits)
         return self._call(EditPendingMessage(pending_id=pending_id, text=text), timeout)
 
     def reorder_queue(
@@ -548,11 +569,26 @@ class Chat:
         """Why the active turn is where it is (None when no turn runs)."""
         return self._call(GetDiagnostics(), timeout)
 
-    def cancel(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+    def cancel(
+        self,
+        turn_id: str | None = None,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> bool:
         """Cancel the active turn. True once it ended as cancelled, its end
         published (the chat's state shows it); False when none runs, or when the
-        turn ended on its own (completed, failed) before the cancel reached it."""
-        return bool(self._call(CancelTurn(), timeout))
+        turn ended on its own (completed, failed) before the cancel reached it.
+
+        With `turn_id`, that turn: the running one as above, or a send queued
+        under that id (`send(..., turn_id=...)` while busy), which is removed
+        before it runs (its handle's outcome: removed).
+
+        Raises:
+            AgentHostError: NOT_FOUND, saying why, for a `turn_id` that neither
+                runs nor waits (it ended, another turn runs, or it is unknown).
+        """
+        return bool(self._call(CancelTurn(turn_id=turn_id, client_id=client_id), timeout))
 
     def truncate(
         self, turn_id: str | None = None, *, timeout: float = DEFAULT_TIMEOUT

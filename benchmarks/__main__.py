@@ -8,6 +8,8 @@ asyncio floor (benchmarks/turn_cpu.py).
 `python -m benchmarks stores [--postgres URL]` PostgreSQL against SQLite (benchmarks/stores.py).
 `python -m benchmarks shards [--chats 2000 --turns 5]` one shard against two, in process and
 over AHP, and a shard killed during load (benchmarks/shards.py; `pip install .[scale]`).
+`python -m benchmarks soak [--minutes 20] [--users 300] [--out FOLDER]` users arriving and
+leaving through a real `agenthost serve`, sampled over time (benchmarks/soak.py).
 """
 
 import json
@@ -18,7 +20,7 @@ import structlog
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import peers, pool, sessions, stores, turn_cpu, turn_roundtrip
+from benchmarks import peers, pool, sessions, soak, stores, turn_cpu, turn_roundtrip
 
 
 def main() -> None:
@@ -38,6 +40,9 @@ def main() -> None:
         from benchmarks import shards  # imports ray's parts only when run
 
         shards.main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["soak"]:
+        soak.main(sys.argv[2:])
         return
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     console = Console()

@@ -168,7 +168,11 @@ class GetSessionStatus:
 
 @attrs.frozen(kw_only=True)
 class CancelTurn:
-    pass
+    """Cancel the running turn; with `turn_id`, that turn: the running one, or a
+    queued send's (removed before it runs), else refused saying why."""
+
+    turn_id: str | None = None
+    client_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -49,6 +49,7 @@ class ErrorCode(OpenStrEnum):
     LEASE_HELD = "lease_held"  # another live shard holds the session: ask that one
     LEASE_LOST = "lease_lost"  # a stale shard's write was refused: the session moved
     SHARD_LOST = "shard_lost"  # the shard holding the session died during the call
+    TOO_LARGE = "too_large"  # a message, attachment or request over its limit in bytes
 
 
 @attrs.frozen(kw_only=True, auto_exc=False)

@@ -155,11 +155,14 @@ class ClientTool:
 @attrs.frozen(kw_only=True)
 class PendingMessage:
     """A steering or queued message waiting in a chat. Inside a chat state's
-    lists the wire leaves `kind` out (the list says it)."""
+    lists the wire leaves `kind` out (the list says it). `turn_id`, an
+    extension: the turn id its sender chose for it (a turn dispatched while
+    another ran); its turn runs under that id (None: one the host makes)."""
 
     id: str
     kind: PendingKind
     message: UserMessage
+    turn_id: str | None = extension(default=None)
 
     @property
     def text(self) -> str:

@@ -69,7 +69,7 @@ def _pending_set_out(data: dict[str, Any]) -> dict[str, Any]:
 def _pending_set_in(data: Mapping[str, Any]) -> Mapping[str, Any]:
     if "pending" in data:
         return data
-    keys = ("id", "kind", "message")
+    keys = ("id", "kind", "message", "turnId")  # turnId: our extension of the message
     rest = {k: v for k, v in data.items() if k not in keys}
     return {**rest, "pending": {k: data[k] for k in keys if k in data}}
 

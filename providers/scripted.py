@@ -14,13 +14,16 @@ matches them by text). An unscripted prompt is answered `echo: <prompt>` in `ech
 Say, SayEach, Think, Gate, Pause, Crash, DropCompletion, Reject, NoFinishReason,
 ToolCall (with confirmation options, editable), AskUser (with choices),
 ClientToolCall, SpawnSubagent, SettleCall (providers/scripted_steps.py, re-exported
-here); the adapter that plays them is providers/scripted_adapter.py.
+here); the adapter that plays them is providers/scripted_adapter.py. Its
+records of what it was sent (prompts, sends, model inputs, answers) keep the
+latest RECORDS_KEPT of each, so a server on it runs for days without holding
+every message.
 """
 
 import asyncio
 import itertools
 import threading
-from collections import defaultdict
+from collections import defaultdict, deque
 from typing import Literal
 
 from agenthost.messages.provider import Capabilities, ProviderAnswer, ProviderSend
@@ -75,6 +78,8 @@ __all__ = [
 _echo_steps = echo_steps  # the name tests/server/test_load.py imports
 
 Shape = Literal["copilot", "claude", "codex"]
+RECORDS_KEPT = 1_000
+"""How many of its latest prompts, sends, inputs and answers the backend keeps to be read."""
 
 SHAPES: dict[str, Capabilities] = {
     "copilot": Capabilities(
@@ -108,7 +113,9 @@ class ScriptedProvider(Provider):
         delta_s: float = 0.0,
         echo_ids: bool = True,
         obeys_cancel: bool = True,
+        records: int = RECORDS_KEPT,
     ) -> None:
+        """`records`: how many of the latest prompts, sends, inputs and answers to keep."""
         if shape not in SHAPES:
             raise ValueError(f"unknown shape {shape!r}: expected one of {sorted(SHAPES)}")
         self.shape = shape
@@ -124,10 +131,12 @@ class ScriptedProvider(Provider):
             str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]
         ] = defaultdict(list)
         self._reached: dict[str, int] = defaultdict(int)
-        self._prompts: list[tuple[str, str]] = []
-        self._sends: list[ProviderSend] = []
-        self._inputs: list[str] = []
-        self._answers: list[ProviderAnswer] = []
+        # What tests read back, the latest `records` of each: a server that runs
+        # on the scripted provider for days keeps no more of what it was sent.
+        self._prompts: deque[tuple[str, str]] = deque(maxlen=records)
+        self._sends: deque[ProviderSend] = deque(maxlen=records)
+        self._inputs: deque[str] = deque(maxlen=records)
+        self._answers: deque[ProviderAnswer] = deque(maxlen=records)
         self._steered = 0
         self._echoes_held = False
         self._echo_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []

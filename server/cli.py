@@ -77,6 +77,13 @@ class LogLevel(enum.StrEnum):
 
 def configure_logging(level: str) -> None:
     structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=False),
+            # A plain traceback: the default (rich, with every frame's locals) put
+            # prompt text in the log and took the server's loop for seconds each.
+            structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback),
+        ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
@@ -322,15 +329,20 @@ def serve(
         None,
         help="with --shards: join this Ray cluster, shards on its nodes (default: a local one)",
     ),
+    max_message_bytes: int = typer.Option(
+        1 << 20, min=1, help="a message's text, UTF-8 (HostLimits.message_bytes)"
+    ),
 ) -> None:
     """Serve AHP over WebSocket at /ahp and the web page at /.
 
     Also /healthz and /metrics. Prints the store, the providers and a URL
     that opens the page signed in. With --shards, the sessions live on N
     shard processes that Ray runs (and restarts), and this process routes
-    to them.
+    to them. Limits are in bytes.
     """
+    from agenthost.actors import HostLimits
     from agenthost.providers import ScriptedProvider
+    from agenthost.server.ahp import Limits
     from agenthost.server.serve import ServeConfig, new_token, read_tokens
     from agenthost.server.serve import serve as run_server
 
@@ -377,7 +389,12 @@ def serve(
         assert store is not None
         running = start_shards(store, providers, tuple(sorted(configured)), shards, ray_address)
     else:
-        running = start_host(chosen, configured, say_created=False)
+        running = start_host(
+            chosen,
+            configured,
+            say_created=False,
+            limits=HostLimits(message_bytes=max_message_bytes),
+        )
     new = " (created now)" if chosen.created else ""
 
     def ready(url: str) -> None:

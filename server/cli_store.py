@@ -93,14 +93,18 @@ def reading(spec: str | None) -> Iterator["Store"]:
 
 
 def start_host(
-    store: "Store", providers: dict[str, Any] | None = None, *, say_created: bool = True
+    store: "Store",
+    providers: dict[str, Any] | None = None,
+    *,
+    say_created: bool = True,
+    limits: Any = None,
 ) -> Any:
-    """A host on the store; a store it cannot open is one line. A store made
-    new is said on stderr (unless the caller says it)."""
+    """A host on the store (with `limits`, HostLimits); a store it cannot open is
+    one line. A store made new is said on stderr (unless the caller says it)."""
     from agenthost.actors import Host
 
     try:
-        host = Host.start(store=store, providers=providers)
+        host = Host.start(store=store, providers=providers, limits=limits)
     except AgentHostError as error:
         raise refusal(error) from None
     except (OSError, sqlite3.Error) as error:

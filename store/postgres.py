@@ -92,16 +92,17 @@ class PostgresStore(SqlStore):
         " origin_chat, origin_tool_call) VALUES"
         " (?, ?, (SELECT COUNT(*) FROM chats WHERE session_id = ?), ?, ?, ?)"
         " ON CONFLICT DO NOTHING",
-        put_steering="INSERT INTO turn_steering VALUES (?, ?, ?, ?)"
-        " ON CONFLICT (turn_id, position) DO UPDATE"
+        put_steering="INSERT INTO turn_steering (chat_id, turn_id, position, pending_id, text)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat_id, turn_id, position) DO UPDATE"
         " SET pending_id = excluded.pending_id, text = excluded.text",
         # As SQLite's INSERT OR REPLACE: a replaced row is a new row (a new rowid).
         put_pending="INSERT INTO pending_messages"
-        " (id, chat_id, session_id, kind, text, position, attachments, origin)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-        " chat_id = excluded.chat_id, session_id = excluded.session_id, kind = excluded.kind,"
+        " (id, chat_id, session_id, kind, text, position, attachments, turn_id, origin)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, id) DO UPDATE SET"
+        " session_id = excluded.session_id, kind = excluded.kind,"
         " text = excluded.text, position = excluded.position,"
-        " attachments = excluded.attachments, origin = excluded.origin, rowid = DEFAULT",
+        " attachments = excluded.attachments, turn_id = excluded.turn_id,"
+        " origin = excluded.origin, rowid = DEFAULT",
         put_memento="INSERT INTO mementos VALUES (?, ?, ?, ?, ?)"
         " ON CONFLICT (session_id, chat_id, contribution, key) DO UPDATE"
         " SET value = excluded.value",

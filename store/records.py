@@ -2,6 +2,8 @@
 
 Operations are frozen values the StoreActor applies in order; the store
 keeps rows (sessions, chats, turns, pending messages), not an action log.
+A turn or pending message is named by its chat and its id together: ids a
+client chooses are unique within their chat only (migration 0011).
 """
 
 from collections.abc import Callable
@@ -69,12 +71,14 @@ class SaveTurnStarted:
 class SaveAssistantText:
     """The turn's assistant text as far as it became stable."""
 
+    chat_id: str
     turn_id: str
     text: str
 
 
 @attrs.frozen(kw_only=True)
 class SaveTurnEnded:
+    chat_id: str
     turn_id: str
     state: TurnState
     assistant_text: str
@@ -91,6 +95,7 @@ class SaveTurnEnded:
 class SaveSteeringRecorded:
     """A steering message the provider folded into a turn."""
 
+    chat_id: str
     turn_id: str
     pending_id: str
     text: str
@@ -107,6 +112,7 @@ class SavePending:
 
 @attrs.frozen(kw_only=True)
 class DeletePending:
+    chat_id: str
     pending_id: str
 
 

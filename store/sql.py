@@ -7,6 +7,8 @@ lifecycle: open, checks, migrations, commit) and the few statements whose
 spelling differs (`DialectSql`). Statements are written with `?` placeholders;
 a subclass's `_execute` translates them where its driver spells them otherwise.
 
+A turn and a pending message are rows keyed by (chat_id, id): an id a client
+chose names a row of its own chat only, never another chat's (migration 0011).
 A turn that was running when the process died has no end state in its row;
 loading it closes it as an error (`execution_abandoned`), so no turn is ever
 restored as running. A store with a shard identity (`shard=`) never closes
@@ -251,19 +253,24 @@ class SqlStore:
                 )
                 if op.attachments:  # an empty executemany still costs a statement's setup
                     self._executemany(
-                        "INSERT INTO turn_attachments VALUES (?, ?, ?, ?)",
-                        [(op.turn_id, i, a.name, a.text) for i, a in enumerate(op.attachments)],
+                        "INSERT INTO turn_attachments (chat_id, turn_id, position, name, text)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        [
+                            (op.chat_id, op.turn_id, i, a.name, a.text)
+                            for i, a in enumerate(op.attachments)
+                        ],
                     )
             case SaveAssistantText():
                 self._execute(
-                    "UPDATE turns SET assistant_text = ? WHERE id = ?", (op.text, op.turn_id)
+                    "UPDATE turns SET assistant_text = ? WHERE chat_id = ? AND id = ?",
+                    (op.text, op.chat_id, op.turn_id),
                 )
             case SaveTurnEnded():
                 error = op.error
                 self._execute(
                     "UPDATE turns SET state = ?, assistant_text = ?, error_code = ?,"
                     " error_message = ?, finish_reason = ?, ended_at = ?, usage = ?,"
-                    " response_parts = ? WHERE id = ?",
+                    " response_parts = ? WHERE chat_id = ? AND id = ?",
                     (
                         op.state.value,
                         op.assistant_text,
@@ -273,13 +280,14 @@ class SqlStore:
                         op.ended_at,
                         None if op.usage is None else json.dumps(to_wire(op.usage)),
                         parts_column(op.turn_id, op.assistant_text, op.response_parts),
+                        op.chat_id,
                         op.turn_id,
                     ),
                 )
             case SaveSteeringRecorded():
                 self._execute(
                     sql.put_steering,
-                    (op.turn_id, op.position, op.pending_id, op.text),
+                    (op.chat_id, op.turn_id, op.position, op.pending_id, op.text),
                 )
             case SavePending():
                 pending = op.pending
@@ -293,11 +301,15 @@ class SqlStore:
                         pending.text,
                         op.position,
                         json.dumps([[a.name, a.text] for a in pending.message.attachments]),
+                        pending.turn_id,
                         origin_column(pending.message.origin),
                     ),
                 )
             case DeletePending():
-                self._execute("DELETE FROM pending_messages WHERE id = ?", (op.pending_id,))
+                self._execute(
+                    "DELETE FROM pending_messages WHERE chat_id = ? AND id = ?",
+                    (op.chat_id, op.pending_id),
+                )
             case TruncateChat():
                 marks = ",".join("?" * len(op.keep))
                 doomed = f"chat_id = ? AND id NOT IN ({marks})" if op.keep else "chat_id = ?"
@@ -368,7 +380,8 @@ class SqlStore:
         """Delete the turns `where` selects, with their steering and attachments."""
         for table in ("turn_steering", "turn_attachments"):
             self._execute(
-                f"DELETE FROM {table} WHERE turn_id IN (SELECT id FROM turns WHERE {where})",
+                f"DELETE FROM {table} WHERE (chat_id, turn_id) IN"
+                f" (SELECT chat_id, id FROM turns WHERE {where})",
                 params,
             )
         self._execute(f"DELETE FROM turns WHERE {where}", params)
@@ -412,6 +425,7 @@ class SqlStore:
                 )
                 self._apply(
                     SaveTurnEnded(
+                        chat_id=chat.chat_id,
                         turn_id=turn.id,
                         state=turn.state,
                         assistant_text=turn.assistant_text,
@@ -424,6 +438,7 @@ class SqlStore:
                 for position, steering in enumerate(turn.steering):
                     self._apply(
                         SaveSteeringRecorded(
+                            chat_id=chat.chat_id,
                             turn_id=turn.id,
                             pending_id=steering.id,
                             text=steering.text,
@@ -679,8 +694,8 @@ class SqlStore:
             )
         steering: dict[str, list[PendingMessage]] = {}
         for turn_id, pending_id, text in self._execute(
-            "SELECT s.turn_id, s.pending_id, s.text FROM turn_steering s"
-            " JOIN turns t ON t.id = s.turn_id WHERE t.chat_id = ? ORDER BY s.turn_id, s.position",
+            "SELECT turn_id, pending_id, text FROM turn_steering WHERE chat_id = ?"
+            " ORDER BY turn_id, position",
             (chat_id,),
         ).fetchall():
             steering.setdefault(turn_id, []).append(
@@ -692,8 +707,8 @@ class SqlStore:
             )
         attachments: dict[str, list[Attachment]] = {}
         for turn_id, name, text in self._execute(
-            "SELECT a.turn_id, a.name, a.text FROM turn_attachments a"
-            " JOIN turns t ON t.id = a.turn_id WHERE t.chat_id = ? ORDER BY a.turn_id, a.position",
+            "SELECT turn_id, name, text FROM turn_attachments WHERE chat_id = ?"
+            " ORDER BY turn_id, position",
             (chat_id,),
         ).fetchall():
             attachments.setdefault(turn_id, []).append(Attachment(name=name, text=text))
@@ -712,11 +727,12 @@ class SqlStore:
                 message=UserMessage(
                     text=r[2],
                     attachments=tuple(Attachment(name=n, text=t) for n, t in json.loads(r[3])),
-                    origin=origin_of(r[4]),
+                    origin=origin_of(r[5]),
                 ),
+                turn_id=r[4],
             )
             for r in self._execute(
-                "SELECT id, kind, text, attachments, origin FROM pending_messages"
+                "SELECT id, kind, text, attachments, turn_id, origin FROM pending_messages"
                 " WHERE chat_id = ? ORDER BY position, rowid",
                 (chat_id,),
             ).fetchall()

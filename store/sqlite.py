@@ -96,10 +96,11 @@ class SqliteStore(SqlStore):
         insert_chat_at_end="INSERT OR IGNORE INTO chats (id, session_id, position, origin_kind,"
         " origin_chat, origin_tool_call) VALUES"
         " (?, ?, (SELECT COUNT(*) FROM chats WHERE session_id = ?), ?, ?, ?)",
-        put_steering="INSERT OR REPLACE INTO turn_steering VALUES (?, ?, ?, ?)",
+        put_steering="INSERT OR REPLACE INTO turn_steering"
+        " (chat_id, turn_id, position, pending_id, text) VALUES (?, ?, ?, ?, ?)",
         put_pending="INSERT OR REPLACE INTO pending_messages"
-        " (id, chat_id, session_id, kind, text, position, attachments, origin)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " (id, chat_id, session_id, kind, text, position, attachments, turn_id, origin)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         put_memento="INSERT OR REPLACE INTO mementos VALUES (?, ?, ?, ?, ?)",
     )
 

@@ -143,6 +143,7 @@ def write_turns(
         )
         store.apply(
             SaveTurnEnded(
+                chat_id=chat_id,
                 turn_id=turn_id,
                 state=TurnState.COMPLETE,
                 assistant_text=f"answer {n} " + "a" * text_size,
