@@ -58,6 +58,7 @@ from agenthost.server.connection import CLOSE_WAIT_S, Connection
 from agenthost.server.errors import RpcError
 from agenthost.server.hosts import HostAllowlist
 from agenthost.server.http import build_app
+from agenthost.server.memory import HeapTrimmer
 from agenthost.server.metrics import Metrics
 from agenthost.server.quotas import IdentityQuotas
 from agenthost.server.registry import Registry
@@ -138,6 +139,7 @@ class AhpServer:
         )
         self._background: set[asyncio.Task[None]] = set()
         self._unwatch: Callable[[], None] = lambda: None
+        self.heap = HeapTrimmer()  # what sessions leaving memory freed goes back to the system
         self.accepting = True
         self.running_turns = 0
         self._idle = asyncio.Event()
@@ -161,6 +163,7 @@ class AhpServer:
         chats = self.registry.disposed(session_id) if gone else self.registry.departed(session_id)
         self.summaries.departed(session_id)
         self.clients.departed(session_id)
+        self.heap.left()
         if gone:
             for uri in (session_uri(session_id), *map(chat_uri, chats)):
                 self.spawn(self.close_channel(uri))
@@ -279,6 +282,7 @@ class AhpServer:
 
     async def shutdown(self) -> None:
         self._unwatch()
+        self.heap.close()
         await self.close_connections()
         self.clients.close()
         for task in list(self._background):
