@@ -52,8 +52,8 @@ from agenthost.store.records import (
     SetMemento,
     StoreOp,
 )
-from agenthost.store.sql import ABANDONED_ON_RESTART as ABANDONED_ON_RESTART
 from agenthost.store.sql import DialectSql, SqlStore, migrations
+from agenthost.store.sql_reads import ABANDONED_ON_RESTART as ABANDONED_ON_RESTART
 
 log = structlog.get_logger(__name__)
 

@@ -151,12 +151,14 @@ def test_store_writes_leave_as_one_write_many_in_order_acked_only_when_gated() -
     writes = StoreWrites()
     assert writes.take("chat", lambda seq: seq) is None
     first = writes.write(_pending())
-    second = writes.write(SaveAssistantText(turn_id="t", text="a"))
+    second = writes.write(SaveAssistantText(chat_id="c", turn_id="t", text="a"))
     assert (first, second) == (1, 2)
     batch = writes.take("chat", lambda seq: ("ack", seq))
     assert batch is not None and batch.ack_to is None  # nothing gated: nobody waits
     assert [type(op) for op in batch.ops] == [SavePending, SaveAssistantText]
-    end = SaveTurnEnded(turn_id="t", state=TurnState.COMPLETE, assistant_text="ab", ended_at=1)
+    end = SaveTurnEnded(
+        chat_id="c", turn_id="t", state=TurnState.COMPLETE, assistant_text="ab", ended_at=1
+    )
     assert writes.write(end, gate=True) == 3
     gated = writes.take("chat", lambda seq: ("ack", seq))
     assert gated is not None and gated.ack_to == "chat" and gated.ack == ("ack", 3)
@@ -165,10 +167,12 @@ def test_store_writes_leave_as_one_write_many_in_order_acked_only_when_gated() -
 
 def test_a_turns_end_in_the_batch_drops_the_batchs_partial_texts_of_that_turn() -> None:
     writes = StoreWrites()
-    writes.write(SaveAssistantText(turn_id="t", text="a"))
-    writes.write(SaveAssistantText(turn_id="other", text="b"))
-    end = SaveTurnEnded(turn_id="t", state=TurnState.COMPLETE, assistant_text="ab", ended_at=1)
+    writes.write(SaveAssistantText(chat_id="c", turn_id="t", text="a"))
+    writes.write(SaveAssistantText(chat_id="c", turn_id="other", text="b"))
+    end = SaveTurnEnded(
+        chat_id="c", turn_id="t", state=TurnState.COMPLETE, assistant_text="ab", ended_at=1
+    )
     writes.write(end, gate=True)
     batch = writes.take("chat", lambda seq: seq)
     assert batch is not None
-    assert batch.ops == (SaveAssistantText(turn_id="other", text="b"), end)
+    assert batch.ops == (SaveAssistantText(chat_id="c", turn_id="other", text="b"), end)

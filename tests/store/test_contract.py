@@ -327,6 +327,7 @@ def test_a_turns_parts_and_a_pending_messages_origin_come_back_as_written(
     )
     store.apply(
         SaveTurnEnded(
+            chat_id="s1-c",
             turn_id="s1-t1",
             state=TurnState.COMPLETE,
             assistant_text="one two",

@@ -60,8 +60,10 @@ def started(turn_id: str, seq: int = 0, session_id: str = "s1") -> SaveTurnStart
     )
 
 
-def ended(turn_id: str) -> SaveTurnEnded:
-    return SaveTurnEnded(turn_id=turn_id, state=TurnState.COMPLETE, assistant_text="ok", ended_at=1)
+def ended(turn_id: str, chat_id: str = "c") -> SaveTurnEnded:
+    return SaveTurnEnded(
+        chat_id=chat_id, turn_id=turn_id, state=TurnState.COMPLETE, assistant_text="ok", ended_at=1
+    )
 
 
 def commit(store: PostgresStore, *ops: StoreOp) -> dict[int, ErrorCode]:
