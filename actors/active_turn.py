@@ -119,6 +119,8 @@ class ActiveTurn:
     tool_calls: dict[str, str] = attrs.field(factory=dict)  # tool call id -> tool name
     answered: set[str] = attrs.field(factory=set)
     early: dict[str, AnswerRequest] = attrs.field(factory=dict)
+    held_results: dict[str, str] = attrs.field(factory=dict)  # call id -> result the user confirms
+    result_confirmed: set[str] = attrs.field(factory=set)  # the host ended these calls itself
     last_event_at: float = 0.0
     predecessors: frozenset[str] = frozenset()  # turns this one took over (copilot steering)
 

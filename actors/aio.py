@@ -53,6 +53,8 @@ from agenthost.actors.surface import (
 from agenthost.messages.commands import (
     AnswerRequest,
     CancelTurn,
+    ChangeToolContent,
+    ConfirmToolResult,
     DisposeChat,
     EditPendingMessage,
     GetChatState,
@@ -434,6 +436,8 @@ class AsyncChat:
         option: str | None = None,
         edited_input: str | None = None,
         answers: Mapping[str, Given] | None = None,
+        cancelled: bool = False,
+        confirm_result: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         """As Chat.answer."""
@@ -447,9 +451,37 @@ class AsyncChat:
                 option=option,
                 edited_input=edited_input,
                 answers=given_all(answers),
+                cancelled=cancelled,
+                confirm_result=confirm_result,
             ),
             timeout,
         )
+
+    async def change_tool_content(
+        self,
+        tool_call_id: str,
+        content: str,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """As Chat.change_tool_content."""
+        command = ChangeToolContent(tool_call_id=tool_call_id, content=content, client_id=client_id)
+        await self._call(command, timeout)
+
+    async def confirm_tool_result(
+        self,
+        tool_call_id: str,
+        approved: bool,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """As Chat.confirm_tool_result."""
+        command = ConfirmToolResult(
+            tool_call_id=tool_call_id, approved=approved, client_id=client_id
+        )
+        await self._call(command, timeout)
 
     async def diagnostics(self, *, timeout: float = DEFAULT_TIMEOUT) -> TurnDiagnostics | None:
         diagnostics: TurnDiagnostics | None = await self._call(GetDiagnostics(), timeout)

@@ -17,7 +17,8 @@ import attrs
 import structlog
 
 from agenthost.actors.admission import Origin
-from agenthost.actors.chat_core import Attach, ChatCore
+from agenthost.actors.chat_core import Attach
+from agenthost.actors.chat_inputs import INPUT_COMMANDS, ChatInputs
 from agenthost.actors.chosen_ids import check_new_ids, not_cancellable, queued_turn
 from agenthost.actors.contributions import Accept, TurnEndReason
 from agenthost.actors.futures import RuntimeFuture
@@ -133,6 +134,7 @@ CLIENT_COMMANDS = (
     CancelTurn,
     TruncateChat,
     Attach,
+    *INPUT_COMMANDS,
 )
 
 
@@ -160,8 +162,9 @@ def _end_reason(turn: Turn) -> TurnEndReason:
     return TurnEndReason.ERROR
 
 
-class ChatActor(ChatCore):
-    """A chat's actor: ChatCore, and the handlers of what it hears."""
+class ChatActor(ChatInputs):
+    """A chat's actor: ChatCore, and the handlers of what it hears (those about
+    what a turn asks of its clients in ChatInputs)."""
 
     # -- client commands ---------------------------------------------------------------------
     @handles(SendMessage)

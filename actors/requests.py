@@ -20,7 +20,15 @@ call's id too. A question is also the chat's input request
 (chat/inputRequested, its questions with their choices; a bare question is
 one text question) and its answer, checked against the questions
 (actors/input_answers.py), completes it (chat/inputCompleted: accepted with
-the answers, or declined).
+the answers, declined, or cancelled).
+
+A client tool's call belongs to the client that executes it: only that client
+reports its partial content (chat/toolCallContentChanged, while it runs) and
+its result. A result that asks for confirmation is held: the call completes
+pending the user's confirmation (chat/toolCallComplete with
+requiresResultConfirmation), and only an approval (chat/toolCallResultConfirmed)
+hands the result to the provider; a denial tells the provider the user kept
+it back.
 """
 
 import json
@@ -31,7 +39,7 @@ import attrs
 
 from agenthost.actors import input_answers
 from agenthost.actors.active_turn import ActiveTurn
-from agenthost.messages.commands import AnswerRequest
+from agenthost.messages.commands import AnswerRequest, ChangeToolContent, ConfirmToolResult
 from agenthost.messages.common import ConfirmationOptionKind
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
@@ -41,9 +49,13 @@ from agenthost.messages.events import (
     RequestClosed,
     RequestOpened,
     RequestOutcome,
+    ToolCallCompleted,
     ToolCallConfirmed,
+    ToolCallContentChanged,
     ToolCallReady,
+    ToolCallResultConfirmed,
 )
+from agenthost.messages.fields import Json
 from agenthost.messages.inputs import (
     ChatInputRequest,
     InputQuestion,
@@ -61,6 +73,8 @@ Apply = Callable[[ChatEvent], None]
 TEXT_QUESTION = "answer"
 """The id of the one text question a bare question becomes."""
 DECLINED = "The user declined to answer."
+DISMISSED = "The user dismissed the question without answering."
+RESULT_DENIED = "The user did not let the tool's result reach the model."
 
 
 class RequestDesk:
@@ -99,6 +113,10 @@ class RequestDesk:
         )
         if kind is RequestKind.CLIENT_TOOL:
             early = turn.early.pop(event.request_id, None)
+            if early is not None and early.confirm_result:  # it waits for the user still
+                turn.requests[request.request_id] = request
+                self._hold_result(turn, request, early)
+                return
             if early is not None:  # the result arrived before its handler: it wins
                 turn.answered.add(event.request_id)
                 self._answer_provider(event.request_id, result=early.result)
@@ -156,6 +174,11 @@ class RequestDesk:
             outcome = self._confirm(turn, request, message)
         elif request.kind is RequestKind.USER_INPUT:
             outcome = self._reply(request, message)
+        elif request.request_id in turn.held_results:
+            return _invalid(f"the result of {request.request_id} waits for the user's confirmation")
+        elif message.confirm_result:
+            self._hold_result(turn, request, message)
+            return None
         else:
             self._answer_provider(request.request_id, result=message.result)
             outcome = RequestOutcome.ANSWERED
@@ -221,10 +244,13 @@ class RequestDesk:
     ) -> RequestOutcome | AgentHostError:
         """A question's answer, checked against its questions; or its decline."""
         request_id = request.request_id
-        if message.approved is False:
-            self._answer_provider(request_id, approved=False, error=DECLINED)
-            self._apply(InputCompleted(request_id=request_id, response=InputResponseKind.DECLINE))
-            return RequestOutcome.DENIED
+        if message.approved is False or message.cancelled:
+            cancelled = message.cancelled
+            error = DISMISSED if cancelled else DECLINED
+            self._answer_provider(request_id, approved=False, error=error)
+            response = InputResponseKind.CANCEL if cancelled else InputResponseKind.DECLINE
+            self._apply(InputCompleted(request_id=request_id, response=response))
+            return RequestOutcome.CANCELLED if cancelled else RequestOutcome.DENIED
         answers = input_answers.resolve(
             request_id, request.questions, message.answer, message.answers
         )
@@ -240,6 +266,74 @@ class RequestDesk:
             )
         )
         return RequestOutcome.ANSWERED
+
+    # -- a client tool's content and held result --------------------------------------------
+    def _hold_result(self, turn: ActiveTurn, request: OpenRequest, message: AnswerRequest) -> None:
+        """The call completes pending the user's confirmation; the provider waits on."""
+        assert request.tool_call_id is not None and message.result is not None
+        turn.held_results[request.tool_call_id] = message.result
+        self._apply(
+            ToolCallCompleted(
+                turn_id=turn.turn_id,
+                tool_call_id=request.tool_call_id,
+                content=Json.of([{"type": "text", "text": message.result}]),
+                requires_result_confirmation=True,
+            )
+        )
+
+    def content_changed(
+        self, turn: ActiveTurn | None, message: ChangeToolContent
+    ) -> AgentHostError | None:
+        """The executing client's partial content for its running call."""
+        request = None if turn is None else turn.requests.get(message.tool_call_id)
+        if (
+            turn is None
+            or request is None
+            or request.kind is not RequestKind.CLIENT_TOOL
+            or message.tool_call_id in turn.held_results
+        ):
+            return _not_running(message.tool_call_id)
+        if message.client_id is not None and message.client_id != request.client_id:
+            return _invalid(
+                f"only the client that executes {request.tool_name!r} reports its content"
+            )
+        if not _json_array(message.content):
+            return _invalid("content must be a JSON array's text (AHP's ToolResultContent[])")
+        self._apply(
+            ToolCallContentChanged(
+                turn_id=turn.turn_id,
+                tool_call_id=message.tool_call_id,
+                content=Json(text=message.content),
+            )
+        )
+        return None
+
+    def result_confirmed(
+        self, turn: ActiveTurn | None, message: ConfirmToolResult
+    ) -> AgentHostError | None:
+        """The user's word on a held result: it reaches the provider, or not."""
+        call_id = message.tool_call_id
+        held = None if turn is None else turn.held_results.pop(call_id, None)
+        if turn is None or held is None:
+            return AgentHostError(
+                code=ErrorCode.NOT_FOUND,
+                message=f"tool call {call_id} has no result waiting for confirmation",
+            )
+        request = turn.requests.pop(call_id)
+        turn.answered.add(call_id)
+        turn.result_confirmed.add(call_id)
+        if message.approved:
+            self._answer_provider(request.request_id, result=held)
+        else:
+            self._answer_provider(request.request_id, error=RESULT_DENIED)
+        self._apply(
+            ToolCallResultConfirmed(
+                turn_id=turn.turn_id, tool_call_id=call_id, approved=message.approved
+            )
+        )
+        outcome = RequestOutcome.ANSWERED if message.approved else RequestOutcome.DENIED
+        self._apply(RequestClosed(request_id=request.request_id, outcome=outcome))
+        return None
 
     def _early_result(
         self, turn: ActiveTurn | None, message: AnswerRequest
@@ -335,6 +429,20 @@ def _json_object(text: str) -> bool:
         return isinstance(json.loads(text), dict)
     except ValueError:
         return False
+
+
+def _json_array(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), list)
+    except ValueError:
+        return False
+
+
+def _not_running(tool_call_id: str) -> AgentHostError:
+    return AgentHostError(
+        code=ErrorCode.NOT_FOUND,
+        message=f"tool call {tool_call_id} is not a running client tool call",
+    )
 
 
 def _invalid(text: str) -> AgentHostError:

@@ -36,6 +36,8 @@ from agenthost.actors.supervisor import RestartPolicy
 from agenthost.messages.commands import (
     AnswerRequest,
     CancelTurn,
+    ChangeToolContent,
+    ConfirmToolResult,
     DisposeChat,
     EditPendingMessage,
     GetChatState,
@@ -533,6 +535,8 @@ class Chat:
         option: str | None = None,
         edited_input: str | None = None,
         answers: Mapping[str, Given] | None = None,
+        cancelled: bool = False,
+        confirm_result: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         """Answer an open request (its `request_id`; a permission's tool call id
@@ -561,9 +565,49 @@ class Chat:
                 option=option,
                 edited_input=edited_input,
                 answers=given_all(answers),
+                cancelled=cancelled,
+                confirm_result=confirm_result,
             ),
             timeout,
         )
+
+    def change_tool_content(
+        self,
+        tool_call_id: str,
+        content: str,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """A client tool's partial content while its call runs (AHP's
+        ToolResultContent[] as JSON array text), from the client that executes it.
+
+        Raises:
+            AgentHostError: NOT_FOUND when no client tool call of the running turn
+                has this id; INVALID_ARGUMENT from another client, or for content
+                that is not a JSON array.
+        """
+        command = ChangeToolContent(tool_call_id=tool_call_id, content=content, client_id=client_id)
+        self._call(command, timeout)
+
+    def confirm_tool_result(
+        self,
+        tool_call_id: str,
+        approved: bool,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """Let a client tool's result held for confirmation (answered with
+        `confirm_result=True`) reach the model, or (`approved=False`) keep it back.
+
+        Raises:
+            AgentHostError: NOT_FOUND when no result of this call waits.
+        """
+        command = ConfirmToolResult(
+            tool_call_id=tool_call_id, approved=approved, client_id=client_id
+        )
+        self._call(command, timeout)
 
     def diagnostics(self, *, timeout: float = DEFAULT_TIMEOUT) -> TurnDiagnostics | None:
         """Why the active turn is where it is (None when no turn runs)."""

@@ -79,7 +79,7 @@ from agenthost.actors.requests import RequestDesk
 from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.steering_handover import SteeringHandOver
 from agenthost.actors.subagents import Subagents
-from agenthost.messages.commands import AnswerRequest
+from agenthost.messages.commands import AnswerRequest, ChangeToolContent, ConfirmToolResult
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     TurnCancelled,
@@ -353,7 +353,8 @@ class TurnTrackerActor(HostedActor):
                 self._subagents.spawn(turn, event)
             case ProviderToolCallCompleted():
                 self._subagents.tool_completed(event.tool_call_id)
-                self._out.apply(turn_events.tool_completed(turn, event))
+                if event.tool_call_id not in turn.result_confirmed:  # ended by the user's word
+                    self._out.apply(turn_events.tool_completed(turn, event))
             case HostRequestOpened():
                 self._desk.opened(turn, event)
             case ReplyDelta():
@@ -496,6 +497,15 @@ class TurnTrackerActor(HostedActor):
         self._out.message(AnswerSettled(request_id=message.request_id, error=error))
         if turn is not None and error is None:
             self._close_if_abandoned(turn)
+
+    @handles(ChangeToolContent, ConfirmToolResult)
+    def _tool_call_word(self, message: ChangeToolContent | ConfirmToolResult) -> None:
+        """A client tool's partial content, or the user's word on its held result."""
+        if isinstance(message, ChangeToolContent):
+            error = self._desk.content_changed(self._turn, message)
+        else:
+            error = self._desk.result_confirmed(self._turn, message)
+        self._out.message(AnswerSettled(request_id=message.tool_call_id, error=error))
 
     @handles(ClientToolsChanged)
     def _client_tools(self, message: ClientToolsChanged) -> None:

@@ -130,7 +130,10 @@ class AnswerRequest:
     (approved follows the option's kind), with an `edited_input` (JSON text)
     where the tool call takes one; `request_id` may be the tool call's id. User
     input: `answer` (text for its first question) or `answers` by question id
-    (AHP's InputAnswer); `approved` False declines it. A client tool: `result`.
+    (AHP's InputAnswer); `approved` False declines it, and `cancelled` says the
+    user dismissed it rather than declined. A client tool: `result`; with
+    `confirm_result` the model gets it only once the user confirms it
+    (ConfirmToolResult).
     """
 
     request_id: str
@@ -141,6 +144,27 @@ class AnswerRequest:
     option: str | None = None
     edited_input: str | None = None
     answers: Answers | None = attrs.field(default=None, converter=unique_answers)
+    cancelled: bool = False
+    confirm_result: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ChangeToolContent:
+    """The client executing a tool call reports its partial content (AHP's
+    ToolResultContent[] as JSON text), replacing what it reported before."""
+
+    tool_call_id: str
+    content: str
+    client_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ConfirmToolResult:
+    """The user lets a client tool's held result reach the model, or not."""
+
+    tool_call_id: str
+    approved: bool
+    client_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -39,6 +39,8 @@ from agenthost.messages.events import (
     QueuedMessagesReordered,
     ToolCallCompleted,
     ToolCallConfirmed,
+    ToolCallContentChanged,
+    ToolCallResultConfirmed,
     Truncated,
     TurnCancelled,
     TurnStarted,
@@ -256,7 +258,18 @@ async def _truncated(ctx: ChatAction, action: Truncated) -> None:
 
 
 async def _tool_confirmed(ctx: ChatAction, action: ToolCallConfirmed) -> None:
-    await ctx.chat.answer(action.tool_call_id, approved=action.approved)
+    """The user's decision on a call waiting for confirmation: approved or not,
+    the option chosen among those the call offered (approved must agree with its
+    kind), and an edited tool input where the call is editable. The host's
+    chat/toolCallConfirmed answers the dispatch."""
+    with ctx.channel.expecting(("confirmed", action.tool_call_id), ctx.origin):
+        await ctx.chat.answer(
+            action.tool_call_id,
+            approved=action.approved,
+            client_id=ctx.client_id,
+            option=action.selected_option_id,
+            edited_input=action.edited_tool_input,
+        )
 
 
 def _tool_result_text(action: ToolCallCompleted) -> str:
@@ -273,8 +286,30 @@ def _tool_result_text(action: ToolCallCompleted) -> str:
 
 
 async def _tool_completed(ctx: ChatAction, action: ToolCallCompleted) -> None:
+    """A client tool's result, from the client that executes it; with
+    requiresResultConfirmation the model gets it once the user confirms it."""
     text = _tool_result_text(action)
-    await ctx.chat.answer(action.tool_call_id, result=text, client_id=ctx.client_id)
+    with ctx.channel.expecting(("completed", action.tool_call_id), ctx.origin):
+        await ctx.chat.answer(
+            action.tool_call_id,
+            result=text,
+            client_id=ctx.client_id,
+            confirm_result=action.requires_result_confirmation,
+        )
+
+
+async def _tool_result_confirmed(ctx: ChatAction, action: ToolCallResultConfirmed) -> None:
+    with ctx.channel.expecting(("result", action.tool_call_id), ctx.origin):
+        await ctx.chat.confirm_tool_result(
+            action.tool_call_id, action.approved, client_id=ctx.client_id
+        )
+
+
+async def _tool_content_changed(ctx: ChatAction, action: ToolCallContentChanged) -> None:
+    with ctx.channel.expecting(("content", action.tool_call_id), ctx.origin):
+        await ctx.chat.change_tool_content(
+            action.tool_call_id, action.content.text, client_id=ctx.client_id
+        )
 
 
 async def _input_completed(ctx: ChatAction, action: InputCompleted) -> None:
@@ -302,6 +337,8 @@ CHAT_ACTIONS: dict[type, ChatHandler] = {
     Truncated: _truncated,
     ToolCallConfirmed: _tool_confirmed,
     ToolCallCompleted: _tool_completed,
+    ToolCallResultConfirmed: _tool_result_confirmed,
+    ToolCallContentChanged: _tool_content_changed,
     InputCompleted: _input_completed,
     DraftChanged: _draft_changed,
 }

@@ -36,6 +36,10 @@ from agenthost.messages.events import (
     PendingMessageAdded,
     PendingMessageRemoved,
     QueuedMessagesReordered,
+    ToolCallCompleted,
+    ToolCallConfirmed,
+    ToolCallContentChanged,
+    ToolCallResultConfirmed,
     Truncated,
     TurnCancelled,
     TurnCompleted,
@@ -91,6 +95,14 @@ def origin_keys(event: ChatEvent) -> tuple[Hashable, ...]:
             return (("reordered",),)
         case Truncated():
             return (("truncated",),)
+        case ToolCallConfirmed(tool_call_id=tool_call_id):
+            return (("confirmed", tool_call_id),)
+        case ToolCallCompleted(tool_call_id=tool_call_id):
+            return (("completed", tool_call_id),)
+        case ToolCallResultConfirmed(tool_call_id=tool_call_id):
+            return (("result", tool_call_id),)
+        case ToolCallContentChanged(tool_call_id=tool_call_id):
+            return (("content", tool_call_id),)
     return ()
 
 

@@ -1,0 +1,290 @@
+"""AHP 1.1's client-dispatched chat actions over a live server, end to end:
+the dispatch reaches the host and the scripted provider, and the host's answer
+goes back on the wire with the dispatch's origin."""
+
+import asyncio
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agenthost.actors import Host
+from agenthost.messages.common import ConfirmationOption, ConfirmationOptionKind
+from agenthost.messages.state import ClientTool
+from agenthost.providers.scripted import ClientToolCall, Say, ScriptedProvider, ToolCall
+from tests.server.ahp_client import AhpClient, Server, action_of, running
+
+OPTIONS = (
+    ConfirmationOption(id="once", label="Allow once", kind=ConfirmationOptionKind.APPROVE),
+    ConfirmationOption(id="always", label="Allow always", kind=ConfirmationOptionKind.APPROVE),
+    ConfirmationOption(id="never", label="Deny", kind=ConfirmationOptionKind.DENY),
+)
+
+
+def run(host: Host, body: Callable[[Server], Awaitable[None]]) -> None:
+    async def main() -> None:
+        async with running(host) as server:
+            await body(server)
+
+    asyncio.run(main())
+
+
+async def followed_chat(client: AhpClient, client_id: str = "c1") -> str:
+    await client.initialize(client_id=client_id)
+    created = await client.call("createSession", {"channel": f"ahp-session:/{uuid.uuid4()}"})
+    chat: str = created["state"]["defaultChat"]
+    await client.call("subscribe", {"channel": chat})
+    return chat
+
+
+def turn(text: str, turn_id: str) -> dict[str, Any]:
+    return {"type": "chat/turnStarted", "turnId": turn_id, "message": {"text": text}}
+
+
+def by_origin(client_seq: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda n: n.get("params", {}).get("origin", {}).get("clientSeq") == client_seq
+
+
+async def tool_call_ready(client: AhpClient, chat: str, text: str) -> dict[str, Any]:
+    await client.dispatch(chat, turn(text, "t1"))
+    ready: dict[str, Any] = (await client.wait_for(action_of("chat/toolCallReady")))["params"]
+    return ready["action"]
+
+
+def confirm(ready: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {
+        "type": "chat/toolCallConfirmed",
+        "turnId": ready["turnId"],
+        "toolCallId": ready["toolCallId"],
+        **fields,
+    }
+
+
+def approve(ready: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return confirm(ready, approved=True, **fields)
+
+
+def test_a_tool_call_offers_its_options_and_runs_with_the_chosen_one_and_the_edited_input(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on(
+        "edit", ToolCall("edit", '{"path": "a"}', options=OPTIONS, editable=True), Say("ok")
+    )
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            ready = await tool_call_ready(client, chat, "edit")
+            assert [o["id"] for o in ready["options"]] == ["once", "always", "never"]
+            assert ready["options"][2]["kind"] == "deny"
+            assert ready["editable"] is True and json.loads(ready["toolInput"]) == {"path": "a"}
+            assert "confirmed" not in ready  # it waits for the user
+            edited = '{"path": "b"}'
+            seq = await client.dispatch(
+                chat,
+                confirm(ready, approved=True, selectedOptionId="always", editedToolInput=edited),
+            )
+            confirmed = (await client.wait_for(by_origin(seq)))["params"]
+            assert "rejectionReason" not in confirmed and "serverSeq" in confirmed
+            assert confirmed["action"]["type"] == "chat/toolCallConfirmed"
+            assert confirmed["action"]["selectedOptionId"] == "always"
+            assert confirmed["action"]["editedToolInput"] == edited
+            assert confirmed["origin"] == {"clientId": "c1", "clientSeq": seq}
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+        answer = provider.answers[-1]
+        assert (answer.approved, answer.option, answer.edited_input) == (True, "always", edited)
+
+    run(host, body)
+
+
+def test_a_deny_option_denies_the_call_and_the_tool_never_runs(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("edit", ToolCall("edit", "{}", options=OPTIONS), Say("ok"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            ready = await tool_call_ready(client, chat, "edit")
+            seq = await client.dispatch(
+                chat, confirm(ready, approved=False, selectedOptionId="never")
+            )
+            confirmed = (await client.wait_for(by_origin(seq)))["params"]
+            assert confirmed["action"]["approved"] is False
+            assert confirmed["action"]["selectedOptionId"] == "never"
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            types = [a["action"]["type"] for a in client.actions(chat)]
+            assert "chat/toolCallComplete" not in types
+        assert (provider.answers[-1].approved, provider.answers[-1].option) == (False, "never")
+
+    run(host, body)
+
+
+def test_an_option_the_call_does_not_offer_or_that_contradicts_approved_is_refused(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("edit", ToolCall("edit", "{}", options=OPTIONS), Say("ok"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            ready = await tool_call_ready(client, chat, "edit")
+            unknown = await client.dispatch(
+                chat, confirm(ready, approved=True, selectedOptionId="x")
+            )
+            refused = (await client.wait_for(by_origin(unknown)))["params"]
+            assert "offers no option 'x'" in refused["rejectionReason"]
+            assert "serverSeq" not in refused
+            wrong = await client.dispatch(chat, approve(ready, selectedOptionId="never"))
+            refused = (await client.wait_for(by_origin(wrong)))["params"]
+            assert "does not approve" in refused["rejectionReason"]
+            edited = await client.dispatch(
+                chat, confirm(ready, approved=True, editedToolInput="{}")
+            )
+            refused = (await client.wait_for(by_origin(edited)))["params"]
+            assert "takes no edited tool input" in refused["rejectionReason"]
+            seq = await client.dispatch(
+                chat, confirm(ready, approved=True, selectedOptionId="once")
+            )
+            await client.wait_for(by_origin(seq))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+        assert [a.option for a in provider.answers] == ["once"]
+
+    run(host, body)
+
+
+async def client_tool_running(
+    host: Host, client: AhpClient, text: str, client_id: str = "browser"
+) -> tuple[str, str]:
+    """A chat whose turn calls the tool `fetch`, which `client` executes: the chat
+    and the call's id, once the call runs."""
+    await client.initialize(client_id=client_id)
+    uri = f"ahp-session:/{uuid.uuid4()}"
+    chat = (await client.call("createSession", {"channel": uri}))["state"]["defaultChat"]
+    await client.call("subscribe", {"channel": chat})
+    session = await asyncio.to_thread(host.open_session, uri.removeprefix("ahp-session:/"))
+    await asyncio.to_thread(session.set_client_tools, client_id, [ClientTool(name="fetch")])
+    await client.dispatch(chat, turn(text, "t1"))
+    ready = await client.wait_for(action_of("chat/toolCallReady", confirmed="not-needed"))
+    return chat, ready["params"]["action"]["toolCallId"]
+
+
+def completion(call_id: str, text: str, **fields: Any) -> dict[str, Any]:
+    result = {"success": True, "content": [{"type": "text", "text": text}]}
+    return {
+        "type": "chat/toolCallComplete",
+        "turnId": "t1",
+        "toolCallId": call_id,
+        "result": result,
+        **fields,
+    }
+
+
+def test_the_tools_client_reports_its_content_and_nobody_else_may(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("fetch it", ClientToolCall("fetch", "{}"), Say("done"))
+    content = [{"type": "text", "text": "halfway"}]
+
+    async def body(server: Server) -> None:
+        async with server.client() as browser, server.client() as other:
+            chat, call_id = await client_tool_running(host, browser, "fetch it")
+            await other.initialize(client_id="other")
+            await other.call("subscribe", {"channel": chat})
+            changed = {
+                "type": "chat/toolCallContentChanged",
+                "turnId": "t1",
+                "toolCallId": call_id,
+                "content": content,
+            }
+            foreign = await other.dispatch(chat, changed)
+            refused = (await other.wait_for(by_origin(foreign)))["params"]
+            assert "only the client that executes 'fetch'" in refused["rejectionReason"]
+            seq = await browser.dispatch(chat, changed)
+            accepted = (await browser.wait_for(by_origin(seq)))["params"]
+            assert "rejectionReason" not in accepted and accepted["action"]["content"] == content
+            changed_kind = action_of("chat/toolCallContentChanged")
+            seen = await other.wait_for(lambda n: changed_kind(n) and "serverSeq" in n["params"])
+            assert seen["params"]["origin"] == {"clientId": "browser", "clientSeq": seq}
+            snapshot = (await other.call("subscribe", {"channel": chat}))["snapshot"]
+            parts = snapshot["state"]["activeTurn"]["responseParts"]
+            call = next(p["toolCall"] for p in parts if p["kind"] == "toolCall")
+            assert call["status"] == "running" and call["content"] == content
+            await browser.dispatch(chat, completion(call_id, "all of it"))
+            await browser.wait_for(action_of("chat/turnComplete", turnId="t1"))
+        assert provider.answers[-1].result == "all of it"
+
+    run(host, body)
+
+
+def test_a_result_that_asks_for_confirmation_reaches_the_model_only_once_approved(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("fetch it", ClientToolCall("fetch", "{}"), Say("done"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as browser:
+            chat, call_id = await client_tool_running(host, browser, "fetch it")
+            held = completion(call_id, "secret page", requiresResultConfirmation=True)
+            seq = await browser.dispatch(chat, held)
+            done = (await browser.wait_for(by_origin(seq)))["params"]
+            assert done["action"]["requiresResultConfirmation"] is True
+            assert provider.answers == []  # the model waits for the user's word
+            snapshot = (await browser.call("subscribe", {"channel": chat}))["snapshot"]
+            parts = snapshot["state"]["activeTurn"]["responseParts"]
+            call = next(p["toolCall"] for p in parts if p["kind"] == "toolCall")
+            assert call["status"] == "pending-result-confirmation"
+            again = await browser.dispatch(chat, completion(call_id, "other"))
+            refused = (await browser.wait_for(by_origin(again)))["params"]
+            assert "waits for the user's confirmation" in refused["rejectionReason"]
+            confirmed = {
+                "type": "chat/toolCallResultConfirmed",
+                "turnId": "t1",
+                "toolCallId": call_id,
+                "approved": True,
+            }
+            seq = await browser.dispatch(chat, confirmed)
+            answered = (await browser.wait_for(by_origin(seq)))["params"]
+            assert "rejectionReason" not in answered and "serverSeq" in answered
+            await browser.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            completes = [
+                a
+                for a in browser.actions(chat)
+                if a["action"]["type"] == "chat/toolCallComplete" and "serverSeq" in a
+            ]
+            assert len(completes) == 1  # the provider's own completion is not sent again
+            late = await browser.dispatch(chat, confirmed)
+            refused = (await browser.wait_for(by_origin(late)))["params"]
+            assert "no result waiting for confirmation" in refused["rejectionReason"]
+        assert [a.result for a in provider.answers] == ["secret page"]
+
+    run(host, body)
+
+
+def test_a_denied_result_never_reaches_the_model(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("fetch it", ClientToolCall("fetch", "{}"), Say("done"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as browser:
+            chat, call_id = await client_tool_running(host, browser, "fetch it")
+            await browser.dispatch(
+                chat, completion(call_id, "secret", requiresResultConfirmation=True)
+            )
+            await browser.wait_for(action_of("chat/toolCallComplete"))
+            denied = {
+                "type": "chat/toolCallResultConfirmed",
+                "turnId": "t1",
+                "toolCallId": call_id,
+                "approved": False,
+            }
+            await browser.dispatch(chat, denied)
+            await browser.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            turns = (await browser.call("fetchTurns", {"channel": chat}))["turns"]
+            call = next(
+                p["toolCall"] for p in turns[-1]["responseParts"] if p["kind"] == "toolCall"
+            )
+            assert call["status"] == "cancelled" and call["reason"] == "result-denied"
+        answer = provider.answers[-1]
+        assert answer.result is None and "did not let the tool's result" in (answer.error or "")
+
+    run(host, body)
