@@ -31,7 +31,7 @@ from agenthost.actors.clock import Clock
 from agenthost.actors.context import Departure, Lifecycle, Services
 from agenthost.actors.contributions import Contribution
 from agenthost.actors.handles import Subscription
-from agenthost.actors.input_answers import Given, given_all
+from agenthost.actors.input_answers import Given, given, given_all
 from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import (
     ClaimClient,
@@ -67,6 +67,7 @@ from agenthost.messages.commands import (
     ReorderQueue,
     SetClientTools,
     SetDraft,
+    SetInputAnswer,
     SetReadOnly,
     SetSessionFlags,
     TruncateChat,
@@ -456,6 +457,24 @@ class AsyncChat:
             ),
             timeout,
         )
+
+    async def set_input_answer(
+        self,
+        request_id: str,
+        question_id: str,
+        answer: Given | None,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """As Chat.set_input_answer."""
+        command = SetInputAnswer(
+            request_id=request_id,
+            question_id=question_id,
+            answer=None if answer is None else given(answer),
+            client_id=client_id,
+        )
+        await self._call(command, timeout)
 
     async def change_tool_content(
         self,

@@ -18,7 +18,7 @@ import structlog
 
 from agenthost.actors.admission import Origin
 from agenthost.actors.chat_core import Attach
-from agenthost.actors.chat_inputs import INPUT_COMMANDS, ChatInputs
+from agenthost.actors.chat_inputs import INPUT_COMMANDS, ChatInputs, synced_into
 from agenthost.actors.chosen_ids import check_new_ids, not_cancellable, queued_turn
 from agenthost.actors.contributions import Accept, TurnEndReason
 from agenthost.actors.futures import RuntimeFuture
@@ -267,7 +267,7 @@ class ChatActor(ChatInputs):
     def _answer(self, message: AnswerRequest) -> RuntimeFuture:
         future = RuntimeFuture()
         self._waiting.answers.setdefault(message.request_id, deque()).append(future)
-        self.send(self._tracker, message)
+        self.send(self._tracker, synced_into(self._state, message))
         return future
 
     @handles(AnswerSettled)

@@ -186,7 +186,8 @@ class RequestDesk:
             return outcome
         del turn.requests[request.request_id]
         turn.answered.add(request.request_id)
-        self._apply(RequestClosed(request_id=request.request_id, outcome=outcome))
+        closed = RequestClosed(request_id=request.request_id, outcome=outcome, kind=request.kind)
+        self._apply(closed)
         return None
 
     def _confirm(
@@ -332,7 +333,8 @@ class RequestDesk:
             )
         )
         outcome = RequestOutcome.ANSWERED if message.approved else RequestOutcome.DENIED
-        self._apply(RequestClosed(request_id=request.request_id, outcome=outcome))
+        kind = RequestKind.CLIENT_TOOL
+        self._apply(RequestClosed(request_id=request.request_id, outcome=outcome, kind=kind))
         return None
 
     def _early_result(
@@ -374,14 +376,19 @@ class RequestDesk:
                     request.request_id, error=f"The client {client_id!r} is gone."
                 )
                 self._apply(
-                    RequestClosed(request_id=request.request_id, outcome=RequestOutcome.FAILED)
+                    RequestClosed(
+                        request_id=request.request_id,
+                        outcome=RequestOutcome.FAILED,
+                        kind=request.kind,
+                    )
                 )
 
     def turn_ended(self, turn: ActiveTurn) -> None:
         """Whatever the turn left open is refused to the provider and closed."""
-        for request_id in list(turn.requests):
+        for request_id, request in list(turn.requests.items()):
             self._answer_provider(request_id, approved=False, error="The turn ended.")
-            self._apply(RequestClosed(request_id=request_id, outcome=RequestOutcome.CANCELLED))
+            cancelled = RequestOutcome.CANCELLED
+            self._apply(RequestClosed(request_id=request_id, outcome=cancelled, kind=request.kind))
         turn.requests.clear()
 
 
@@ -410,6 +417,7 @@ def _check_answer(request: OpenRequest, answer: AnswerRequest) -> AgentHostError
         and answer.answer is None
         and answer.answers is None
         and answer.approved is not False
+        and not answer.cancelled
     ):
         return _invalid(
             f"request {request.request_id} asks the user a question: pass answer= or answers="

@@ -21,7 +21,7 @@ from agenthost.actors.contributions import (
     Contribution,
 )
 from agenthost.actors.handles import Subscription, Ticket
-from agenthost.actors.input_answers import Given, given_all
+from agenthost.actors.input_answers import Given, given, given_all
 from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import (
     ClaimClient,
@@ -50,6 +50,7 @@ from agenthost.messages.commands import (
     ReorderQueue,
     SetClientTools,
     SetDraft,
+    SetInputAnswer,
     SetReadOnly,
     SetSessionFlags,
     TruncateChat,
@@ -570,6 +571,34 @@ class Chat:
             ),
             timeout,
         )
+
+    def set_input_answer(
+        self,
+        request_id: str,
+        question_id: str,
+        answer: Given | None,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """Sync one answer of an open input request (its `request_id`, a
+        `question_id` it asks): a Given value is a submitted answer, an
+        InputAnswer may be a draft or skipped one, None clears it. Other
+        clients see it (chat/inputAnswerChanged); the answer that completes the
+        request takes the synced ones, its own replacing those of the same
+        questions.
+
+        Raises:
+            AgentHostError: NOT_FOUND when the request is not open;
+                INVALID_ARGUMENT for a question it does not ask.
+        """
+        command = SetInputAnswer(
+            request_id=request_id,
+            question_id=question_id,
+            answer=None if answer is None else given(answer),
+            client_id=client_id,
+        )
+        self._call(command, timeout)
 
     def change_tool_content(
         self,

@@ -9,7 +9,7 @@ from enum import StrEnum
 import attrs
 
 from agenthost.messages.errors import AgentHostError
-from agenthost.messages.inputs import Answers, unique_answers
+from agenthost.messages.inputs import Answers, InputAnswer, unique_answers
 from agenthost.messages.state import Attachment, ClientTool, Worktree
 
 
@@ -146,6 +146,17 @@ class AnswerRequest:
     answers: Answers | None = attrs.field(default=None, converter=unique_answers)
     cancelled: bool = False
     confirm_result: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SetInputAnswer:
+    """A client drafts, submits or skips one answer of an open input request
+    (None clears it); the answers synced so are the request's until it completes."""
+
+    request_id: str
+    question_id: str
+    answer: InputAnswer | None = None
+    client_id: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -77,6 +77,7 @@ from agenthost.messages.state import (
     OpenRequest,
     PendingKind,
     PendingMessage,
+    RequestKind,
     ResponsePart,
     Turn,
     Usage,
@@ -345,9 +346,13 @@ class RequestOutcome(StrEnum):
 
 @attrs.frozen(kw_only=True)
 class RequestClosed(ChatEvent):
+    """`kind`: the closed request's (what a peer that gets questions as
+    chat/inputRequested needs to leave a question's close out)."""
+
     wire_type: ClassVar[str] = "x-chat/requestClosed"
     request_id: str
     outcome: RequestOutcome
+    kind: RequestKind | None = extension(default=None)
 
 
 class RemovalReason(StrEnum):

@@ -16,7 +16,10 @@ negotiated version picks it (`turns_by_cursor`, `steering_list`, and the
 action and notification tables below). 0.6, 0.7 and 0.8 are not served.
 """
 
+import functools
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from agenthost.messages.errors import ValidationError
 
@@ -191,11 +194,38 @@ NOTIFICATION_INTRODUCED_IN: dict[str, str] = {
 """The version that introduced each server notification agenthost may send."""
 
 
+@functools.lru_cache(maxsize=4096)
 def knows_action(version: str, action_type: str) -> bool:
     """Whether a peer of `version` knows the action; an `x-` extension action is
     never version-gated (peers ignore action types they do not know)."""
     introduced = ACTION_INTRODUCED_IN.get(action_type)
     return introduced is None or at_least(version, introduced)
+
+
+def questions_as_input_requests(version: str) -> bool:
+    """A peer that knows chat/inputRequested gets the host's questions so (and
+    their end as chat/inputCompleted); only a peer that does not gets them as
+    the extension x-chat/requestOpened and x-chat/requestClosed. Every version
+    served knows it (0.4.0), so today none gets a question twice."""
+    return knows_action(version, "chat/inputRequested")
+
+
+def sent_to(version: str | None, action: Mapping[str, Any]) -> bool:
+    """Whether an action (as wire JSON) goes to a peer of `version` (None: not
+    negotiated yet): one the version knows, and a question's x-chat request
+    action only where the version has no input requests."""
+    if version is None:
+        return True
+    kind = action.get("type")
+    if not isinstance(kind, str) or not knows_action(version, kind):
+        return False
+    if kind == "x-chat/requestOpened":
+        request = action.get("request")
+        asked = isinstance(request, Mapping) and request.get("kind") == "user_input"
+        return not (asked and questions_as_input_requests(version))
+    if kind == "x-chat/requestClosed" and action.get("kind") == "user_input":
+        return not questions_as_input_requests(version)
+    return True
 
 
 def knows_notification(version: str, method: str) -> bool:

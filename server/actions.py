@@ -33,6 +33,7 @@ from agenthost.messages.commands import OutcomeState
 from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode, ValidationError
 from agenthost.messages.events import (
     DraftChanged,
+    InputAnswerChanged,
     InputCompleted,
     PendingMessageAdded,
     PendingMessageRemoved,
@@ -313,15 +314,31 @@ async def _tool_content_changed(ctx: ChatAction, action: ToolCallContentChanged)
 
 
 async def _input_completed(ctx: ChatAction, action: InputCompleted) -> None:
-    """The request's answer: the submitted answers' values, in order (the host's
-    questions have one); nothing for a declined or cancelled one."""
-    texts: list[str] = []
-    if action.response == InputResponseKind.ACCEPT:
-        for _, answer in action.answers or ():
-            value = None if answer.value is None else answer.value.value.value
-            if value is not None:
-                texts.append(value if isinstance(value, str) else json.dumps(value))
-    await ctx.chat.answer(action.request_id, answer="\n".join(texts))
+    """Accepted with its answers (the ones clients synced count too; these
+    replace theirs), declined, or cancelled (dismissed). The form before 0.5
+    (one answer under the question id "") answers the request's first question.
+    The host's chat/inputCompleted answers the dispatch."""
+    answers = dict(action.answers or ())
+    with ctx.channel.expecting(("input", action.request_id), ctx.origin):
+        if action.response == InputResponseKind.DECLINE:
+            await ctx.chat.answer(action.request_id, approved=False, client_id=ctx.client_id)
+        elif action.response == InputResponseKind.CANCEL:
+            await ctx.chat.answer(action.request_id, cancelled=True, client_id=ctx.client_id)
+        elif set(answers) == {""}:
+            value = answers[""].value
+            raw = None if value is None else value.value.value
+            text = raw if isinstance(raw, str) else json.dumps(raw)
+            await ctx.chat.answer(action.request_id, answer=text, client_id=ctx.client_id)
+        else:
+            await ctx.chat.answer(action.request_id, answers=answers, client_id=ctx.client_id)
+
+
+async def _input_answer_changed(ctx: ChatAction, action: InputAnswerChanged) -> None:
+    key = ("answer", action.request_id, action.question_id)
+    with ctx.channel.expecting(key, ctx.origin):
+        await ctx.chat.set_input_answer(
+            action.request_id, action.question_id, action.answer, client_id=ctx.client_id
+        )
 
 
 async def _draft_changed(ctx: ChatAction, action: DraftChanged) -> None:
@@ -340,6 +357,7 @@ CHAT_ACTIONS: dict[type, ChatHandler] = {
     ToolCallResultConfirmed: _tool_result_confirmed,
     ToolCallContentChanged: _tool_content_changed,
     InputCompleted: _input_completed,
+    InputAnswerChanged: _input_answer_changed,
     DraftChanged: _draft_changed,
 }
 """Chat actions a client may dispatch; any other is echoed with a rejectionReason."""

@@ -32,6 +32,8 @@ from agenthost.actors.handles import Subscription
 from agenthost.messages.events import (
     ChatEvent,
     ChatSnapshot,
+    InputAnswerChanged,
+    InputCompleted,
     Lagged,
     PendingMessageAdded,
     PendingMessageRemoved,
@@ -49,6 +51,7 @@ from agenthost.messages.events import (
 from agenthost.messages.protocol import Snapshot
 from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
 from agenthost.messages.state import ChatState, TurnState, with_legacy_steering_slot
+from agenthost.messages.versions import sent_to
 from agenthost.messages.wire import to_wire
 
 if TYPE_CHECKING:
@@ -103,10 +106,17 @@ def origin_keys(event: ChatEvent) -> tuple[Hashable, ...]:
             return (("result", tool_call_id),)
         case ToolCallContentChanged(tool_call_id=tool_call_id):
             return (("content", tool_call_id),)
+        case InputAnswerChanged(request_id=request_id, question_id=question_id):
+            return (("answer", request_id, question_id),)
+        case InputCompleted(request_id=request_id):
+            return (("input", request_id),)
     return ()
 
 
 class Subscriber(Protocol):
+    version: str | None
+    """The protocol version it negotiated: what it is sent (versions.sent_to)."""
+
     def offer(self, message: dict[str, Any]) -> None: ...
 
 
@@ -303,14 +313,16 @@ class ChatChannel:
             origin = next(
                 (o for key in origin_keys(event) if (o := self._origins.pop(key, None))), None
             )
-            envelope = self._sequencer.stamp(self.uri, action_wire(event), origin)
+            wire = action_wire(event)
+            envelope = self._sequencer.stamp(self.uri, wire, origin)
             self.from_seq = self._sequencer.seq
             try:
                 self._on_event(event)
             except Exception:  # an observer's bug must not stop the channel
                 log.exception("channel_observer_failed", channel=self.uri)
             for subscriber in list(self.subscribers):
-                subscriber.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+                if sent_to(subscriber.version, wire):
+                    subscriber.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
         return True
 
     async def close(self) -> None:

@@ -125,7 +125,8 @@ async def reconnect(conn: "Connection", params: p.ReconnectParams) -> Any:
     replay = conn.server.sequencer.since(params.last_seen_server_seq, set(conn.channels))
     if replay is None:
         return p.ReconnectSnapshot(snapshots=tuple(snapshots), missing=tuple(missing))
-    return Replayed(actions=tuple(replay), missing=tuple(missing))
+    sent = tuple(e for e in replay if versions.sent_to(conn.version, e["action"]))
+    return Replayed(actions=sent, missing=tuple(missing))
 
 
 @attrs.frozen(kw_only=True)

@@ -29,9 +29,15 @@ const wire = {
   pendingSet: (kind, id, text) => ({ type: "chat/pendingMessageSet", kind, id, message: { text } }),
   pendingRemoved: (kind, id) => ({ type: "chat/pendingMessageRemoved", kind, id }),
   turnCancelled: (turnId) => ({ type: "chat/turnCancelled", turnId }),
-  toolCallConfirmed: (turnId, toolCallId, approved) =>
-    ({ type: "chat/toolCallConfirmed", turnId, toolCallId, approved }),
-  inputCompleted: (requestId, answer) => ({ type: "chat/inputCompleted", requestId, answer }),
+  // `choice`: {selectedOptionId?, editedToolInput?} (AHP 1.1)
+  toolCallConfirmed: (turnId, toolCallId, approved, choice = {}) =>
+    ({ type: "chat/toolCallConfirmed", turnId, toolCallId, approved, ...choice }),
+  toolCallResultConfirmed: (turnId, toolCallId, approved) =>
+    ({ type: "chat/toolCallResultConfirmed", turnId, toolCallId, approved }),
+  // `answers`: {questionId: answer} (accept), omitted for decline and cancel
+  inputCompleted: (requestId, response, answers) =>
+    ({ type: "chat/inputCompleted", requestId, response, ...(answers ? { answers } : {}) }),
+  submitted: (kind, value) => ({ state: "submitted", value: { kind, value } }),
   titleChanged: (title) => ({ type: "session/titleChanged", title }),
   isRead: () => ({ type: "session/isReadChanged", isRead: true }),
   isArchived: (isArchived) => ({ type: "session/isArchivedChanged", isArchived }),
@@ -46,10 +52,21 @@ const wire = {
     id: r.requestId, kind: r.kind, turnId: r.turnId, toolCallId: r.toolCallId,
     toolName: r.toolName, args: r.arguments, question: r.question, clientId: r.clientId,
   }),
+  options: (list) => (list || []).map((o) => ({ id: o.id, label: o.label || o.id, kind: o.kind })),
   tool: (t) => ({
     kind: "tool", id: t.toolCallId, name: t.displayName || t.toolName || "a tool",
     input: t.toolInput ?? t.partialInput ?? "", status: t.status || "running",
     success: t.success, confirmed: t.confirmed, reason: t.reason,
+    options: wire.options(t.options), editable: t.editable === true,
+    chosen: t.selectedOption ? t.selectedOption.label || t.selectedOption.id : null,
+  }),
+  // chat/inputRequested's request: a message and its questions
+  input: (r) => ({
+    id: r.id, message: r.message || "", url: r.url || null,
+    questions: (r.questions || []).map((q) => ({
+      id: q.id, kind: q.kind, message: q.message || "", title: q.title || "", required: q.required === true,
+      options: wire.options(q.options), freeform: q.allowFreeformInput !== false,
+    })),
   }),
   part: (p) => {
     if (p.kind === "toolCall" && p.toolCall) return wire.tool(p.toolCall);
@@ -71,7 +88,8 @@ const wire = {
     active: s.activeTurn ? wire.turn(s.activeTurn, "running") : null,
     steering: (s.steeringMessages || []).map(wire.pending),
     queued: (s.queuedMessages || []).map(wire.pending),
-    requests: (s.openRequests || []).map(wire.request),
+    requests: (s.openRequests || []).map(wire.request).filter((r) => r.kind !== "user_input"),
+    inputs: (s.inputRequests || []).map(wire.input),
   }),
   // An action envelope's action as a record: {type, ...fields the page uses}.
   action: (a) => {
@@ -94,16 +112,26 @@ const wire = {
                  change: { name: a.displayName || a.toolName || "a tool", status: "streaming" } };
       case "chat/toolCallReady":
         return { type: "tool", turnId: a.turnId, id: a.toolCallId,
-                 change: { input: a.toolInput ?? "", status: a.confirmed ? "running" : "pending-confirmation" } };
-      case "chat/toolCallConfirmed":
-        return { type: "tool", turnId: a.turnId, id: a.toolCallId,
-                 change: a.approved ? { status: "running", confirmed: a.confirmed || "user-action" }
+                 change: { input: a.toolInput ?? "", status: a.confirmed ? "running" : "pending-confirmation",
+                           options: wire.options(a.options), editable: a.editable === true } };
+      case "chat/toolCallConfirmed": {
+        const chosen = a.selectedOptionId ?? null;
+        const edited = a.editedToolInput !== undefined ? { input: a.editedToolInput } : {};
+        return { type: "tool", turnId: a.turnId, id: a.toolCallId, chosen,
+                 change: a.approved ? { status: "running", confirmed: a.confirmed || "user-action", ...edited }
                    : { status: "cancelled", reason: a.reason || "denied" } };
+      }
       case "chat/toolCallComplete": {
         const result = a.result || a;
+        const status = a.requiresResultConfirmation ? "pending-result-confirmation" : "completed";
         return { type: "tool", turnId: a.turnId, id: a.toolCallId,
-                 change: { status: "completed", success: result.success !== false } };
+                 change: { status, success: result.success !== false } };
       }
+      case "chat/toolCallResultConfirmed":
+        return { type: "tool", turnId: a.turnId, id: a.toolCallId,
+                 change: a.approved ? { status: "completed" } : { status: "cancelled", reason: "result-denied" } };
+      case "chat/inputRequested": return { type: "inputRequested", request: wire.input(a.request || {}) };
+      case "chat/inputCompleted": return { type: "inputDone", id: a.requestId };
       case "chat/pendingMessageSet": return { type: "pendingSet", pending: wire.pending(a.pending || a) };
       case "chat/pendingMessageRemoved":
         return { type: "pendingRemoved", id: a.pendingId ?? a.id, kind: a.kind, reason: a.reason };
@@ -443,7 +471,7 @@ function renderChat() {
   for (const turn of s.active ? [...s.turns, s.active] : s.turns) {
     seen.add(turn.id);
     const active = turn === s.active;
-    const key = `${turn.version}:${active}:${s.requests.length}`;
+    const key = `${turn.version}:${active}:${s.requests.length}:${s.inputs.map((r) => r.id).join(",")}`;
     let view = page.views.get(turn.id);
     if (!view || view.key !== key) {
       view = { key, node: turnNode(turn, active) };
@@ -474,7 +502,7 @@ function renderChat() {
 
   const status = summary ? summary.status : 0;
   $("chat-status").textContent = s.active
-    ? (s.requests.length ? "Waiting for you" : "Working…")
+    ? (waitsOnUser(s) ? "Waiting for you" : "Working…")
     : (status & STATUS.archived ? "Archived: unarchive it to send" : "Idle");
   updateComposer();
   if (atBottom) scroller.scrollTop = scroller.scrollHeight;
@@ -501,8 +529,9 @@ function turnNode(turn, active) {
     for (const r of page.state.requests.filter((r) => r.turnId === turn.id && !toolOf(turn, r))) {
       reply.append(requestCard(r));
     }
+    for (const r of page.state.inputs) reply.append(inputCard(r));
     const last = reply.lastElementChild;
-    const waiting = page.state.requests.some((r) => r.turnId === turn.id);
+    const waiting = waitsOnUser(page.state);
     if (waiting) {
       // the agent waits on the user: no sign of it working
     } else if (!turn.parts.some((p) => p.kind === "markdown" && p.text)) {
@@ -524,6 +553,13 @@ function turnNode(turn, active) {
 function toolOf(turn, request) {
   return request.toolCallId && request.kind === "permission"
     ? turn.parts.find((p) => p.kind === "tool" && p.id === request.toolCallId) : undefined;
+}
+
+// The running turn waits on the user: a question, a call to confirm, a result to confirm.
+function waitsOnUser(s) {
+  const asks = (p) => p.kind === "tool" && ["pending-confirmation", "pending-result-confirmation"].includes(p.status);
+  return s.inputs.length > 0 || s.requests.some((r) => r.kind !== "client_tool")
+    || (s.active !== null && s.active.parts.some(asks));
 }
 
 function partNode(part, turn, active) {
@@ -597,15 +633,104 @@ function toolCard(part, turn, active) {
   const card = el("div", { class: "card tool", "data-tool": part.id },
     el("div", { class: "card-head" }, el("span", { "aria-hidden": "true", text: "⚙" }),
       el("span", { class: "card-title", text: part.name }), el("span", { class: `badge ${tone}`, text: label })));
-  if (part.input && part.input !== "{}") card.append(el("pre", { text: part.input }));
-  const request = active && page.state.requests.find((r) => r.kind === "permission" && r.toolCallId === part.id);
-  if (request) {
+  const asking = active && part.status === "pending-confirmation";
+  let edited = null;
+  if (asking && part.editable) {
+    edited = el("textarea", { class: "tool-input", rows: 3, "aria-label": `Input for ${part.name}`, spellcheck: "false" });
+    edited.value = part.input || "{}";
+    card.append(edited);
+  } else if (part.input && part.input !== "{}") {
+    card.append(el("pre", { text: part.input }));
+  }
+  if (part.chosen) card.append(el("p", { class: "chosen", text: `Chosen: ${part.chosen}` }));
+  if (asking) {
     card.classList.add("request");
+    const decide = (approved, optionId) => confirmTool(turn.id, part, approved, optionId, edited);
+    const buttons = part.options.length
+      ? part.options.map((o) => el("button", { type: "button", class: o.kind === "approve" ? "primary small" : "small",
+          "data-option": o.id, text: o.label, on: { click: () => decide(o.kind === "approve", o.id) } }))
+      : [el("button", { type: "button", class: "primary small", text: "Approve", on: { click: () => decide(true) } }),
+         el("button", { type: "button", class: "small", text: "Deny", on: { click: () => decide(false) } })];
+    card.append(el("div", { class: "actions" }, ...buttons));
+  } else if (active && part.status === "pending-result-confirmation") {
+    card.classList.add("request");
+    const decide = (approved) => dispatchChat(wire.toolCallResultConfirmed(turn.id, part.id, approved));
     card.append(el("div", { class: "actions" },
-      el("button", { type: "button", class: "primary small", text: "Approve", on: { click: () => confirmTool(request, true) } }),
-      el("button", { type: "button", class: "small", text: "Deny", on: { click: () => confirmTool(request, false) } })));
+      el("span", { class: "hint", text: "Let the model see this result?" }),
+      el("button", { type: "button", class: "primary small", text: "Share result", on: { click: () => decide(true) } }),
+      el("button", { type: "button", class: "small", text: "Keep it back", on: { click: () => decide(false) } })));
   }
   return card;
+}
+
+// An input request as a form: one field per question (text, number, yes/no, one or several
+// of its choices, with free text where the question takes it); submit accepts, decline declines.
+function inputCard(r) {
+  const card = el("form", { class: "card request input", "data-input": r.id });
+  const questions = r.questions.length ? r.questions : [{ id: "answer", kind: "text", message: r.message, options: [] }];
+  const title = r.message || (questions.length === 1 ? questions[0].message : "") || "The agent asks";
+  card.append(el("div", { class: "card-head" }, el("span", { class: "card-title", text: title })));
+  if (r.url) card.append(el("p", {}, el("a", { href: r.url, target: "_blank", rel: "noopener noreferrer", text: r.url })));
+  const readers = questions.map((q) => questionField(card, q, questions.length > 1 || q.message !== title));
+  const submit = (e) => {
+    e.preventDefault();
+    const answers = {};
+    for (const [q, read] of readers) {
+      const value = read();
+      if (value !== null) answers[q.id] = value;
+    }
+    if (questions.some((q) => q.required && !(q.id in answers))) { notice("Answer the questions marked required."); return; }
+    if (!Object.keys(answers).length) return;
+    dispatchChat(wire.inputCompleted(r.id, "accept", answers));
+  };
+  card.addEventListener("submit", submit);
+  card.append(el("div", { class: "actions" },
+    el("button", { type: "submit", class: "primary small", text: "Answer" }),
+    el("button", { type: "button", class: "small", text: "Decline", on: { click: () => dispatchChat(wire.inputCompleted(r.id, "decline")) } })));
+  return card;
+}
+
+// One question's field in `form`; returns [question, read], read giving its answer or null.
+function questionField(form, q, labelled) {
+  const name = `q-${q.id}`;
+  const box = el("fieldset", { class: "question" });
+  if (labelled) box.append(el("legend", { text: `${q.message}${q.required ? " (required)" : ""}` }));
+  form.append(box);
+  const textField = (type, label) => {
+    const input = el("input", { type, name, "aria-label": label, placeholder: "Your answer" });
+    box.append(input);
+    return input;
+  };
+  if (q.kind === "boolean") {
+    const yes = el("input", { type: "checkbox", name });
+    box.append(el("label", {}, yes, " Yes"));
+    return [q, () => wire.submitted("boolean", yes.checked)];
+  }
+  if (q.kind === "number" || q.kind === "integer") {
+    const input = textField("number", `Answer: ${q.message}`);
+    return [q, () => (input.value === "" ? null : wire.submitted("number", Number(input.value)))];
+  }
+  if (q.kind === "single-select" || q.kind === "multi-select") {
+    const several = q.kind === "multi-select";
+    const boxes = q.options.map((o) => {
+      const input = el("input", { type: several ? "checkbox" : "radio", name, value: o.id });
+      box.append(el("label", { class: "choice" }, input, ` ${o.label}`));
+      return input;
+    });
+    const other = q.freeform ? textField("text", `Other answer: ${q.message}`) : null;
+    if (other) other.placeholder = "Or write your own";
+    return [q, () => {
+      const picked = boxes.filter((b) => b.checked).map((b) => b.value);
+      const free = other && other.value.trim();
+      if (several && (picked.length || free)) {
+        return { state: "submitted", value: { kind: "selected-many", value: picked, ...(free ? { freeformValues: [free] } : {}) } };
+      }
+      if (picked.length) return wire.submitted("selected", picked[0]);
+      return free ? wire.submitted("text", free) : null;
+    }];
+  }
+  const input = textField("text", `Answer: ${q.message}`);
+  return [q, () => (input.value.trim() ? wire.submitted("text", input.value) : null)];
 }
 
 function requestCard(r) {
@@ -614,14 +739,8 @@ function requestCard(r) {
     card.append(el("div", { class: "card-head" }, el("span", { class: "card-title", text: `Allow ${r.toolName || "a tool"}?` })));
     if (r.args && r.args !== "{}") card.append(el("pre", { text: r.args }));
     card.append(el("div", { class: "actions" },
-      el("button", { type: "button", class: "primary small", text: "Approve", on: { click: () => confirmTool(r, true) } }),
-      el("button", { type: "button", class: "small", text: "Deny", on: { click: () => confirmTool(r, false) } })));
-  } else if (r.kind === "user_input" || r.question) {
-    const input = el("input", { "aria-label": `Answer: ${r.question || ""}`, placeholder: "Your answer" });
-    const submit = () => { if (input.value.trim()) answer(r, input.value); };
-    input.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); submit(); } });
-    card.append(el("div", { class: "card-head" }, el("span", { class: "card-title", text: r.question || "The agent asks" })),
-      el("div", { class: "actions" }, input, el("button", { type: "button", class: "primary small", text: "Answer", on: { click: submit } })));
+      el("button", { type: "button", class: "primary small", text: "Approve", on: { click: () => confirmRequest(r, true) } }),
+      el("button", { type: "button", class: "small", text: "Deny", on: { click: () => confirmRequest(r, false) } })));
   } else {
     card.append(el("div", { class: "card-head" },
       el("span", { class: "card-title", text: `Waiting for ${r.clientId || "a client"} to run ${r.toolName || "a tool"}` })));
@@ -681,6 +800,7 @@ function onChatAction(envelope) {
       let part = turn.parts.find((p) => p.kind === "tool" && p.id === a.id);
       if (!part) { part = { kind: "tool", id: a.id, name: "a tool", input: "", status: "streaming" }; turn.parts.push(part); }
       Object.assign(part, a.change);
+      if (a.chosen) part.chosen = (part.options || []).find((o) => o.id === a.chosen)?.label || a.chosen;
       turn.version += 1;
       break;
     }
@@ -696,6 +816,7 @@ function onChatAction(envelope) {
         s.active = null;
       }
       s.requests = s.requests.filter((r) => r.turnId !== a.turnId);
+      s.inputs = []; // a turn's end ends what it asked
       markWorking(false);
       break;
     case "pendingSet": {
@@ -711,7 +832,13 @@ function onChatAction(envelope) {
       s.queued = [...listed, ...s.queued.filter((p) => !a.order.includes(p.id))];
       break;
     }
-    case "requestOpened": s.requests.push(a.request); break;
+    case "requestOpened": if (a.request.kind !== "user_input") s.requests.push(a.request); break;
+    case "inputRequested": {
+      const at = s.inputs.findIndex((r) => r.id === a.request.id);
+      if (at >= 0) s.inputs[at] = a.request; else s.inputs.push(a.request);
+      break;
+    }
+    case "inputDone": s.inputs = s.inputs.filter((r) => r.id !== a.id); break;
     case "requestClosed": s.requests = s.requests.filter((r) => r.id !== a.id); break;
     case "truncated": openChat(page.chat); return;
     default: return;
@@ -724,6 +851,7 @@ function refusal(envelope) {
     "chat/turnStarted": "Could not send", "chat/pendingMessageSet": "Could not queue",
     "chat/pendingMessageRemoved": "Could not remove the message", "chat/turnCancelled": "Could not stop the turn",
     "chat/toolCallConfirmed": "Could not answer", "chat/inputCompleted": "Could not answer",
+    "chat/toolCallResultConfirmed": "Could not answer",
     "session/titleChanged": "Could not rename", "session/isArchivedChanged": "Could not archive",
   }[envelope.action && envelope.action.type] || "Refused";
   return `${what}: ${envelope.rejectionReason}`;
@@ -889,12 +1017,23 @@ function removePending(p) {
   if (!dispatchChat(wire.pendingRemoved(p.kind, p.id))) notice("Not connected: try again once the connection is back.");
 }
 
-function confirmTool(r, approved) {
-  dispatchChat(wire.toolCallConfirmed(r.turnId, r.toolCallId || r.id, approved));
+function confirmTool(turnId, part, approved, optionId, edited) {
+  const choice = optionId ? { selectedOptionId: optionId } : {};
+  if (approved && edited && edited.value.trim() !== (part.input || "{}").trim()) {
+    try {
+      JSON.parse(edited.value);
+    } catch {
+      notice("The tool's input must stay JSON: fix it, or approve it as it was.");
+      return;
+    }
+    choice.editedToolInput = edited.value;
+  }
+  dispatchChat(wire.toolCallConfirmed(turnId, part.id, approved, choice));
 }
 
-function answer(r, text) {
-  dispatchChat(wire.inputCompleted(r.id, text));
+// A permission the page knows only from x-chat/requestOpened (no tool call part of its own).
+function confirmRequest(r, approved) {
+  dispatchChat(wire.toolCallConfirmed(r.turnId, r.toolCallId || r.id, approved));
 }
 
 function cancelTurn() {

@@ -116,3 +116,17 @@ def test_the_negotiated_version_decides_the_shapes_that_moved() -> None:
     assert knows_action("0.4.0", "x-chat/requestOpened")  # extensions are never gated
     assert not knows_notification("1.0.0", "channel/frame")
     assert knows_notification("1.1.0", "channel/frame")
+
+
+def test_a_peer_is_sent_the_actions_its_version_knows_and_a_question_once() -> None:
+    from agenthost.messages.versions import sent_to
+
+    question = {"type": "x-chat/requestOpened", "request": {"kind": "user_input"}}
+    permission = {"type": "x-chat/requestOpened", "request": {"kind": "permission"}}
+    closed = {"type": "x-chat/requestClosed", "requestId": "r", "kind": "user_input"}
+    resume = {"type": "chat/turnResume", "turnId": "t"}
+    assert not sent_to("1.1.0", question) and not sent_to("1.1.0", closed)
+    assert sent_to("1.1.0", permission) and sent_to("1.1.0", resume)
+    assert not sent_to("0.5.0", resume) and sent_to("0.9.0", resume)
+    assert sent_to("0.3.0", question) and sent_to("0.3.0", closed)  # no input requests before 0.4
+    assert sent_to(None, question)  # not negotiated: nothing is left out

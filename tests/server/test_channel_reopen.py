@@ -19,6 +19,8 @@ URI = "ahp-chat:/c1"
 
 
 class Collecting:
+    version: str | None = None  # not negotiated: sent everything
+
     def __init__(self) -> None:
         self.sent: list[dict[str, object]] = []
 

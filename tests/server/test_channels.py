@@ -22,6 +22,8 @@ NOW = 1_000
 
 
 class Inbox:
+    version: str | None = None  # not negotiated: sent everything
+
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
 

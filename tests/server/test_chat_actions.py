@@ -11,7 +11,7 @@ from typing import Any
 from agenthost.actors import Host
 from agenthost.messages.common import ConfirmationOption, ConfirmationOptionKind
 from agenthost.messages.state import ClientTool
-from agenthost.providers.scripted import ClientToolCall, Say, ScriptedProvider, ToolCall
+from agenthost.providers.scripted import AskUser, ClientToolCall, Say, ScriptedProvider, ToolCall
 from tests.server.ahp_client import AhpClient, Server, action_of, running
 
 OPTIONS = (
@@ -286,5 +286,135 @@ def test_a_denied_result_never_reaches_the_model(host: Host, provider: ScriptedP
             assert call["status"] == "cancelled" and call["reason"] == "result-denied"
         answer = provider.answers[-1]
         assert answer.result is None and "did not let the tool's result" in (answer.error or "")
+
+    run(host, body)
+
+
+# -- input requests ----------------------------------------------------------------------
+COLOUR = AskUser("Which colour?", choices=("red", "blue"), freeform=False)
+
+
+async def input_requested(client: AhpClient, chat: str, text: str) -> dict[str, Any]:
+    await client.dispatch(chat, turn(text, "t1"))
+    asked = await client.wait_for(action_of("chat/inputRequested"))
+    request: dict[str, Any] = asked["params"]["action"]["request"]
+    return request
+
+
+def selected(option_id: str, state: str = "submitted") -> dict[str, Any]:
+    return {"state": state, "value": {"kind": "selected", "value": option_id}}
+
+
+def test_a_question_goes_out_as_an_input_request_and_never_as_the_extension(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("ask", COLOUR, Say("ok"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            request = await input_requested(client, chat, "ask")
+            question = request["questions"][0]
+            assert question["kind"] == "single-select" and question["message"] == "Which colour?"
+            assert [o["label"] for o in question["options"]] == ["red", "blue"]
+            completed = {
+                "type": "chat/inputCompleted",
+                "requestId": request["id"],
+                "response": "accept",
+                "answers": {question["id"]: selected("c2")},
+            }
+            seq = await client.dispatch(chat, completed)
+            done = (await client.wait_for(by_origin(seq)))["params"]
+            assert "rejectionReason" not in done and done["action"]["response"] == "accept"
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            types = {a["action"]["type"] for a in client.actions(chat)}
+            assert not types & {"x-chat/requestOpened", "x-chat/requestClosed"}
+        assert provider.model_inputs[-1] == "blue"
+
+    run(host, body)
+
+
+def test_a_draft_answer_is_synced_to_other_clients_and_counts_when_the_request_is_accepted(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("ask", COLOUR, Say("ok"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as one, server.client() as two:
+            chat = await followed_chat(one, "one")
+            await two.initialize(client_id="two")
+            await two.call("subscribe", {"channel": chat})
+            request = await input_requested(one, chat, "ask")
+            question_id = request["questions"][0]["id"]
+            changed = {
+                "type": "chat/inputAnswerChanged",
+                "requestId": request["id"],
+                "questionId": question_id,
+                "answer": selected("c1", "draft"),
+            }
+            seq = await one.dispatch(chat, changed)
+            synced = (await two.wait_for(by_origin(seq)))["params"]
+            assert synced["origin"]["clientId"] == "one"
+            assert synced["action"]["answer"]["state"] == "draft"
+            snapshot = (await two.call("subscribe", {"channel": chat}))["snapshot"]
+            [held] = snapshot["state"]["inputRequests"]
+            assert held["answers"] == {question_id: selected("c1", "draft")}
+            cleared = {k: v for k, v in changed.items() if k != "answer"}
+            seq = await two.dispatch(chat, cleared)
+            await one.wait_for(by_origin(seq))
+            snapshot = (await one.call("subscribe", {"channel": chat}))["snapshot"]
+            assert "answers" not in snapshot["state"]["inputRequests"][0]
+            stranger = await one.dispatch(chat, {**changed, "questionId": "nope"})
+            refused = (await one.wait_for(by_origin(stranger)))["params"]
+            assert "asks no question 'nope'" in refused["rejectionReason"]
+            await two.dispatch(chat, {**changed, "answer": selected("c2")})
+            accept = {
+                "type": "chat/inputCompleted",
+                "requestId": request["id"],
+                "response": "accept",
+            }
+            seq = await one.dispatch(chat, accept)
+            done = (await one.wait_for(by_origin(seq)))["params"]
+            assert "rejectionReason" not in done
+            assert done["action"]["answers"][question_id]["value"]["value"] == "c2"
+            await one.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            late = await one.dispatch(chat, changed)
+            refused = (await one.wait_for(by_origin(late)))["params"]
+            assert "is not open" in refused["rejectionReason"]
+        assert provider.model_inputs[-1] == "blue"
+
+    run(host, body)
+
+
+async def nth_input_request(client: AhpClient, count: int) -> dict[str, Any]:
+    asked = action_of("chat/inputRequested")
+    await client.wait_until(lambda: sum(map(asked, client.notifications)) == count)
+    return [n for n in client.notifications if asked(n)][-1]
+
+
+def test_a_declined_or_cancelled_request_tells_the_provider_which(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("ask", COLOUR, Say("ok"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            for count, (turn_id, response) in enumerate((("t1", "decline"), ("t2", "cancel")), 1):
+                await client.dispatch(chat, turn("ask", turn_id))
+                requested = await nth_input_request(client, count)
+                request_id = requested["params"]["action"]["request"]["id"]
+                seq = await client.dispatch(
+                    chat,
+                    {"type": "chat/inputCompleted", "requestId": request_id, "response": response},
+                )
+                done = (await client.wait_for(by_origin(seq)))["params"]
+                assert done["action"]["response"] == response and "serverSeq" in done
+                await client.wait_for(action_of("chat/turnComplete", turnId=turn_id))
+        errors = [a.error for a in provider.answers]
+        assert errors == [
+            "The user declined to answer.",
+            "The user dismissed the question without answering.",
+        ]
 
     run(host, body)

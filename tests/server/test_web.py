@@ -21,7 +21,16 @@ import pytest
 import structlog
 
 from agenthost.actors import Host
-from agenthost.providers.scripted import AskUser, Gate, Reject, Say, ScriptedProvider, ToolCall
+from agenthost.messages.common import ConfirmationOption, ConfirmationOptionKind
+from agenthost.providers.scripted import (
+    AskUser,
+    Gate,
+    Reject,
+    Say,
+    ScriptedProvider,
+    Think,
+    ToolCall,
+)
 from agenthost.server.auth import bearer_protocol
 from agenthost.server.serve import ServeConfig, serve
 from agenthost.server.web_routes import RENDER_BYTES
@@ -422,6 +431,81 @@ def test_a_permission_prompt_and_a_question_are_cards_the_user_answers(
     expect(finished.locator(".reply")).to_contain_text("ran it")
     expect(finished.locator(".card.tool .badge")).to_have_text("done")
     assert [a.approved for a in provider.answers][:1] == [True]
+
+
+OPTIONS = (
+    ConfirmationOption(id="once", label="Allow once", kind=ConfirmationOptionKind.APPROVE),
+    ConfirmationOption(
+        id="always", label="Allow in this session", kind=ConfirmationOptionKind.APPROVE
+    ),
+    ConfirmationOption(id="never", label="Never", kind=ConfirmationOptionKind.DENY),
+)
+
+
+@needs_browser
+def test_a_tool_call_offers_its_options_and_runs_with_the_input_the_user_edited(
+    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
+) -> None:
+    edit = ToolCall("write", '{"path": "a.txt"}', options=OPTIONS, editable=True)
+    provider.on("write it", Think("I should write **a file**."), edit, Say("wrote it"))
+    provider.on("again", ToolCall("write", "{}", options=OPTIONS), Say("never mind"))
+    page = open_page(server)
+    new_session(page)
+    send(page, "write it")
+    card = page.locator("#active-turn .card.tool", has_text="write")
+    expect(card.get_by_role("button")).to_have_text(
+        ["Allow once", "Allow in this session", "Never"]
+    )
+    reasoning = page.locator("#active-turn details.reasoning")
+    expect(reasoning).not_to_have_attribute("open", "")  # collapsed until opened
+    expect(reasoning.locator("summary")).to_have_text("Thinking")
+    field = card.get_by_role("textbox", name="Input for write")
+    expect(field).to_have_value('{"path": "a.txt"}')
+    field.fill('{"path": "b.txt"}')
+    shot(page, tmp_path, "tool-options")
+    card.get_by_role("button", name="Allow in this session").click()
+    finished = done(page, "write it")
+    expect(finished.locator(".card.tool .badge")).to_have_text("done")
+    expect(finished.locator(".card.tool .chosen")).to_have_text("Chosen: Allow in this session")
+    expect(finished.locator(".card.tool pre")).to_have_text('{"path": "b.txt"}')
+    answer = provider.answers[-1]
+    assert (answer.option, answer.edited_input) == ("always", '{"path": "b.txt"}')
+    finished.locator("details.reasoning summary").click()
+    expect(finished.locator("details.reasoning p")).to_have_text("I should write **a file**.")
+    shot(page, tmp_path, "tool-done")
+    send(page, "again")
+    page.locator("#active-turn .card.tool").get_by_role("button", name="Never").click()
+    denied = done(page, "again")
+    expect(denied.locator(".card.tool .badge")).to_have_text("denied")
+    assert (provider.answers[-1].approved, provider.answers[-1].option) == (False, "never")
+
+
+@needs_browser
+def test_an_input_request_is_a_form_of_its_questions(
+    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
+) -> None:
+    colour = AskUser("Which colours?", choices=("red", "green", "blue"), several=True)
+    provider.on("pick", colour, Say("picked"))
+    provider.on("pick again", AskUser("One colour?", choices=("red", "blue")), Say("fine"))
+    page = open_page(server)
+    new_session(page)
+    send(page, "pick")
+    form = page.locator("#active-turn form.card.input", has_text="Which colours?")
+    expect(form.get_by_role("checkbox")).to_have_count(3)
+    form.get_by_role("checkbox", name="red").check()
+    form.get_by_role("checkbox", name="blue").check()
+    form.get_by_role("textbox", name="Other answer: Which colours?").fill("teal")
+    expect(page.locator("#chat-status")).to_have_text("Waiting for you")
+    shot(page, tmp_path, "input-form")
+    form.get_by_role("button", name="Answer").click()
+    done(page, "pick")
+    assert provider.model_inputs[-1] == "red, blue, teal"
+    send(page, "pick again")
+    form = page.locator("#active-turn form.card.input", has_text="One colour?")
+    expect(form.get_by_role("radio")).to_have_count(2)
+    form.get_by_role("button", name="Decline").click()
+    done(page, "pick again")
+    assert provider.answers[-1].error == "The user declined to answer."
 
 
 @needs_browser
