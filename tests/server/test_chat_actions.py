@@ -11,7 +11,14 @@ from typing import Any
 from agenthost.actors import Host
 from agenthost.messages.common import ConfirmationOption, ConfirmationOptionKind
 from agenthost.messages.state import ClientTool
-from agenthost.providers.scripted import AskUser, ClientToolCall, Say, ScriptedProvider, ToolCall
+from agenthost.providers.scripted import (
+    AskUser,
+    ClientToolCall,
+    Say,
+    ScriptedProvider,
+    Think,
+    ToolCall,
+)
 from tests.server.ahp_client import AhpClient, Server, action_of, running
 
 OPTIONS = (
@@ -416,5 +423,31 @@ def test_a_declined_or_cancelled_request_tells_the_provider_which(
             "The user declined to answer.",
             "The user dismissed the question without answering.",
         ]
+
+    run(host, body)
+
+
+# -- reasoning ---------------------------------------------------------------------------
+def test_streamed_reasoning_goes_out_as_chat_reasoning_in_a_part_of_its_own(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("think", Think("first "), Think("then"), Say("answer"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            await client.dispatch(chat, turn("think", "t1"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            actions = [a["action"] for a in client.actions(chat)]
+            [part] = [a["part"] for a in actions if a["type"] == "chat/responsePart"][:1]
+            assert part["kind"] == "reasoning"
+            reasoning = [a for a in actions if a["type"] == "chat/reasoning"]
+            assert "".join(a["content"] for a in reasoning) == "first then"
+            assert {a["partId"] for a in reasoning} == {part["id"]}
+            deltas = [a for a in actions if a["type"] == "chat/delta"]
+            assert deltas and part["id"] not in {a["partId"] for a in deltas}
+            [ended] = (await client.call("fetchTurns", {"channel": chat}))["turns"]
+            kinds = [(p["kind"], p.get("content")) for p in ended["responseParts"]]
+            assert kinds == [("reasoning", "first then"), ("markdown", "answer")]
 
     run(host, body)
