@@ -11,6 +11,7 @@ streams. Each input line is a message or a command:
     /cancel       cancel the running turn
     /approve [option], /deny   answer the oldest permission prompt (an option
                   the tool call offers, by number, id or label)
+    /edit JSON    approve it with this tool input instead (an editable call)
     /answer text  answer the oldest question (a choice by number or label, or
                   text; several questions: answers separated by ";")
     /decline      decline the oldest question
@@ -77,6 +78,8 @@ text          send a message (queued while a turn runs)
 /cancel       cancel the running turn
 /approve [option]  approve the oldest permission prompt, with an option it
               offers (number, id or label); /deny refuses it
+/edit JSON    approve the oldest permission prompt with this tool input (where
+              the call is editable)
 /answer text  answer the oldest question the model asked (a choice's number or
               label, or text; several questions: answers separated by ";")
 /decline      decline the oldest question
@@ -90,7 +93,7 @@ Any other /command goes to the host, which hands what it does not know to the mo
 OWN_COMMANDS = frozenset(
     {
         "/help", "/sessions", "/open", "/new", "/steer", "/queue", "/remove", "/cancel",
-        "/approve", "/deny", "/answer", "/decline", "/thinking", "/quit", "/exit",
+        "/approve", "/deny", "/edit", "/answer", "/decline", "/thinking", "/quit", "/exit",
     }
 )  # fmt: skip
 """The commands this client handles itself; any other line goes to the host."""
@@ -111,10 +114,11 @@ REMOVED = {
 def _how(request: Request) -> str:
     """How to answer a request, with the options or choices it offers."""
     if request.kind == "permission":
+        edit = "; /edit JSON changes its input" if request.editable else ""
         if not request.options:
-            return "/approve or /deny"
+            return f"/approve or /deny{edit}"
         listed = ", ".join(f"{n}. {o.label}" for n, o in enumerate(request.options, 1))
-        return f"/approve OPTION or /deny: {listed}"
+        return f"/approve OPTION or /deny: {listed}{edit}"
     if request.kind != "user_input":
         return "another client answers it"
     asked = []
@@ -536,6 +540,18 @@ class ChatClient:
                 return True
             approved = command == "/approve" if option is None else option.kind != "deny"
             await self.dispatch(wire_confirmed(request, approved, option))
+        elif command == "/edit":
+            prompts = [r for r in view.requests if r.kind == "permission"]
+            if not prompts:
+                self._line("[error] no permission prompt is open")
+            elif not prompts[0].editable:
+                self._line("[error] this tool call takes no edited input: /approve or /deny")
+            elif not _json_object(rest):
+                self._line(
+                    '[error] /edit JSON: the tool\'s input as a JSON object, e.g. {"path": "a"}'
+                )
+            else:
+                await self.dispatch(wire_confirmed(prompts[0], True, None, rest))
         elif command in ("/answer", "/decline"):
             questions = [r for r in view.requests if r.kind == "user_input"]
             if not questions:
@@ -549,3 +565,10 @@ class ChatClient:
             shown = "\n\n".join(t for t in view.thinking if t)
             self._line(f"[thinking] {shown}" if shown else "[error] no thinking to show")
         return True
+
+
+def _json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False

@@ -58,6 +58,7 @@ class Request:
     label: str
     options: tuple[Option, ...] = ()
     questions: tuple[Question, ...] = ()
+    editable: bool = False  # a permission that takes an edited tool input
 
 
 @attrs.define
@@ -109,8 +110,11 @@ def wire_pending_removed(kind: str, pending_id: str) -> dict[str, Any]:
     return {"type": "chat/pendingMessageRemoved", "kind": kind, "id": pending_id}
 
 
-def wire_confirmed(request: Request, approved: bool, option: Option | None) -> dict[str, Any]:
-    """chat/toolCallConfirmed, with the option chosen (AHP 1.1's selectedOptionId)."""
+def wire_confirmed(
+    request: Request, approved: bool, option: Option | None, edited: str | None = None
+) -> dict[str, Any]:
+    """chat/toolCallConfirmed, with the option chosen (AHP 1.1's selectedOptionId)
+    and the tool input the user edited (editedToolInput)."""
     action: dict[str, Any] = {
         "type": "chat/toolCallConfirmed",
         "turnId": request.turn_id,
@@ -119,6 +123,8 @@ def wire_confirmed(request: Request, approved: bool, option: Option | None) -> d
     }
     if option is not None:
         action["selectedOptionId"] = option.id
+    if edited is not None:
+        action["editedToolInput"] = edited
     return action
 
 
@@ -225,6 +231,7 @@ def _wire_ready(action: dict[str, Any]) -> Request:
         tool_call_id=action.get("toolCallId"),
         label=f"{label} {tool_input}".strip(),
         options=_wire_options(action.get("options")),
+        editable=action.get("editable") is True,
     )
 
 

@@ -82,6 +82,36 @@ def test_a_permission_lists_its_options_and_approve_takes_one(
     run(host, body)
 
 
+def test_an_editable_call_is_approved_with_the_input_the_user_gave(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("write", ToolCall("write", '{"path": "a"}', editable=True), Say("done"))
+    provider.on("read", ToolCall("read", "{}"), Say("read"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            sent = dispatched(client)
+            await client.create_session()
+            await client.handle_line("write")
+            await screen.shows(
+                '[permission] write {"path": "a"}'
+                " (/approve or /deny; /edit JSON changes its input)\n"
+            )
+            await client.handle_line("/edit not json")
+            await screen.shows("[error] /edit JSON: the tool's input as a JSON object")
+            await client.handle_line('/edit {"path": "b"}')
+            await screen.shows("[turn complete]\n")
+            [confirmed] = [a for a in sent if a["type"] == "chat/toolCallConfirmed"]
+            assert (confirmed["approved"], confirmed["editedToolInput"]) == (True, '{"path": "b"}')
+            assert provider.answers[-1].edited_input == '{"path": "b"}'
+            await client.handle_line("read")
+            await screen.shows("[permission] read")
+            await client.handle_line('/edit {"x": 1}')
+            await screen.shows("[error] this tool call takes no edited input: /approve or /deny\n")
+
+    run(host, body)
+
+
 def test_a_deny_option_denies(host: Host, provider: ScriptedProvider) -> None:
     provider.on("rm", ToolCall("rm", options=(ONCE, NO)), Say("left"))
 
