@@ -131,7 +131,7 @@ class ActiveTurn:
             turn_id=message.turn_id,
             key=message.turn_id,
             text=message.text,
-            stream=AssistantStream(session_id, chat_id, message.turn_id),
+            stream=AssistantStream(session_id, chat_id, message.turn_id, parts=message.parts),
             history=message.history,
             instructions=message.instructions,
             model=message.model,

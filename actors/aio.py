@@ -65,6 +65,7 @@ from agenthost.messages.commands import (
     RemoveClient,
     RemovePendingMessage,
     ReorderQueue,
+    ResumeTurn,
     SetClientTools,
     SetDraft,
     SetInputAnswer,
@@ -457,6 +458,12 @@ class AsyncChat:
             ),
             timeout,
         )
+
+    async def resume(
+        self, turn_id: str, *, client_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        """As Chat.resume."""
+        await self._call(ResumeTurn(turn_id=turn_id, client_id=client_id), timeout)
 
     async def set_input_answer(
         self,

@@ -71,6 +71,7 @@ from agenthost.messages.state import (
     PendingKind,
     PendingMessage,
     SessionState,
+    Turn,
     UserMessage,
     with_attachments,
 )
@@ -459,19 +460,27 @@ class ChatCore(HostedActor):
         self._turn_seq += 1
         self._writes.stable[turn_id] = []
         if not provider_started:
-            outgoing = self._admission.outgoing(turn_id, message.text, self._state)
-            self.send(
-                self._tracker,
-                BeginTurn(
-                    turn_id=turn_id,
-                    text=with_attachments(outgoing.text, message.attachments),
-                    history=history,
-                    instructions=outgoing.instructions,
-                    model=dict(self._admission.session.config).get(MODEL_KEY) or None,
-                    attachments=message.attachments,
-                ),
-            )
+            self._begin_on_provider(turn_id, message, history)
         return turn_id
+
+    def _begin_on_provider(
+        self, turn_id: str, message: UserMessage, history: tuple[Turn, ...], parts: int = 0
+    ) -> None:
+        """The tracker runs the turn on the provider, its text and instructions
+        as the contributions leave them (`parts`: those the turn has already)."""
+        outgoing = self._admission.outgoing(turn_id, message.text, self._state)
+        self.send(
+            self._tracker,
+            BeginTurn(
+                turn_id=turn_id,
+                text=with_attachments(outgoing.text, message.attachments),
+                history=history,
+                instructions=outgoing.instructions,
+                model=dict(self._admission.session.config).get(MODEL_KEY) or None,
+                attachments=message.attachments,
+                parts=parts,
+            ),
+        )
 
     def _admit(
         self,

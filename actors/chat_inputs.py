@@ -10,6 +10,12 @@ An input request's answers are synced in the chat state while it is open
 none): only for a request the chat has open and a question it asks. The
 answer that completes the request takes them, its own replacing those of the
 same questions (`synced_into`).
+
+Resuming (AHP's chat/turnResume): only the latest turn, only when it stopped
+at a resumable error and nothing runs or waits to (the reducer's invariant 7).
+The turn becomes the active one again, its parts kept, and runs again on the
+provider: its message is sent once more (a stateful backend sees it again),
+its new parts numbered after the old ones; it then ends once, as any turn.
 """
 
 from collections import deque
@@ -25,11 +31,30 @@ from agenthost.messages.commands import (
     AnswerRequest,
     ChangeToolContent,
     ConfirmToolResult,
+    ResumeTurn,
     SetInputAnswer,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
-from agenthost.messages.events import InputAnswerChanged
+from agenthost.messages.events import InputAnswerChanged, TurnResumed
+from agenthost.messages.reducers import resumable
 from agenthost.messages.state import ChatState
+
+
+def not_resumable(state: ChatState, turn_id: str) -> AgentHostError | None:
+    """Why the chat cannot resume `turn_id` now; None when it can."""
+    latest = state.turns[-1] if state.turns else None
+    if state.active_turn is not None:
+        reason = f"turn {state.active_turn.id} is running"
+    elif state.steering_messages:
+        reason = "a steering message waits to run"
+    elif latest is None or latest.id != turn_id:
+        known = any(t.id == turn_id for t in state.turns)
+        reason = f"turn {turn_id} is not the latest turn" if known else f"no turn {turn_id}"
+    elif not resumable(latest):
+        reason = f"turn {turn_id} did not stop at a resumable error ({latest.state.value})"
+    else:
+        return None
+    return AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=f"cannot resume: {reason}")
 
 
 def synced_into(state: ChatState, message: AnswerRequest) -> AnswerRequest:
@@ -77,7 +102,29 @@ class ChatInputs(ChatCore):
         self._apply(self._stamp(changed), origin=Origin(message.client_id))
         return self._reply(None)
 
+    @handles(ResumeTurn)
+    def _resume(self, message: ResumeTurn) -> Any:
+        resume = self._stamp(TurnResumed(turn_id=message.turn_id))
+        origin = Origin(message.client_id)
+        refusal = not_resumable(self._state, message.turn_id)
+        if refusal is None and self.driven:
+            refusal = AgentHostError(
+                code=ErrorCode.INVALID_ARGUMENT,
+                message="cannot resume: a subagent's turns come from its parent",
+            )
+        if refusal is not None:
+            self._admission.refused(resume, self._state, origin, refusal)
+            return self._reply(refusal)
+        turn = self._state.turns[-1]
+        history = self._state.turns[:-1]
+        self._apply(resume, origin=origin)
+        self._log.info("turn_resumed", turn_id=turn.id)
+        # What it said before stays its text; the run adds to it.
+        self._writes.stable[turn.id] = [turn.assistant_text] if turn.assistant_text else []
+        self._begin_on_provider(turn.id, turn.message, history, parts=len(turn.response_parts))
+        return self._reply(None)
 
-INPUT_COMMANDS = (ChangeToolContent, ConfirmToolResult, SetInputAnswer)
+
+INPUT_COMMANDS = (ChangeToolContent, ConfirmToolResult, SetInputAnswer, ResumeTurn)
 """The client commands ChatInputs handles (held, like ChatActor's, while the
 session decides to leave memory)."""

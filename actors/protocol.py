@@ -255,12 +255,16 @@ class SessionReleased:
 # -- chat <-> turn tracker -----------------------------------------------------------
 @attrs.frozen
 class BeginTurn:
+    """`parts`: how many response parts the turn has already (a resumed turn's
+    new parts are numbered after them)."""
+
     turn_id: str
     text: str
     history: tuple[Turn, ...] = ()
     instructions: str = ""
     model: str | None = None
     attachments: tuple[Attachment, ...] = ()
+    parts: int = 0
 
 
 @attrs.frozen

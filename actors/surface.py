@@ -48,6 +48,7 @@ from agenthost.messages.commands import (
     RemoveClient,
     RemovePendingMessage,
     ReorderQueue,
+    ResumeTurn,
     SetClientTools,
     SetDraft,
     SetInputAnswer,
@@ -571,6 +572,18 @@ class Chat:
             ),
             timeout,
         )
+
+    def resume(
+        self, turn_id: str, *, client_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        """Run again the latest turn, which stopped at a resumable error (its
+        parts are kept; its message goes to the provider once more).
+
+        Raises:
+            AgentHostError: INVALID_ARGUMENT saying why it cannot be resumed (a
+                turn runs, it is not the latest, its error is not resumable).
+        """
+        self._call(ResumeTurn(turn_id=turn_id, client_id=client_id), timeout)
 
     def set_input_answer(
         self,

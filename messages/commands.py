@@ -160,6 +160,14 @@ class SetInputAnswer:
 
 
 @attrs.frozen(kw_only=True)
+class ResumeTurn:
+    """Run again the latest turn, which stopped at a resumable error."""
+
+    turn_id: str
+    client_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class ChangeToolContent:
     """The client executing a tool call reports its partial content (AHP's
     ToolResultContent[] as JSON text), replacing what it reported before."""

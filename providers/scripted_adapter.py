@@ -212,11 +212,11 @@ class ScriptedAdapter(ProviderAdapter):
                 case SpawnSubagent(prompt, background, drop_end):
                     await self._spawn(key, prompt, background, drop_end)
                     await self._boundary(run, said)
-                case Reject(reason, before_start):
-                    raise ProviderCallError(
-                        AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=reason),
-                        taken=not before_start,
+                case Reject(reason, before_start, resumable):
+                    error = AgentHostError(
+                        code=ErrorCode.PROVIDER_ERROR, message=reason, resumable=resumable
                     )
+                    raise ProviderCallError(error, taken=not before_start)
                 case ToolCall(name, arguments, needs_permission, options, editable):
                     call_id = self.backend.next_id()
                     self._emit(

@@ -66,10 +66,12 @@ class NoFinishReason:
 @attrs.frozen
 class Reject:
     """The send call fails with `message`. `before_start`: the provider never
-    took the turn (else it had taken it)."""
+    took the turn (else it had taken it). `resumable`: the error says the turn
+    may be resumed (AHP's chat/turnResume), as an overloaded backend's would."""
 
     message: str
     before_start: bool = False
+    resumable: bool = False
 
 
 @attrs.frozen

@@ -44,6 +44,7 @@ from agenthost.messages.events import (
     ToolCallResultConfirmed,
     Truncated,
     TurnCancelled,
+    TurnResumed,
     TurnStarted,
 )
 from agenthost.messages.inputs import AnswerState, InputResponseKind
@@ -341,6 +342,13 @@ async def _input_answer_changed(ctx: ChatAction, action: InputAnswerChanged) -> 
         )
 
 
+async def _turn_resumed(ctx: ChatAction, action: TurnResumed) -> None:
+    """Run again the latest turn, stopped at a resumable error; else echoed
+    with the reason. The host's chat/turnResume answers the dispatch."""
+    with ctx.channel.expecting(("resume", action.turn_id), ctx.origin):
+        await ctx.chat.resume(action.turn_id, client_id=ctx.client_id)
+
+
 async def _draft_changed(ctx: ChatAction, action: DraftChanged) -> None:
     await ctx.chat.set_draft(action.draft)
 
@@ -359,6 +367,7 @@ CHAT_ACTIONS: dict[type, ChatHandler] = {
     InputCompleted: _input_completed,
     InputAnswerChanged: _input_answer_changed,
     DraftChanged: _draft_changed,
+    TurnResumed: _turn_resumed,
 }
 """Chat actions a client may dispatch; any other is echoed with a rejectionReason."""
 

@@ -46,6 +46,7 @@ from agenthost.messages.events import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnResumed,
     TurnStarted,
 )
 from agenthost.messages.protocol import Snapshot
@@ -110,6 +111,8 @@ def origin_keys(event: ChatEvent) -> tuple[Hashable, ...]:
             return (("answer", request_id, question_id),)
         case InputCompleted(request_id=request_id):
             return (("input", request_id),)
+        case TurnResumed(turn_id=turn_id):
+            return (("resume", turn_id),)
     return ()
 
 

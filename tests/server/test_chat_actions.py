@@ -14,6 +14,7 @@ from agenthost.messages.state import ClientTool
 from agenthost.providers.scripted import (
     AskUser,
     ClientToolCall,
+    Reject,
     Say,
     ScriptedProvider,
     Think,
@@ -449,5 +450,62 @@ def test_streamed_reasoning_goes_out_as_chat_reasoning_in_a_part_of_its_own(
             [ended] = (await client.call("fetchTurns", {"channel": chat}))["turns"]
             kinds = [(p["kind"], p.get("content")) for p in ended["responseParts"]]
             assert kinds == [("reasoning", "first then"), ("markdown", "answer")]
+
+    run(host, body)
+
+
+# -- resume ------------------------------------------------------------------------------
+def resume(turn_id: str) -> dict[str, Any]:
+    return {"type": "chat/turnResume", "turnId": turn_id}
+
+
+def test_a_turn_stopped_at_a_resumable_error_runs_again_on_the_provider(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("go", Say("half "), Reject("overloaded, try again", resumable=True))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            await client.dispatch(chat, turn("go", "t1"))
+            failed = await client.wait_for(action_of("chat/error", turnId="t1"))
+            assert failed["params"]["action"]["error"]["resumable"] is True
+            provider.on("go", Say("and the rest"))  # the backend is back
+            seq = await client.dispatch(chat, resume("t1"))
+            resumed = (await client.wait_for(by_origin(seq)))["params"]
+            assert (
+                "rejectionReason" not in resumed and resumed["action"]["type"] == "chat/turnResume"
+            )
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            [ended] = (await client.call("fetchTurns", {"channel": chat}))["turns"]
+            assert ended["id"] == "t1" and ended["state"] == "complete"
+            markdown = [p for p in ended["responseParts"] if p["kind"] == "markdown"]
+            assert [p["content"] for p in markdown] == ["half ", "and the rest"]
+            assert len({p["id"] for p in ended["responseParts"]}) == len(ended["responseParts"])
+        assert provider.prompts.count("go") == 2
+
+    run(host, body)
+
+
+def test_a_resume_is_refused_saying_why(host: Host, provider: ScriptedProvider) -> None:
+    provider.on("fail", Reject("broken for good"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            await client.dispatch(chat, turn("hello", "t1"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            reasons = []
+            await client.dispatch(chat, turn("fail", "t2"))
+            await client.wait_for(action_of("chat/error", turnId="t2"))
+            for turn_id in ("t2", "t1", "t9"):
+                seq = await client.dispatch(chat, resume(turn_id))
+                reasons.append((await client.wait_for(by_origin(seq)))["params"]["rejectionReason"])
+            assert reasons == [
+                "cannot resume: turn t2 did not stop at a resumable error (error)",
+                "cannot resume: turn t1 is not the latest turn",
+                "cannot resume: no turn t9",
+            ]
+        assert provider.prompts.count("fail") == 1
 
     run(host, body)
