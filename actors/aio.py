@@ -66,6 +66,7 @@ from agenthost.messages.commands import (
     RemovePendingMessage,
     ReorderQueue,
     ResumeTurn,
+    SetChatFlags,
     SetClientTools,
     SetDraft,
     SetInputAnswer,
@@ -458,6 +459,19 @@ class AsyncChat:
             ),
             timeout,
         )
+
+    async def set_flags(
+        self,
+        *,
+        read: bool | None = None,
+        archived: bool | None = None,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> ChatStatus:
+        """As Chat.set_flags."""
+        command = SetChatFlags(read=read, archived=archived, client_id=client_id)
+        status: ChatStatus = await self._call(command, timeout)
+        return status
 
     async def resume(
         self, turn_id: str, *, client_id: str | None = None, timeout: float = DEFAULT_TIMEOUT

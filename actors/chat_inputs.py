@@ -32,10 +32,16 @@ from agenthost.messages.commands import (
     ChangeToolContent,
     ConfirmToolResult,
     ResumeTurn,
+    SetChatFlags,
     SetInputAnswer,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
-from agenthost.messages.events import InputAnswerChanged, TurnResumed
+from agenthost.messages.events import (
+    ChatIsArchivedChanged,
+    ChatIsReadChanged,
+    InputAnswerChanged,
+    TurnResumed,
+)
 from agenthost.messages.reducers import resumable
 from agenthost.messages.state import ChatState
 
@@ -102,6 +108,18 @@ class ChatInputs(ChatCore):
         self._apply(self._stamp(changed), origin=Origin(message.client_id))
         return self._reply(None)
 
+    @handles(SetChatFlags)
+    def _set_flags(self, message: SetChatFlags) -> Any:
+        """Read and archived are the chat's status bits (kept in memory: the
+        store keeps a session's flags, not a chat's)."""
+        origin = Origin(message.client_id)
+        if message.read is not None:
+            self._apply(self._stamp(ChatIsReadChanged(read=message.read)), origin=origin)
+        if message.archived is not None:
+            archived = ChatIsArchivedChanged(archived=message.archived)
+            self._apply(self._stamp(archived), origin=origin)
+        return self._reply(self._state.status)
+
     @handles(ResumeTurn)
     def _resume(self, message: ResumeTurn) -> Any:
         resume = self._stamp(TurnResumed(turn_id=message.turn_id))
@@ -125,6 +143,6 @@ class ChatInputs(ChatCore):
         return self._reply(None)
 
 
-INPUT_COMMANDS = (ChangeToolContent, ConfirmToolResult, SetInputAnswer, ResumeTurn)
+INPUT_COMMANDS = (ChangeToolContent, ConfirmToolResult, SetInputAnswer, ResumeTurn, SetChatFlags)
 """The client commands ChatInputs handles (held, like ChatActor's, while the
 session decides to leave memory)."""

@@ -49,6 +49,7 @@ from agenthost.messages.commands import (
     RemovePendingMessage,
     ReorderQueue,
     ResumeTurn,
+    SetChatFlags,
     SetClientTools,
     SetDraft,
     SetInputAnswer,
@@ -572,6 +573,22 @@ class Chat:
             ),
             timeout,
         )
+
+    def set_flags(
+        self,
+        *,
+        read: bool | None = None,
+        archived: bool | None = None,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> ChatStatus:
+        """Mark the chat read or unread (`read`), archived or not (`archived`);
+        None leaves a flag as it is. Returns the chat's status. Kept in memory
+        only: a chat restored from the store starts read and unarchived.
+        """
+        command = SetChatFlags(read=read, archived=archived, client_id=client_id)
+        status: ChatStatus = self._call(command, timeout)
+        return status
 
     def resume(
         self, turn_id: str, *, client_id: str | None = None, timeout: float = DEFAULT_TIMEOUT

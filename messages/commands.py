@@ -160,6 +160,16 @@ class SetInputAnswer:
 
 
 @attrs.frozen(kw_only=True)
+class SetChatFlags:
+    """A client marks a chat read or unread, archived or not (None: unchanged);
+    the chat's status bits, as AHP's chat/isReadChanged and isArchivedChanged."""
+
+    read: bool | None = None
+    archived: bool | None = None
+    client_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class ResumeTurn:
     """Run again the latest turn, which stopped at a resumable error."""
 

@@ -32,6 +32,8 @@ from agenthost.actors.aio import AsyncChat, AsyncSession
 from agenthost.messages.commands import OutcomeState
 from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode, ValidationError
 from agenthost.messages.events import (
+    ChatIsArchivedChanged,
+    ChatIsReadChanged,
     DraftChanged,
     InputAnswerChanged,
     InputCompleted,
@@ -349,6 +351,16 @@ async def _turn_resumed(ctx: ChatAction, action: TurnResumed) -> None:
         await ctx.chat.resume(action.turn_id, client_id=ctx.client_id)
 
 
+async def _chat_read_changed(ctx: ChatAction, action: ChatIsReadChanged) -> None:
+    with ctx.channel.expecting(("read",), ctx.origin):
+        await ctx.chat.set_flags(read=action.read, client_id=ctx.client_id)
+
+
+async def _chat_archived_changed(ctx: ChatAction, action: ChatIsArchivedChanged) -> None:
+    with ctx.channel.expecting(("archived",), ctx.origin):
+        await ctx.chat.set_flags(archived=action.archived, client_id=ctx.client_id)
+
+
 async def _draft_changed(ctx: ChatAction, action: DraftChanged) -> None:
     await ctx.chat.set_draft(action.draft)
 
@@ -368,6 +380,8 @@ CHAT_ACTIONS: dict[type, ChatHandler] = {
     InputAnswerChanged: _input_answer_changed,
     DraftChanged: _draft_changed,
     TurnResumed: _turn_resumed,
+    ChatIsReadChanged: _chat_read_changed,
+    ChatIsArchivedChanged: _chat_archived_changed,
 }
 """Chat actions a client may dispatch; any other is echoed with a rejectionReason."""
 

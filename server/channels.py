@@ -31,6 +31,8 @@ from agenthost.actors.clock import Clock, TimerHandle
 from agenthost.actors.handles import Subscription
 from agenthost.messages.events import (
     ChatEvent,
+    ChatIsArchivedChanged,
+    ChatIsReadChanged,
     ChatSnapshot,
     InputAnswerChanged,
     InputCompleted,
@@ -113,6 +115,10 @@ def origin_keys(event: ChatEvent) -> tuple[Hashable, ...]:
             return (("input", request_id),)
         case TurnResumed(turn_id=turn_id):
             return (("resume", turn_id),)
+        case ChatIsReadChanged():
+            return (("read",),)
+        case ChatIsArchivedChanged():
+            return (("archived",),)
     return ()
 
 

@@ -509,3 +509,42 @@ def test_a_resume_is_refused_saying_why(host: Host, provider: ScriptedProvider) 
         assert provider.prompts.count("fail") == 1
 
     run(host, body)
+
+
+# -- a chat's read and archived flags ----------------------------------------------------
+READ, ARCHIVED = 32, 64
+
+
+def test_a_chat_is_marked_unread_and_archived_and_every_client_of_1_x_hears_it(
+    host: Host,
+) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as one, server.client() as two, server.client() as old:
+            chat = await followed_chat(one, "one")
+            await two.initialize(client_id="two")
+            await two.call("subscribe", {"channel": chat})
+            await old.call(
+                "initialize",
+                {"channel": "ahp-root://", "protocolVersions": ["0.5.0"], "clientId": "old"},
+            )
+            await old.call("subscribe", {"channel": chat})
+            unread = await one.dispatch(chat, {"type": "chat/isReadChanged", "isRead": False})
+            seen = (await two.wait_for(by_origin(unread)))["params"]
+            assert seen["action"] == {"type": "chat/isReadChanged", "isRead": False}
+            assert seen["origin"] == {"clientId": "one", "clientSeq": unread}
+            archived = await one.dispatch(
+                chat, {"type": "chat/isArchivedChanged", "isArchived": True}
+            )
+            await two.wait_for(by_origin(archived))
+            status = (await two.call("subscribe", {"channel": chat}))["snapshot"]["state"]["status"]
+            assert status & READ == 0 and status & ARCHIVED == ARCHIVED
+            await one.dispatch(chat, turn("hello", "t1"))  # after the flags, in order
+            await old.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            kinds = {a["action"]["type"] for a in old.actions(chat)}
+            assert not kinds & {"chat/isReadChanged", "chat/isArchivedChanged"}  # from 0.9.0 on
+            read = await two.dispatch(chat, {"type": "chat/isReadChanged", "isRead": True})
+            await one.wait_for(by_origin(read))
+            status = (await one.call("subscribe", {"channel": chat}))["snapshot"]["state"]["status"]
+            assert status & READ == READ
+
+    run(host, body)
