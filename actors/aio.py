@@ -26,12 +26,12 @@ from typing import Any
 import pykka
 
 from agenthost.actors import calls
+from agenthost.actors.aio_asking import AsyncChatAsking
 from agenthost.actors.calls import ChatHandle, SessionHandle, chat_call, run_async, wait
 from agenthost.actors.clock import Clock
 from agenthost.actors.context import Departure, Lifecycle, Services
 from agenthost.actors.contributions import Contribution
 from agenthost.actors.handles import Subscription
-from agenthost.actors.input_answers import Given, given, given_all
 from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import (
     ClaimClient,
@@ -51,10 +51,7 @@ from agenthost.actors.surface import (
     TurnHandle,
 )
 from agenthost.messages.commands import (
-    AnswerRequest,
     CancelTurn,
-    ChangeToolContent,
-    ConfirmToolResult,
     DisposeChat,
     EditPendingMessage,
     GetChatState,
@@ -65,11 +62,8 @@ from agenthost.messages.commands import (
     RemoveClient,
     RemovePendingMessage,
     ReorderQueue,
-    ResumeTurn,
-    SetChatFlags,
     SetClientTools,
     SetDraft,
-    SetInputAnswer,
     SetReadOnly,
     SetSessionFlags,
     TruncateChat,
@@ -346,7 +340,7 @@ class AsyncSession:
         return f"AsyncSession({self.id})"
 
 
-class AsyncChat:
+class AsyncChat(AsyncChatAsking):
     """`Chat`, for asyncio."""
 
     def __init__(self, session: AsyncSession, handle: ChatHandle) -> None:
@@ -427,101 +421,6 @@ class AsyncChat:
             ReorderQueue(pending_ids=tuple(pending_ids)), timeout
         )
         return queue
-
-    async def answer(
-        self,
-        request_id: str,
-        approved: bool | None = None,
-        answer: str | None = None,
-        result: str | None = None,
-        *,
-        client_id: str | None = None,
-        option: str | None = None,
-        edited_input: str | None = None,
-        answers: Mapping[str, Given] | None = None,
-        cancelled: bool = False,
-        confirm_result: bool = False,
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> None:
-        """As Chat.answer."""
-        await self._call(
-            AnswerRequest(
-                request_id=request_id,
-                approved=approved,
-                answer=answer,
-                result=result,
-                client_id=client_id,
-                option=option,
-                edited_input=edited_input,
-                answers=given_all(answers),
-                cancelled=cancelled,
-                confirm_result=confirm_result,
-            ),
-            timeout,
-        )
-
-    async def set_flags(
-        self,
-        *,
-        read: bool | None = None,
-        archived: bool | None = None,
-        client_id: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> ChatStatus:
-        """As Chat.set_flags."""
-        command = SetChatFlags(read=read, archived=archived, client_id=client_id)
-        status: ChatStatus = await self._call(command, timeout)
-        return status
-
-    async def resume(
-        self, turn_id: str, *, client_id: str | None = None, timeout: float = DEFAULT_TIMEOUT
-    ) -> None:
-        """As Chat.resume."""
-        await self._call(ResumeTurn(turn_id=turn_id, client_id=client_id), timeout)
-
-    async def set_input_answer(
-        self,
-        request_id: str,
-        question_id: str,
-        answer: Given | None,
-        *,
-        client_id: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> None:
-        """As Chat.set_input_answer."""
-        command = SetInputAnswer(
-            request_id=request_id,
-            question_id=question_id,
-            answer=None if answer is None else given(answer),
-            client_id=client_id,
-        )
-        await self._call(command, timeout)
-
-    async def change_tool_content(
-        self,
-        tool_call_id: str,
-        content: str,
-        *,
-        client_id: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> None:
-        """As Chat.change_tool_content."""
-        command = ChangeToolContent(tool_call_id=tool_call_id, content=content, client_id=client_id)
-        await self._call(command, timeout)
-
-    async def confirm_tool_result(
-        self,
-        tool_call_id: str,
-        approved: bool,
-        *,
-        client_id: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-    ) -> None:
-        """As Chat.confirm_tool_result."""
-        command = ConfirmToolResult(
-            tool_call_id=tool_call_id, approved=approved, client_id=client_id
-        )
-        await self._call(command, timeout)
 
     async def diagnostics(self, *, timeout: float = DEFAULT_TIMEOUT) -> TurnDiagnostics | None:
         diagnostics: TurnDiagnostics | None = await self._call(GetDiagnostics(), timeout)
