@@ -83,7 +83,7 @@ def test_an_approval_goes_to_the_provider_and_confirms_the_tool_call() -> None:
     assert d.answers == [{"id": "r", "approved": True}]
     assert d.actions == [
         ToolCallConfirmed(turn_id="t", tool_call_id="c1", approved=True, confirmed="user-action"),
-        RequestClosed(request_id="r", outcome=RequestOutcome.ANSWERED),
+        RequestClosed(request_id="r", kind=RequestKind.PERMISSION, outcome=RequestOutcome.ANSWERED),
     ]
     assert d.turn.requests == {}
 
@@ -92,7 +92,9 @@ def test_a_denial_closes_the_request_as_denied() -> None:
     d = Desk()
     d.open(HostRequestKind.PERMISSION, tool_call_id="c1")
     d.answer(approved=False)
-    assert d.actions[-1] == RequestClosed(request_id="r", outcome=RequestOutcome.DENIED)
+    assert d.actions[-1] == RequestClosed(
+        request_id="r", kind=RequestKind.PERMISSION, outcome=RequestOutcome.DENIED
+    )
     assert d.actions[-2] == ToolCallConfirmed(
         turn_id="t", tool_call_id="c1", approved=False, reason="denied"
     )
@@ -154,7 +156,9 @@ def test_a_removed_client_fails_every_call_it_left_parked() -> None:
     d.actions.clear()
     d.desk.client_removed(d.turn, "browser")
     assert d.answers == [{"id": "c1", "error": "The client 'browser' is gone."}]
-    assert d.actions == [RequestClosed(request_id="c1", outcome=RequestOutcome.FAILED)]
+    assert d.actions == [
+        RequestClosed(request_id="c1", kind=RequestKind.CLIENT_TOOL, outcome=RequestOutcome.FAILED)
+    ]
     assert list(d.turn.requests) == ["c2"]
     assert d.desk.owners == {"ls": "shell"}
 
@@ -177,7 +181,9 @@ def test_the_turns_end_refuses_and_closes_whatever_it_left_open() -> None:
     d.actions.clear()
     d.desk.turn_ended(d.turn)
     assert d.answers == [{"id": "r", "approved": False, "error": "The turn ended."}]
-    assert d.actions == [RequestClosed(request_id="r", outcome=RequestOutcome.CANCELLED)]
+    assert d.actions == [
+        RequestClosed(request_id="r", kind=RequestKind.USER_INPUT, outcome=RequestOutcome.CANCELLED)
+    ]
     assert d.turn.requests == {}
 
 
@@ -214,7 +220,9 @@ def test_a_deny_option_denies() -> None:
     d.open(HostRequestKind.PERMISSION, tool_call_id="c1", options=(ALLOW, REJECT))
     d.answer(option="reject")
     assert d.answers == [{"id": "r", "approved": False, "option": "reject"}]
-    assert d.actions[-1] == RequestClosed(request_id="r", outcome=RequestOutcome.DENIED)
+    assert d.actions[-1] == RequestClosed(
+        request_id="r", kind=RequestKind.PERMISSION, outcome=RequestOutcome.DENIED
+    )
 
 
 def test_an_option_not_offered_or_contradicting_approved_is_refused() -> None:
@@ -294,7 +302,7 @@ def test_a_choice_answered_by_its_label_is_selected_by_id_and_completes_the_requ
         InputCompleted(
             request_id="r", response=InputResponseKind.ACCEPT, answers=(("file", selected),)
         ),
-        RequestClosed(request_id="r", outcome=RequestOutcome.ANSWERED),
+        RequestClosed(request_id="r", kind=RequestKind.USER_INPUT, outcome=RequestOutcome.ANSWERED),
     ]
 
 

@@ -459,6 +459,11 @@ def test_a_tool_call_offers_its_options_and_runs_with_the_input_the_user_edited(
     reasoning = page.locator("#active-turn details.reasoning")
     expect(reasoning).not_to_have_attribute("open", "")  # collapsed until opened
     expect(reasoning.locator("summary")).to_have_text("Thinking")
+    page.reload()  # the call waits on: its options come back from the snapshot
+    expect(page.locator("#link")).to_have_text("Connected")
+    expect(card.get_by_role("button")).to_have_text(
+        ["Allow once", "Allow in this session", "Never"]
+    )
     field = card.get_by_role("textbox", name="Input for write")
     expect(field).to_have_value('{"path": "a.txt"}')
     field.fill('{"path": "b.txt"}')
@@ -491,6 +496,9 @@ def test_an_input_request_is_a_form_of_its_questions(
     new_session(page)
     send(page, "pick")
     form = page.locator("#active-turn form.card.input", has_text="Which colours?")
+    expect(form.get_by_role("checkbox")).to_have_count(3)
+    page.reload()  # the request waits on: the form comes back from the snapshot
+    expect(page.locator("#link")).to_have_text("Connected")
     expect(form.get_by_role("checkbox")).to_have_count(3)
     form.get_by_role("checkbox", name="red").check()
     form.get_by_role("checkbox", name="blue").check()
