@@ -29,6 +29,7 @@ const wire = {
   pendingSet: (kind, id, text) => ({ type: "chat/pendingMessageSet", kind, id, message: { text } }),
   pendingRemoved: (kind, id) => ({ type: "chat/pendingMessageRemoved", kind, id }),
   turnCancelled: (turnId) => ({ type: "chat/turnCancelled", turnId }),
+  turnResume: (turnId) => ({ type: "chat/turnResume", turnId }),
   // `choice`: {selectedOptionId?, editedToolInput?} (AHP 1.1)
   toolCallConfirmed: (turnId, toolCallId, approved, choice = {}) =>
     ({ type: "chat/toolCallConfirmed", turnId, toolCallId, approved, ...choice }),
@@ -81,6 +82,8 @@ const wire = {
     steering: (t.steering || []).map((p) => wire.pending(p).text),
     state: state || "complete",
     error: (t.error && t.error.message) || null,
+    resumable: Boolean((t.error && t.error.resumable)
+      || (t.responseParts || []).some((p) => p.kind === "error" && p.resumable)),
     version: 0,
   }),
   chatState: (s) => ({
@@ -106,7 +109,9 @@ const wire = {
       case "chat/turnCancelled": return { type: "ended", turnId: a.turnId, state: "cancelled" };
       case "chat/error":
         return { type: "ended", turnId: a.turnId, state: "error",
-                 error: (a.error && a.error.message) || "the turn failed" };
+                 error: (a.error && a.error.message) || "the turn failed",
+                 resumable: Boolean((a.error && a.error.resumable) || (a.part && a.part.resumable)) };
+      case "chat/turnResume": return { type: "resumed", turnId: a.turnId };
       case "chat/toolCallStart":
         return { type: "tool", turnId: a.turnId, id: a.toolCallId,
                  change: { name: a.displayName || a.toolName || "a tool", status: "streaming" } };
@@ -471,7 +476,8 @@ function renderChat() {
   for (const turn of s.active ? [...s.turns, s.active] : s.turns) {
     seen.add(turn.id);
     const active = turn === s.active;
-    const key = `${turn.version}:${active}:${s.requests.length}:${s.inputs.map((r) => r.id).join(",")}`;
+    const latest = !s.active && turn === s.turns[s.turns.length - 1]; // may offer Resume
+    const key = `${turn.version}:${active}:${latest}:${s.requests.length}:${s.inputs.map((r) => r.id).join(",")}`;
     let view = page.views.get(turn.id);
     if (!view || view.key !== key) {
       view = { key, node: turnNode(turn, active) };
@@ -543,7 +549,10 @@ function turnNode(turn, active) {
   node.append(el("div", { class: "msg assistant" }, el("div", { class: "avatar", "aria-hidden": "true", text: "AI" }), reply));
   if (turn.state === "error") {
     node.append(el("div", { class: "error-box", role: "alert" },
-      el("strong", { text: "The turn failed" }), el("span", { class: "error-text", text: turn.error || "the provider gave no reason" })));
+      el("strong", { text: "The turn failed" }), el("span", { class: "error-text", text: turn.error || "the provider gave no reason" }),
+      turn.resumable && !active && page.state.active === null && page.state.turns[page.state.turns.length - 1] === turn
+        ? el("button", { type: "button", class: "small", text: "Resume", on: { click: () => dispatchChat(wire.turnResume(turn.id)) } })
+        : null));
   } else if (turn.state === "cancelled") {
     node.append(el("p", { class: "turn-state", text: "Stopped" }));
   }
@@ -811,6 +820,7 @@ function onChatAction(envelope) {
       if (turn) {
         turn.state = a.state;
         turn.error = a.error || null;
+        turn.resumable = a.resumable === true;
         turn.version += 1;
         s.turns.push(turn);
         s.active = null;
@@ -819,6 +829,16 @@ function onChatAction(envelope) {
       s.inputs = []; // a turn's end ends what it asked
       markWorking(false);
       break;
+    case "resumed": {
+      const last = s.turns[s.turns.length - 1];
+      if (s.active || !last || last.id !== a.turnId) break;
+      s.turns.pop();
+      Object.assign(last, { state: "running", error: null, resumable: false });
+      last.version += 1;
+      s.active = last;
+      markWorking(true);
+      break;
+    }
     case "pendingSet": {
       const list = a.pending.kind === "steering" ? s.steering : s.queued;
       const at = list.findIndex((p) => p.id === a.pending.id);
@@ -851,7 +871,7 @@ function refusal(envelope) {
     "chat/turnStarted": "Could not send", "chat/pendingMessageSet": "Could not queue",
     "chat/pendingMessageRemoved": "Could not remove the message", "chat/turnCancelled": "Could not stop the turn",
     "chat/toolCallConfirmed": "Could not answer", "chat/inputCompleted": "Could not answer",
-    "chat/toolCallResultConfirmed": "Could not answer",
+    "chat/toolCallResultConfirmed": "Could not answer", "chat/turnResume": "Could not resume",
     "session/titleChanged": "Could not rename", "session/isArchivedChanged": "Could not archive",
   }[envelope.action && envelope.action.type] || "Refused";
   return `${what}: ${envelope.rejectionReason}`;

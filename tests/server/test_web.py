@@ -700,6 +700,29 @@ def test_a_failed_turn_shows_the_providers_message_also_after_a_reload(
 
 
 @needs_browser
+def test_a_turn_stopped_at_a_resumable_error_is_resumed_from_its_error(
+    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
+) -> None:
+    provider.on("busy", Say("so far "), Reject("the model is overloaded", resumable=True))
+    provider.on("broken", Reject("no such model"))
+    page = open_page(server)
+    new_session(page)
+    send(page, "broken")
+    expect(done(page, "broken", "error").get_by_role("button", name="Resume")).to_have_count(0)
+    send(page, "busy")
+    failed = done(page, "busy", "error")
+    shot(page, tmp_path, "resumable-error")
+    provider.on("busy", Say("and the rest"))
+    failed.get_by_role("button", name="Resume").click()
+    resumed = done(page, "busy")
+    expect(resumed.locator(".reply")).to_contain_text("so far")
+    expect(resumed.locator(".reply")).to_contain_text("and the rest")
+    expect(resumed.locator(".error-box")).to_have_count(0)
+    shot(page, tmp_path, "resumed")
+    assert provider.prompts.count("busy") == 2
+
+
+@needs_browser
 def test_a_message_sent_while_disconnected_is_kept_and_sent_on_reconnect(
     server: LiveServer, open_page: Callable[..., Page], console: Console, tmp_path: Path
 ) -> None:
