@@ -15,6 +15,7 @@ streams. Each input line is a message or a command:
     /answer text  answer the oldest question (a choice by number or label, or
                   text; several questions: answers separated by ";")
     /decline      decline the oldest question
+    /resume       run again the latest turn, stopped at a resumable error
     /thinking     show the latest turn's reasoning, which streams collapsed
     /sessions     list your sessions
     /open ID      open a session (its id, or the start of it), with its history
@@ -83,6 +84,7 @@ text          send a message (queued while a turn runs)
 /answer text  answer the oldest question the model asked (a choice's number or
               label, or text; several questions: answers separated by ";")
 /decline      decline the oldest question
+/resume       run again the latest turn, stopped at a resumable error
 /thinking     show the latest turn's reasoning in full
 /sessions     list your sessions
 /open ID      open a session and show its history
@@ -93,7 +95,8 @@ Any other /command goes to the host, which hands what it does not know to the mo
 OWN_COMMANDS = frozenset(
     {
         "/help", "/sessions", "/open", "/new", "/steer", "/queue", "/remove", "/cancel",
-        "/approve", "/deny", "/edit", "/answer", "/decline", "/thinking", "/quit", "/exit",
+        "/approve", "/deny", "/edit", "/resume", "/answer", "/decline", "/thinking",
+        "/quit", "/exit",
     }
 )  # fmt: skip
 """The commands this client handles itself; any other line goes to the host."""
@@ -285,7 +288,12 @@ class ChatClient:
             self._reasoning(what, fields)
             return
         self._announce_thinking()
-        if what == "started":
+        if what is Seen.RESUMED:
+            view.active_turn, view.resumable = fields["turn_id"], None
+            self._line("[resumed]")
+            self._reply_due = True
+        elif what == "started":
+            view.resumable = None
             view.active_turn = fields["turn_id"]
             view.thinking = []
             self._drop_pending(fields["pending_id"])
@@ -302,7 +310,9 @@ class ChatClient:
             view.turns += 1
             view.requests = [r for r in view.requests if r.turn_id != fields["turn_id"]]
             detail = f": {fields['error']}" if fields["error"] else ""
-            self._line(f"[turn {fields['outcome']}{detail}]")
+            view.resumable = fields["turn_id"] if fields["resumable"] else None
+            hint = "; /resume runs it again" if view.resumable else ""
+            self._line(f"[turn {fields['outcome']}{detail}{hint}]")
         elif what == "pending_set":
             pending: Pending = fields["pending"]
             queue = view.steering if pending.kind == "steering" else view.queued
@@ -561,6 +571,11 @@ class ChatClient:
             else:
                 answers = [a.strip() for a in rest.split(";")] if rest else [""]
                 await self.dispatch(wire_input_completed(questions[0], answers))
+        elif command == "/resume":
+            if view.resumable is None:
+                self._line("[error] no turn stopped at a resumable error")
+            else:
+                await self.dispatch({"type": "chat/turnResume", "turnId": view.resumable})
         elif command == "/thinking":
             shown = "\n\n".join(t for t in view.thinking if t)
             self._line(f"[thinking] {shown}" if shown else "[error] no thinking to show")

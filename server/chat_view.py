@@ -84,6 +84,7 @@ class ChatView:
     active_text: str = ""  # the running turn's message and its reply so far, as subscribed
     active_reply: str = ""
     thinking: list[str] = attrs.field(factory=list)  # the latest turn's reasoning, by part
+    resumable: str | None = None  # the latest turn, when it stopped at a resumable error
     unannounced: int = 0  # the reasoning characters streamed since the last "[thinking]" line
 
     @property
@@ -280,7 +281,22 @@ def wire_view(state: dict[str, Any]) -> ChatView:
         active_text=_wire_turn(active).text if isinstance(active, dict) else "",
         active_reply=_wire_reply(active) if isinstance(active, dict) else "",
         thinking=_wire_thinking(active) if isinstance(active, dict) else [],
+        resumable=_resumable(turns[-1]) if turns and not isinstance(active, dict) else None,
     )
+
+
+def _resumable(turn: dict[str, Any]) -> str | None:
+    """The turn's id when it stopped at an error that allows chat/turnResume."""
+    error = turn.get("error")
+    parts = turn.get("responseParts") or []
+    last = parts[-1] if parts else {}
+    if turn.get("state") != "error":
+        return None
+    if (isinstance(error, dict) and error.get("resumable")) or (
+        last.get("kind") == "error" and last.get("resumable")
+    ):
+        return str(turn.get("id"))
+    return None
 
 
 def _wire_thinking(turn: dict[str, Any]) -> list[str]:
@@ -305,6 +321,7 @@ class Seen(StrEnum):
     """What an action told the client."""
 
     STARTED = "started"
+    RESUMED = "resumed"
     DELTA = "delta"
     ENDED = "ended"
     PENDING_SET = "pending_set"
@@ -347,11 +364,18 @@ def read_action(action: dict[str, Any]) -> tuple[Seen, dict[str, Any]]:
     if kind in ("chat/turnComplete", "chat/turnCancelled", "chat/error"):
         outcome = {"chat/turnComplete": "complete", "chat/turnCancelled": "cancelled"}
         error = action.get("error") or {}
+        part = action.get("part") or {}
         return Seen.ENDED, {
             "turn_id": action.get("turnId"),
             "outcome": outcome.get(kind, "error"),
             "error": error.get("message") if isinstance(error, dict) else None,
+            "resumable": bool(
+                (isinstance(error, dict) and error.get("resumable"))
+                or (isinstance(part, dict) and part.get("resumable"))
+            ),
         }
+    if kind == "chat/turnResume":
+        return Seen.RESUMED, {"turn_id": action.get("turnId")}
     if kind == "chat/pendingMessageSet":
         return Seen.PENDING_SET, {"pending": _wire_pending(action.get("pending") or action)}
     if kind == "chat/pendingMessageRemoved":

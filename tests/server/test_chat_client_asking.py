@@ -13,7 +13,7 @@ from agenthost.messages.inputs import ChatInputRequest, InputOption, InputQuesti
 from agenthost.messages.inputs import InputQuestionKind as Kind
 from agenthost.messages.state import ReasoningPart
 from agenthost.messages.wire import to_wire
-from agenthost.providers.scripted import AskUser, Say, ScriptedProvider, Think, ToolCall
+from agenthost.providers.scripted import AskUser, Reject, Say, ScriptedProvider, Think, ToolCall
 from agenthost.server.chat_client import ChatClient
 from tests.server.ahp_client import Server
 from tests.server.test_chat_client import Screen, chat_client, run
@@ -108,6 +108,27 @@ def test_an_editable_call_is_approved_with_the_input_the_user_gave(
             await screen.shows("[permission] read")
             await client.handle_line('/edit {"x": 1}')
             await screen.shows("[error] this tool call takes no edited input: /approve or /deny\n")
+
+    run(host, body)
+
+
+def test_a_turn_stopped_at_a_resumable_error_is_resumed(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("busy", Say("so far"), Reject("overloaded", resumable=True))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("/resume")
+            await screen.shows("[error] no turn stopped at a resumable error\n")
+            await client.handle_line("busy")
+            await screen.shows("[turn error: overloaded; /resume runs it again]\n")
+            provider.on("busy", Say(" and the rest"))
+            await client.handle_line("/resume")
+            await screen.shows("[resumed]\nassistant:  and the rest\n[turn complete]\n")
+            assert client.view.resumable is None
+        assert provider.prompts.count("busy") == 2
 
     run(host, body)
 
