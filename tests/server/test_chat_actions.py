@@ -49,8 +49,14 @@ def turn(text: str, turn_id: str) -> dict[str, Any]:
     return {"type": "chat/turnStarted", "turnId": turn_id, "message": {"text": text}}
 
 
-def by_origin(client_seq: int) -> Callable[[dict[str, Any]], bool]:
-    return lambda n: n.get("params", {}).get("origin", {}).get("clientSeq") == client_seq
+def by_origin(client_seq: int, client_id: str | None = None) -> Callable[[dict[str, Any]], bool]:
+    """The envelope answering a dispatch (of `client_id`, where clients' seqs may meet)."""
+
+    def match(n: dict[str, Any]) -> bool:
+        origin = n.get("params", {}).get("origin", {})
+        return origin.get("clientSeq") == client_seq and client_id in (None, origin.get("clientId"))
+
+    return match
 
 
 async def tool_call_ready(client: AhpClient, chat: str, text: str) -> dict[str, Any]:
@@ -206,10 +212,10 @@ def test_the_tools_client_reports_its_content_and_nobody_else_may(
                 "content": content,
             }
             foreign = await other.dispatch(chat, changed)
-            refused = (await other.wait_for(by_origin(foreign)))["params"]
+            refused = (await other.wait_for(by_origin(foreign, "other")))["params"]
             assert "only the client that executes 'fetch'" in refused["rejectionReason"]
             seq = await browser.dispatch(chat, changed)
-            accepted = (await browser.wait_for(by_origin(seq)))["params"]
+            accepted = (await browser.wait_for(by_origin(seq, "browser")))["params"]
             assert "rejectionReason" not in accepted and accepted["action"]["content"] == content
             changed_kind = action_of("chat/toolCallContentChanged")
             seen = await other.wait_for(lambda n: changed_kind(n) and "serverSeq" in n["params"])
@@ -361,7 +367,7 @@ def test_a_draft_answer_is_synced_to_other_clients_and_counts_when_the_request_i
                 "answer": selected("c1", "draft"),
             }
             seq = await one.dispatch(chat, changed)
-            synced = (await two.wait_for(by_origin(seq)))["params"]
+            synced = (await two.wait_for(by_origin(seq, "one")))["params"]
             assert synced["origin"]["clientId"] == "one"
             assert synced["action"]["answer"]["state"] == "draft"
             snapshot = (await two.call("subscribe", {"channel": chat}))["snapshot"]
@@ -369,11 +375,11 @@ def test_a_draft_answer_is_synced_to_other_clients_and_counts_when_the_request_i
             assert held["answers"] == {question_id: selected("c1", "draft")}
             cleared = {k: v for k, v in changed.items() if k != "answer"}
             seq = await two.dispatch(chat, cleared)
-            await one.wait_for(by_origin(seq))
+            await one.wait_for(by_origin(seq, "two"))
             snapshot = (await one.call("subscribe", {"channel": chat}))["snapshot"]
             assert "answers" not in snapshot["state"]["inputRequests"][0]
             stranger = await one.dispatch(chat, {**changed, "questionId": "nope"})
-            refused = (await one.wait_for(by_origin(stranger)))["params"]
+            refused = (await one.wait_for(by_origin(stranger, "one")))["params"]
             assert "asks no question 'nope'" in refused["rejectionReason"]
             await two.dispatch(chat, {**changed, "answer": selected("c2")})
             accept = {
@@ -382,12 +388,12 @@ def test_a_draft_answer_is_synced_to_other_clients_and_counts_when_the_request_i
                 "response": "accept",
             }
             seq = await one.dispatch(chat, accept)
-            done = (await one.wait_for(by_origin(seq)))["params"]
+            done = (await one.wait_for(by_origin(seq, "one")))["params"]
             assert "rejectionReason" not in done
             assert done["action"]["answers"][question_id]["value"]["value"] == "c2"
             await one.wait_for(action_of("chat/turnComplete", turnId="t1"))
             late = await one.dispatch(chat, changed)
-            refused = (await one.wait_for(by_origin(late)))["params"]
+            refused = (await one.wait_for(by_origin(late, "one")))["params"]
             assert "is not open" in refused["rejectionReason"]
         assert provider.model_inputs[-1] == "blue"
 
@@ -529,13 +535,13 @@ def test_a_chat_is_marked_unread_and_archived_and_every_client_of_1_x_hears_it(
             )
             await old.call("subscribe", {"channel": chat})
             unread = await one.dispatch(chat, {"type": "chat/isReadChanged", "isRead": False})
-            seen = (await two.wait_for(by_origin(unread)))["params"]
+            seen = (await two.wait_for(by_origin(unread, "one")))["params"]
             assert seen["action"] == {"type": "chat/isReadChanged", "isRead": False}
             assert seen["origin"] == {"clientId": "one", "clientSeq": unread}
             archived = await one.dispatch(
                 chat, {"type": "chat/isArchivedChanged", "isArchived": True}
             )
-            await two.wait_for(by_origin(archived))
+            await two.wait_for(by_origin(archived, "one"))
             status = (await two.call("subscribe", {"channel": chat}))["snapshot"]["state"]["status"]
             assert status & READ == 0 and status & ARCHIVED == ARCHIVED
             await one.dispatch(chat, turn("hello", "t1"))  # after the flags, in order
@@ -543,7 +549,7 @@ def test_a_chat_is_marked_unread_and_archived_and_every_client_of_1_x_hears_it(
             kinds = {a["action"]["type"] for a in old.actions(chat)}
             assert not kinds & {"chat/isReadChanged", "chat/isArchivedChanged"}  # from 0.9.0 on
             read = await two.dispatch(chat, {"type": "chat/isReadChanged", "isRead": True})
-            await one.wait_for(by_origin(read))
+            await one.wait_for(by_origin(read, "two"))
             status = (await one.call("subscribe", {"channel": chat}))["snapshot"]["state"]["status"]
             assert status & READ == READ
 
