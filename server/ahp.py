@@ -62,6 +62,7 @@ from agenthost.server.memory import HeapTrimmer
 from agenthost.server.metrics import Metrics
 from agenthost.server.quotas import IdentityQuotas
 from agenthost.server.registry import Registry
+from agenthost.server.windows import Remembered, WindowLimits
 from agenthost.store.base import OWNER_KEY
 
 __all__ = ["OWNER_KEY", "AhpServer", "Limits", "Metrics"]
@@ -91,6 +92,8 @@ class Limits:
     # Per identity: sessions in memory, and sessions created a minute (None: no quota).
     identity_resident_sessions: int | None = 1_000
     identity_session_creations_per_minute: int | None = 600
+    # Windowed delivery (AHP 1.1 flow control, server/windows.py).
+    windows: WindowLimits = attrs.field(factory=WindowLimits)
 
 
 _OUTCOMES = {TurnCompleted: "complete", TurnCancelled: "cancelled"}
@@ -118,6 +121,7 @@ class AhpServer:
         self.sequencer = Sequencer(self.limits.replay)
         self.metrics = Metrics()
         self.connections: set[Connection] = set()
+        self.remembered_windows = Remembered(self.limits.windows.remembered)
         clock = self.host.services.clock
         self.quotas = IdentityQuotas(
             self.limits.identity_resident_sessions,
@@ -243,6 +247,7 @@ class AhpServer:
             "idle_chat_channels": self.channels.idle_count,
             "recorded_channels": self.sequencer.recording,
             "connections": len(self.connections),
+            "remembered_windows": len(self.remembered_windows),
             "background_tasks": len(self._background),
         }
 

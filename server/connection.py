@@ -28,7 +28,6 @@ Invariants (loop thread only):
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -47,6 +46,7 @@ from agenthost.messages.protocol import (
 from agenthost.server import actions
 from agenthost.server.errors import RpcError, from_host_error, invalid_params
 from agenthost.server.requests import NOTIFICATIONS, REQUESTS
+from agenthost.server.windows import Window, frame_text
 
 if TYPE_CHECKING:
     from agenthost.server.ahp import AhpServer, Limits
@@ -137,6 +137,7 @@ class Connection:
         self.client_id: str | None = None
         self.version: str | None = None
         self.channels: set[str] = set()
+        self.windows: dict[str, Window] = {}  # channel -> its windowed delivery (server/windows.py)
         self._out = Outbox(self.limits.outbox)
         # A client's actions take effect in the order it sent them.
         self._dispatches: asyncio.Queue[QueuedAction] = asyncio.Queue(self.limits.outbox)
@@ -211,7 +212,7 @@ class Connection:
 
     async def _send(self, frame: dict[str, Any]) -> None:
         try:
-            text = json.dumps(frame, allow_nan=False)
+            text = frame_text(frame)
         except ValueError:  # NaN or Infinity would not be JSON: never sent as such
             self._log.error("frame_not_json", method=frame.get("method"), id=frame.get("id"))
             return
@@ -297,22 +298,34 @@ class Connection:
         finally:
             self._reading = False
 
+    def sink(self, uri: str) -> "Window | Connection":
+        """What a channel's messages to this connection go through: its window
+        when the subscription is windowed, else the connection itself."""
+        return self.windows.get(uri, self)
+
     def join(self, uri: str) -> None:
         """Subscribe this connection to a channel."""
         self.channels.add(uri)
-        self.server.listeners.join(self.identity, uri, self)
+        self.server.listeners.join(self.identity, uri, self.sink(uri))
 
     def leave(self, uri: str) -> None:
-        """Unsubscribe this connection from a channel."""
+        """Unsubscribe this connection from a channel (its window closes)."""
+        sink = self.sink(uri)
+        window = self.windows.pop(uri, None)
+        if window is not None:
+            window.close()
         self.channels.discard(uri)
-        self.server.listeners.leave(self.identity, uri, self)
+        self.server.listeners.leave(self.identity, uri, sink)
         channel = self.server.channels.get(uri)
-        if channel is not None and self in channel.subscribers:
-            channel.subscribers.discard(self)
+        if channel is not None and sink in channel.subscribers:
+            channel.subscribers.discard(sink)
             if not channel.subscribers:
                 self.server.channels.unfollowed(uri)
 
     def detach(self) -> None:
+        if self.client_id is not None:  # a reconnect resumes them with these limits
+            for uri, window in self.windows.items():
+                self.server.remembered_windows.keep(self.client_id, uri, window.flow)
         for uri in list(self.channels):
             self.leave(uri)
         if self.client_id is not None:
@@ -394,6 +407,10 @@ class Connection:
             raise invalid_params(error) from None
         except AgentHostError as error:
             raise from_host_error(error) from None
+
+    def notified(self, method: str, params: Any) -> None:
+        """A notification the client sent inside frames (server/windows.py)."""
+        self._notification(method, params)
 
     def _notification(self, method: str, params: Any) -> None:
         entry = NOTIFICATIONS.get(method)

@@ -30,8 +30,11 @@ class AhpClient:
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
         self._ids = itertools.count(1)
+        self.last_id = 0  # the id of the latest request sent
         self._seq = itertools.count(1)
         self.notifications: list[dict[str, Any]] = []
+        self.texts: list[str] = []  # each notification's frame as it arrived
+        self.arrivals: list[tuple[str, Any]] = []  # ("response", id) / ("notification", index)
         self._responses: dict[Any, dict[str, Any]] = {}
         self._arrived = asyncio.Condition()
         self._reader = asyncio.get_running_loop().create_task(self._read())
@@ -46,8 +49,11 @@ class AhpClient:
                 async with self._arrived:
                     if "id" in message and "method" not in message:
                         self._responses[message["id"]] = message
+                        self.arrivals.append(("response", message["id"]))
                     else:
+                        self.arrivals.append(("notification", len(self.notifications)))
                         self.notifications.append(message)
+                        self.texts.append(frame.data)
                     self._arrived.notify_all()
         finally:
             self.closed.set()
@@ -58,7 +64,7 @@ class AhpClient:
         await self.ws.send_str(text)
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        request_id = next(self._ids)
+        request_id = self.last_id = next(self._ids)
         await self.ws.send_json(
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
         )
