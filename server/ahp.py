@@ -51,6 +51,7 @@ from agenthost.messages.events import (
     TurnStarted,
 )
 from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
+from agenthost.messages.session_events import AgentsChanged
 from agenthost.server.broadcasts import Listeners, SummaryChecks
 from agenthost.server.channels import CHAT_PREFIX, ChannelTable, Sequencer, chat_uri, session_uri
 from agenthost.server.clients import Clients
@@ -62,6 +63,7 @@ from agenthost.server.memory import HeapTrimmer
 from agenthost.server.metrics import Metrics
 from agenthost.server.quotas import IdentityQuotas
 from agenthost.server.registry import Registry
+from agenthost.server.views import agents
 from agenthost.server.windows import Remembered, WindowLimits
 from agenthost.store.base import OWNER_KEY
 
@@ -157,8 +159,26 @@ class AhpServer:
         self.hosts = self.hosts.listening_on(port)
 
     async def start(self) -> None:
-        """(on the app's startup) Hear of every session that leaves memory."""
-        self._unwatch = self.host.on_session_left(self._session_left)
+        """(on the app's startup) Hear of every session that leaves memory, and
+        of providers that become unavailable or come back."""
+        left = self.host.on_session_left(self._session_left)
+        health = self.host.on_providers_changed(self._providers_changed)
+
+        def unwatch() -> None:
+            left()
+            health()
+
+        self._unwatch = unwatch
+
+    def available_providers(self) -> list[str]:
+        """The root's agents: the host's providers but those unavailable now."""
+        unavailable = self.host.unavailable_providers()
+        return sorted(p for p in self.host.services.providers if p not in unavailable)
+
+    def _providers_changed(self, unavailable: frozenset[str]) -> None:
+        """A provider became unavailable (past the supervisor's restart limit)
+        or came back: every root subscriber gets root/agentsChanged."""
+        self.listeners.root_action(AgentsChanged(agents=agents(self.available_providers())))
 
     def _session_left(self, session_id: str, why: Departure) -> None:
         """The session left memory: nothing kept for it stays (a disposed one's

@@ -220,7 +220,7 @@ async def subscribe_to(conn: "Connection", uri: str) -> p.Snapshot:
         raise RpcError(JsonRpcErrorCode.INVALID_PARAMS, "too many subscriptions on this connection")
     if uri == ROOT:
         conn.join(uri)
-        state = root_state(sorted(server.host.services.providers))
+        state = root_state(server.available_providers())
         return p.Snapshot(resource=ROOT, state=state, from_seq=server.sequencer.seq)
     if uri.startswith(SESSION_PREFIX):
         session = await server.registry.session(uri[len(SESSION_PREFIX) :], conn.identity)
