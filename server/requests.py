@@ -191,6 +191,8 @@ async def resume_windows(
 async def subscribe(conn: "Connection", params: p.SubscribeParams) -> p.SubscribeResult:
     if params.flow_control is not None and windows.offered(conn, params.flow_control):
         return await subscribe_windowed(conn, params.channel, params.flow_control)
+    if params.channel in conn.windows:  # an ordinary subscription replaces the windowed one
+        conn.leave(params.channel)
     return p.SubscribeResult(snapshot=await subscribe_to(conn, params.channel))
 
 

@@ -180,6 +180,21 @@ def test_a_windowed_subscribe_answers_the_limits_then_frames_the_snapshot_then_r
     run(host, body)
 
 
+def test_an_ordinary_subscribe_replaces_a_windowed_one(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            _, chat = await session_with_chat(client)
+            await client.call("subscribe", {"channel": chat, "flowControl": receive()})
+            result = await client.call("subscribe", {"channel": chat})
+            assert result["snapshot"]["resource"] == chat
+            await client.dispatch(chat, turn("plain", "t1"))
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            assert not actions_in(client, chat)  # none of it in frames
+
+    run(host, body)
+
+
 def test_a_client_of_protocol_1_0_offering_flow_control_gets_ordinary_delivery(host: Host) -> None:
     async def body(server: Server) -> None:
         async with server.client() as client:
