@@ -137,7 +137,8 @@ def fragments(uri: str, text: str, maximum_frame_bytes: int) -> list[dict[str, A
     assert last >= WORST_CHAR, "checked when the window was accepted"
     frames = []
     start, end = 0, len(text)
-    while _escaped(text[start:end]) > last:
+    # the rest fits a final frame: it takes two bytes a character at least
+    while end - start > last // 2 or _escaped(text[start:end]) > last:
         # the longest prefix that fits a frame with more behind it (and leaves some)
         low, high = 1, min(end - start - 1, more // 2)  # a character takes two bytes at least
         while low < high:
