@@ -161,7 +161,7 @@ async def resume_windows(
     for checkpoint in checkpoints:
         uri = checkpoint.channel
         assert conn.client_id is not None
-        flow = server.remembered_windows.take(conn.client_id, uri)
+        flow = _taken_over(conn, uri) or server.remembered_windows.take(conn.client_id, uri)
         if flow is None or uri not in subscribed:
             continue
         if uri in conn.channels:
@@ -185,6 +185,17 @@ async def resume_windows(
         windows.start_after_answer(window, bootstrap, after)
         items.append(p.ChannelWindow(channel=uri, flow_control=flow, recovery=recovery))
     return p.ChannelWindows(items=tuple(items))
+
+
+def _taken_over(conn: "Connection", uri: str) -> p.ChannelFlowControl | None:
+    """The window the client's older connection still holds on `uri` (its
+    close not yet seen here): it ends there, and its limits go on here."""
+    for other in list(conn.server.connections):
+        window = other.windows.get(uri)
+        if other is not conn and other.client_id == conn.client_id and window is not None:
+            other.leave(uri)
+            return window.flow
+    return None
 
 
 # -- subscriptions -----------------------------------------------------------------------

@@ -274,7 +274,8 @@ def test_the_window_is_honoured_to_the_byte_and_credit_resumes_delivery_in_order
                 ):
                     assert sum(started) >= window, (granted, started)
             got = actions_in(slow, chat)
-            seen = [a for a in fast.actions(chat)]
+            await settled(fast)
+            seen = fast.actions(chat)
             assert [a["serverSeq"] for a in got] == [a["serverSeq"] for a in seen]
             assert [a["action"] for a in got] == [a["action"] for a in seen]
             assert not slow.actions(chat)  # nothing came outside the frames
@@ -506,6 +507,7 @@ def test_a_reconnect_resumes_a_window_from_the_applied_checkpoint_with_fresh_cre
                     lambda: [d.kind for d in delivered(again, chat)][-1:] == ["channel/ready"]
                 )
                 replayed = actions_in(again, chat)
+                await settled(other)  # all it was sent before the replay was taken has come
                 missed = [a for a in other.actions(chat) if a["serverSeq"] > applied]
                 assert [a["serverSeq"] for a in replayed] == [a["serverSeq"] for a in missed]
                 # fresh counters: credit for what this transport carried resumes it
@@ -534,5 +536,40 @@ def test_a_reconnect_resumes_a_window_from_the_applied_checkpoint_with_fresh_cre
                     t["message"]["text"] for t in snapshot["params"]["snapshot"]["state"]["turns"]
                 ]
                 assert texts == ["one", "two", "three"]
+
+    run(host, body)
+
+
+def test_a_reconnect_while_the_old_connection_is_open_takes_its_window_over(host: Host) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as old, server.client() as new:
+            await old.initialize(client_id="laptop")
+            _, chat = await session_with_chat(old)
+            flow = (await old.call("subscribe", {"channel": chat, "flowControl": receive()}))[
+                "flowControl"
+            ]
+            await old.wait_until(
+                lambda: [d.kind for d in delivered(old, chat)][-1:] == ["channel/ready"]
+            )
+            result = await new.call(
+                "reconnect",
+                {
+                    "clientId": "laptop",
+                    "lastSeenServerSeq": 0,
+                    "subscriptions": [chat],
+                    "windows": {"items": [{"channel": chat}]},
+                },
+            )
+            assert result["windows"]["items"] == [
+                {"channel": chat, "flowControl": flow, "recovery": "snapshot"}
+            ]
+            await new.dispatch(chat, turn("hello", "t1"))
+            await new.wait_until(
+                lambda: any(
+                    a["action"]["type"] == "chat/turnComplete" for a in actions_in(new, chat)
+                )
+            )
+            await settled(old)
+            assert not actions_in(old, chat) and not old.actions(chat)  # the old one ended
 
     run(host, body)
