@@ -26,15 +26,22 @@ class RpcFailed(Exception):
         self.code = error.get("code")
 
 
+class Received(dict[str, Any]):
+    """A notification as parsed, with its frame's `text` as it arrived and its
+    place in the order of everything received (cleared with the notifications)."""
+
+    text: str = ""
+    order: int = 0
+
+
 class AhpClient:
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
         self._ids = itertools.count(1)
-        self.last_id = 0  # the id of the latest request sent
         self._seq = itertools.count(1)
         self.notifications: list[dict[str, Any]] = []
-        self.texts: list[str] = []  # each notification's frame as it arrived
-        self.arrivals: list[tuple[str, Any]] = []  # ("response", id) / ("notification", index)
+        self._received = itertools.count()
+        self.answered_at = -1  # the place of the latest response among what was received
         self._responses: dict[Any, dict[str, Any]] = {}
         self._arrived = asyncio.Condition()
         self._reader = asyncio.get_running_loop().create_task(self._read())
@@ -46,14 +53,15 @@ class AhpClient:
                 if frame.type is not aiohttp.WSMsgType.TEXT:
                     continue
                 message = json.loads(frame.data)
+                order = next(self._received)
                 async with self._arrived:
                     if "id" in message and "method" not in message:
                         self._responses[message["id"]] = message
-                        self.arrivals.append(("response", message["id"]))
+                        self.answered_at = order
                     else:
-                        self.arrivals.append(("notification", len(self.notifications)))
-                        self.notifications.append(message)
-                        self.texts.append(frame.data)
+                        received = Received(message)
+                        received.text, received.order = frame.data, order
+                        self.notifications.append(received)
                     self._arrived.notify_all()
         finally:
             self.closed.set()
@@ -64,7 +72,7 @@ class AhpClient:
         await self.ws.send_str(text)
 
     async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        request_id = self.last_id = next(self._ids)
+        request_id = next(self._ids)
         await self.ws.send_json(
             {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
         )
