@@ -30,6 +30,7 @@ Invariants (loop thread only):
 import asyncio
 import contextlib
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 HANDSHAKES = frozenset({"initialize", "reconnect"})
+FEED_DEPTH = 4  # window frames queued in the outbox at most, taken in turn (server/windows.py)
 CLOSE_WAIT_S = 5.0  # how long a closing socket may wait for the client's close frame
 
 
@@ -153,6 +155,7 @@ class Connection:
         self.version: str | None = None
         self.channels: set[str] = set()
         self.windows: dict[str, Window] = {}  # channel -> its windowed delivery (server/windows.py)
+        self._framing: deque[Window] = deque()  # windows with frames to write, in turn
         self._out = Outbox(self.limits.outbox, self.limits.outbox_bytes)
         # A client's actions take effect in the order it sent them.
         self._dispatches: asyncio.Queue[QueuedAction] = asyncio.Queue(self.limits.outbox)
@@ -195,6 +198,24 @@ class Connection:
             )
             self._cut_off()
 
+    def schedule(self, window: Window) -> None:
+        """The window has frames to write: it takes its turn."""
+        if window not in self._framing:
+            self._framing.append(window)
+        self._feed()
+
+    def _feed(self) -> None:
+        """Top the outbox up with window frames, one window's at a time in turn,
+        while it holds fewer than FEED_DEPTH frames."""
+        while self._framing and self._closing is None and len(self._out) < FEED_DEPTH:
+            window = self._framing.popleft()
+            frame = window.next_frame()
+            if frame is None:
+                continue
+            self.offer(frame)
+            if window.has_frames:
+                self._framing.append(window)
+
     def _cut_off(self) -> None:
         """Close at once, dropping what is queued: the writer may be stuck in a
         send this client does not read."""
@@ -225,6 +246,11 @@ class Connection:
                     return
                 await self.ws.send_str(item)
                 self._out.sent(item)
+                if self._framing:
+                    self._feed()
+                    # A send the socket took at once did not yield: let the loop run
+                    # (another channel's window, a request) between window frames.
+                    await asyncio.sleep(0)
         except ConnectionResetError:  # the socket closed under us: nothing more to send
             self._log.debug("connection_reset_while_sending")
 

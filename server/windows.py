@@ -36,7 +36,10 @@ Invariants (loop thread only):
    and the subscription ends (the spec: a hard limit fails explicitly, never
    by dropping). A client that grants no credit costs the host that bound,
    and nobody else waits for it.
-5. Frames a client sends (a `dispatchAction` cut into fragments) are bounded
+5. The connection takes a window's frames a few at a time (`FEED_DEPTH` in
+   its outbox), in turn with its other windows: a large message does not
+   hold back another channel's, nor fill the send buffer with its frames.
+6. Frames a client sends (a `dispatchAction` cut into fragments) are bounded
    by `hostReceive`; a whole message is handled like the same notification
    sent plainly, then credited back.
 """
@@ -199,6 +202,7 @@ class Window:
         self._host = _limits(flow.host_receive)
         self._queue_limit = limits.queue_bytes
         self._queue: deque[_Data | _Control] = deque()
+        self._frames: deque[dict[str, Any]] = deque()  # started: the connection takes them
         self._queued = 0  # bytes of the data in the queue
         self._sent = 0  # cumulative bytes of the messages sent
         self._consumed = 0  # cumulative bytes the client released
@@ -270,20 +274,34 @@ class Window:
             self.reset(str(why))
 
     def _pump(self) -> None:
+        """Start what the window allows; the connection takes the frames a few
+        at a time, in turn with its other windows (`next_frame`)."""
+        started = False
         while self._queue and not self._held and not self._closed:
             head = self._queue[0]
             if isinstance(head, _Control):
                 self._queue.popleft()
-                self.conn.offer(head.frame)
+                self._frames.append(head.frame)
+                started = True
                 continue
             if self.outstanding >= self._client.window_bytes:
-                return
+                break
             self._queue.popleft()
             self._queued -= head.size
-            for frame in fragments(self.uri, head.text, self._client.maximum_frame_bytes):
-                self.conn.offer(frame)
+            self._frames.extend(fragments(self.uri, head.text, self._client.maximum_frame_bytes))
             self._sent += head.size
             self._boundaries.append(self._sent)
+            started = True
+        if started:
+            self.conn.schedule(self)
+
+    def next_frame(self) -> dict[str, Any] | None:
+        """(The connection's scheduler.) The next frame to write, in order."""
+        return self._frames.popleft() if self._frames else None
+
+    @property
+    def has_frames(self) -> bool:
+        return bool(self._frames)
 
     # -- what the client sends --------------------------------------------------------
     def credit(self, consumed: int) -> None:
@@ -359,6 +377,7 @@ class Window:
         self._log.warning(
             "window_reset", reason=reason, queued_bytes=self._queued, outstanding=self.outstanding
         )
+        self._frames.clear()  # an incomplete message is abandoned, never continued
         self.conn.offer(rpc.notification("channel/reset", ChannelResetParams(channel=self.uri)))
         self.conn.server.metrics.window_resets += 1
         self.conn.leave(self.uri)
@@ -367,6 +386,7 @@ class Window:
         """The subscription ended: what waits is dropped (the client re-subscribes
         or reconnects from what it applied)."""
         self._closed = True
+        self._frames.clear()
         self._queue.clear()
         self._queued = 0
         self._inbound = []

@@ -578,3 +578,40 @@ def test_a_reconnect_while_the_old_connection_is_open_takes_its_window_over(host
             assert not actions_in(old, chat) and not old.actions(chat)  # the old one ended
 
     run(host, body)
+
+
+def test_a_large_message_s_frames_take_turns_with_another_channel_and_never_fill_the_outbox(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("long", Say("z" * 1_000_000))
+    limits = Limits(outbox=100)  # the snapshot's 1,500 frames at once would cut the client off
+
+    async def body(server: Server) -> None:
+        async with server.client() as writer, server.client() as reader:
+            await writer.initialize(client_id="writer")
+            session, chat = await session_with_chat(writer)
+            await writer.call("subscribe", {"channel": chat})
+            await writer.dispatch(chat, turn("long", "t1"))
+            await writer.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            await reader.initialize(client_id="reader")
+            await asyncio.gather(  # both sent at once: the second answered while the first streams
+                reader.call("subscribe", {"channel": chat, "flowControl": receive(frame=1500)}),
+                reader.call("subscribe", {"channel": session, "flowControl": receive()}),
+            )
+            await reader.wait_until(
+                lambda: "channel/ready" in [d.kind for d in delivered(reader, chat)]
+            )
+            big = messages(reader, chat)[0]
+            assert big.message["method"] == "channel/snapshot" and len(big.frames) > 1_000
+            turns = big.message["params"]["snapshot"]["state"]["turns"]
+            assert turns[0]["responseParts"][0]["content"] == "z" * 1_000_000
+            order = [
+                (n["params"]["channel"], n["params"].get("final", False))
+                for n in reader.notifications
+                if n.get("method") == "channel/frame"
+            ]
+            session_done = order.index((session, True))
+            chat_done = order.index((chat, True))
+            assert session_done < chat_done  # the small snapshot did not wait for the large one
+
+    run(host, body, limits)
