@@ -14,6 +14,7 @@ its own module:
 - server/broadcasts.py: who listens to which channel, session actions and
   the root's summary notifications;
 - server/channels.py: the chat channels and the one serverSeq;
+- server/windows.py: AHP 1.1's windowed delivery (frames within credit);
 - server/clients.py: client ids and the grace after a client left;
 - server/views.py: the host's values as the wire shows them.
 

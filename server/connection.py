@@ -25,6 +25,9 @@ Invariants (loop thread only):
    it (the reader, after the writer reached the close mark, or at once for a
    client cut off): a close never races the frames before it, and it waits
    for the client's close frame, a bounded time.
+6. A windowed subscription's messages go through its `Window`
+   (server/windows.py, `sink`); the writer takes window frames in turn, at
+   most FEED_DEPTH of them in the outbox, yielding between them.
 """
 
 import asyncio

@@ -18,7 +18,11 @@ Rules kept here:
   offered; none is -32005 with `supportedVersions`, then the socket closes
   (after the answer: server/connection.py);
 - the creator of a session follows its lifecycle: creating -> ready, or
-  creationFailed.
+  creationFailed;
+- a `subscribe` offering `flowControl` on a 1.1 connection is windowed
+  (server/windows.py): answered with the limits, the snapshot in frames
+  after the answer; `reconnect.windows` resumes such subscriptions apart
+  from the inline replay.
 """
 
 from collections.abc import Awaitable, Callable
