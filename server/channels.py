@@ -130,8 +130,9 @@ def origin_keys(event: ChatEvent) -> tuple[Hashable, ...]:
 
 
 class Subscriber(Protocol):
-    version: str | None
-    """The protocol version it negotiated: what it is sent (versions.sent_to)."""
+    @property
+    def version(self) -> str | None:
+        """The protocol version it negotiated: what it is sent (versions.sent_to)."""
 
     def offer(self, message: dict[str, Any]) -> None: ...
 

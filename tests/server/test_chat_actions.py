@@ -554,3 +554,31 @@ def test_a_chat_is_marked_unread_and_archived_and_every_client_of_1_x_hears_it(
             assert status & READ == READ
 
     run(host, body)
+
+
+# -- windowed delivery -------------------------------------------------------------------
+def test_a_windowed_subscriber_gets_a_question_as_an_input_request_only(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    from tests.server.test_windows import actions_in, receive, settled
+
+    provider.on("ask", COLOUR, Say("ok"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            uri = f"ahp-session:/{uuid.uuid4()}"
+            chat = (await client.call("createSession", {"channel": uri}))["state"]["defaultChat"]
+            await client.call("subscribe", {"channel": chat, "flowControl": receive()})
+            await client.wait_for(lambda n: n.get("method") == "channel/ready")
+            await client.dispatch(chat, turn("ask", "t1"))
+            await client.wait_until(
+                lambda: any(
+                    a["action"]["type"] == "chat/inputRequested" for a in actions_in(client, chat)
+                )
+            )
+            await settled(client)
+            types = [a["action"]["type"] for a in actions_in(client, chat)]
+            assert "chat/inputRequested" in types and "x-chat/requestOpened" not in types
+
+    run(host, body)
