@@ -20,6 +20,7 @@ its own so the loop goes on meanwhile.
 import asyncio
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -60,6 +61,8 @@ from agenthost.messages.commands import (
     GetSessionState,
     GetSessionStatus,
     GetSessionSummary,
+    GetSessionView,
+    GetSessionViewReply,
     RemoveClient,
     RemovePendingMessage,
     ReorderQueue,
@@ -230,6 +233,32 @@ class AsyncHost:
 
         return self._core.services.departures.watch(hop)
 
+    def on_session_changed(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """`Host.on_session_changed`, with `callback(session_id)` called on the
+        running loop: once for each session that changed since the loop last
+        ran the callbacks (a burst of changes is one wake-up). Returns the
+        function that stops it."""
+        loop = asyncio.get_running_loop()
+        lock = threading.Lock()
+        changed: dict[str, None] = {}
+
+        def flush() -> None:
+            with lock:
+                ids = list(changed)
+                changed.clear()
+            for session_id in ids:
+                callback(session_id)
+
+        def hop(session_id: str) -> None:  # on the session actor's thread
+            with lock:
+                first = not changed
+                changed[session_id] = None
+            if first:
+                with contextlib.suppress(RuntimeError):  # the loop has closed
+                    loop.call_soon_threadsafe(flush)
+
+        return self._core.services.changes.watch(hop)
+
     async def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """`Host.stop`, on a thread of its own (it joins threads)."""
         await asyncio.to_thread(stop_host, self._running, timeout)
@@ -300,6 +329,11 @@ class AsyncSession:
     async def summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
         summary: SessionSummary = await self._call(GetSessionSummary(), timeout)
         return summary
+
+    async def view(self, *, timeout: float = DEFAULT_TIMEOUT) -> GetSessionViewReply:
+        """As Session.view."""
+        view: GetSessionViewReply = await self._call(GetSessionView(), timeout)
+        return view
 
     async def rename(self, title: str, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
         summary: SessionSummary = await self._call(SetSessionFlags(title=title), timeout)

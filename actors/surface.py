@@ -43,6 +43,8 @@ from agenthost.messages.commands import (
     GetSessionState,
     GetSessionStatus,
     GetSessionSummary,
+    GetSessionView,
+    GetSessionViewReply,
     RemoveClient,
     RemovePendingMessage,
     ReorderQueue,
@@ -262,6 +264,13 @@ class Host:
         the notice on). Returns the function that stops it."""
         return self._core.services.departures.watch(callback)
 
+    def on_session_changed(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call `callback(session_id)` whenever a resident session may have
+        changed: its entry (title, read, archived, config, input needed), its
+        chats (one created or disposed), a chat's status. It runs on the
+        session's thread and must not block. Returns the function that stops it."""
+        return self._core.services.changes.watch(callback)
+
     # -- stopping -------------------------------------------------------------------------------
     def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Stop every actor of this host (newest first), flush the store, stop provider loops."""
@@ -354,6 +363,11 @@ class Session:
     def summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
         """Title, status, unread, archived, input needed: the session as listed."""
         return self._call(GetSessionSummary(), timeout)
+
+    def view(self, *, timeout: float = DEFAULT_TIMEOUT) -> GetSessionViewReply:
+        """The entry, summary and chat catalog (each chat's status) at one instant."""
+        view: GetSessionViewReply = self._call(GetSessionView(), timeout)
+        return view
 
     def rename(self, title: str, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
         """Name the session; the user's title is never replaced by a derived one."""

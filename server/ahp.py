@@ -153,8 +153,16 @@ class AhpServer:
         self.hosts = self.hosts.listening_on(port)
 
     async def start(self) -> None:
-        """(on the app's startup) Hear of every session that leaves memory."""
-        self._unwatch = self.host.on_session_left(self._session_left)
+        """(on the app's startup) Hear of every session that leaves memory, and
+        of every change to one that is resident."""
+        unwatch_left = self.host.on_session_left(self._session_left)
+        unwatch_changed = self.host.on_session_changed(self.summaries.may_have_changed)
+
+        def unwatch() -> None:
+            unwatch_left()
+            unwatch_changed()
+
+        self._unwatch = unwatch
 
     def _session_left(self, session_id: str, why: Departure) -> None:
         """The session left memory: nothing kept for it stays (a disposed one's

@@ -32,20 +32,20 @@ from agenthost.messages import rpc, versions
 from agenthost.messages.common import Implementation
 from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode
 from agenthost.messages.session_events import SessionCreationFailed, SessionReady
+from agenthost.messages.state import SessionState
 from agenthost.server import actions
 from agenthost.server.channels import CHAT_PREFIX, ROOT, SESSION_PREFIX, chat_uri
 from agenthost.server.errors import RpcError, bad_param
+from agenthost.server.session_sync import for_version
 from agenthost.server.views import (
     CreatedChat,
     CreatedSession,
     ListedSession,
-    SessionAdded,
     SessionRemoved,
     SessionsPage,
     TurnsPage,
     listed,
     root_state,
-    session_state,
 )
 
 if TYPE_CHECKING:
@@ -153,9 +153,8 @@ async def subscribe_to(conn: "Connection", uri: str) -> p.Snapshot:
         return p.Snapshot(resource=ROOT, state=state, from_seq=server.sequencer.seq)
     if uri.startswith(SESSION_PREFIX):
         session = await server.registry.session(uri[len(SESSION_PREFIX) :], conn.identity)
-        conn.join(uri)
-        state, _ = await session_snapshot(conn, session)
-        return p.Snapshot(resource=uri, state=state, from_seq=server.sequencer.seq)
+        shown, _ = await session_snapshot(conn, session, lambda: conn.join(uri))
+        return p.Snapshot(resource=uri, state=shown, from_seq=server.sequencer.seq)
     if uri.startswith(CHAT_PREFIX):
         _, chat = await server.registry.chat(uri[len(CHAT_PREFIX) :], conn.identity)
         channel = await server.channels.channel(chat)
@@ -170,12 +169,16 @@ def unsubscribe(conn: "Connection", params: p.UnsubscribeParams, sent: Any) -> N
         conn.leave(params.channel)
 
 
-async def session_snapshot(conn: "Connection", session: AsyncSession) -> tuple[Any, ListedSession]:
-    """The session channel's state and the session as listed."""
-    summary = await session.summary()
-    chats = [chat.id for chat in await session.chats()]
+async def session_snapshot(
+    conn: "Connection", session: AsyncSession, join: Callable[[], None]
+) -> tuple[SessionState, ListedSession]:
+    """Join the session's channel (`join`): its state as this peer's version
+    shows it, the state its other subscribers were just brought to
+    (server/broadcasts.py), and the session as listed."""
+    state, summary = await conn.server.summaries.joined(session, conn.identity, join)
+    chats = [chat.resource.removeprefix(CHAT_PREFIX) for chat in state.chats]
     conn.server.registry.note_chats(session.id, chats)
-    return session_state(summary, chats), listed(summary)
+    return for_version(state, conn.version), summary
 
 
 # -- sessions and chats ------------------------------------------------------------------
@@ -194,19 +197,21 @@ async def create_session(conn: "Connection", params: p.CreateSessionParams) -> C
         raise RpcError(JsonRpcErrorCode.SESSION_ALREADY_EXISTS, f"session {session_id} exists")
     with server.quotas.creating(conn.identity, server.registry.resident_of(conn.identity)):
         conn.join(uri)  # the creator follows the lifecycle: creating -> ready, or creationFailed
+        server.summaries.adding(session_id)
         try:
             session = await server.host.create_session(provider, session_id=session_id)
         except AgentHostError as error:
             server.listeners.session_action(session_id, SessionCreationFailed(error=error))
+            server.summaries.departed(session_id)
             conn.leave(uri)
             raise
         await server.sessions_owned(session, conn.identity)
     server.listeners.session_action(session_id, SessionReady())
-    state, summary = await session_snapshot(conn, session)
-    server.listeners.root(
-        conn.identity, "root/sessionAdded", SessionAdded(channel=ROOT, summary=summary)
+    state, _ = await server.summaries.joined(session, conn.identity, lambda: None, added=True)
+    server.registry.note_chats(
+        session_id, [c.resource.removeprefix(CHAT_PREFIX) for c in state.chats]
     )
-    return CreatedSession(resource=uri, state=state)
+    return CreatedSession(resource=uri, state=for_version(state, conn.version))
 
 
 async def dispose_session(conn: "Connection", params: p.DisposeSessionParams) -> None:

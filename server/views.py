@@ -26,14 +26,13 @@ from agenthost.messages.fields import extension
 from agenthost.messages.state import (
     AgentInfo,
     ChatStatus,
-    ChatSummary,
     RootState,
     SessionState,
     SessionSummary,
     Turn,
 )
 from agenthost.messages.wire import ms_to_iso
-from agenthost.server.channels import chat_uri, session_uri
+from agenthost.server.channels import session_uri
 
 RESERVED_CONFIG = "ahp."
 """Config keys the server keeps for itself (the owner); clients neither see nor set them."""
@@ -112,20 +111,6 @@ def listed(summary: SessionSummary) -> ListedSession:
 
 def client_config(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     return tuple((k, v) for k, v in pairs if not k.startswith(RESERVED_CONFIG))
-
-
-def session_state(summary: SessionSummary, chat_ids: list[str]) -> SessionState:
-    """A session channel's state as the session's summary and chats show it."""
-    return SessionState(
-        title=summary.title,
-        read=not summary.unread,
-        archived=summary.archived,
-        config=client_config(summary.config),
-        provider=summary.provider,
-        status=summary.status,
-        chats=tuple(ChatSummary(resource=chat_uri(chat_id)) for chat_id in chat_ids),
-        default_chat=chat_uri(chat_ids[0]) if chat_ids else None,
-    )
 
 
 def root_state(providers: list[str]) -> RootState:

@@ -792,7 +792,7 @@ def test_a_change_while_a_summary_check_runs_is_checked_after_it(
     """The owner leaves the root and comes back while a check is in flight: the
     change made meanwhile still gets its own check, so the older summary is
     never the last one sent."""
-    real = AsyncSession.summary
+    real = AsyncSession.view
     held = asyncio.Event()
     release = asyncio.Event()
     hold = [True]
@@ -810,7 +810,7 @@ def test_a_change_while_a_summary_check_runs_is_checked_after_it(
             await client.initialize(initialSubscriptions=["ahp-root://"])
             session_uri, _ = await new_session(client)
 
-            monkeypatch.setattr(AsyncSession, "summary", held_back)
+            monkeypatch.setattr(AsyncSession, "view", held_back)
             await rename(client, session_uri, "A")
             await asyncio.wait_for(held.wait(), 10)  # the check for A has its answer
             await client.notify("unsubscribe", {"channel": "ahp-root://"})
@@ -830,7 +830,7 @@ def test_a_summary_check_in_flight_when_its_session_is_disposed_sends_nothing(
     """Alice's check waits for its answer while she disposes the session and bob
     creates one with the same id: the check must not tell alice of bob's
     session, nor keep bob's own checks from running."""
-    real = AsyncSession.summary
+    real = AsyncSession.view
     held = asyncio.Event()
     release = asyncio.Event()
     hold = [True]
@@ -848,7 +848,7 @@ def test_a_summary_check_in_flight_when_its_session_is_disposed_sends_nothing(
             await bob.initialize(client_id="c2", initialSubscriptions=["ahp-root://"])
             uri = "ahp-session:/shared-id"
             await alice.call("createSession", {"channel": uri})
-            monkeypatch.setattr(AsyncSession, "summary", held_back)
+            monkeypatch.setattr(AsyncSession, "view", held_back)
             await rename(alice, uri, "alice's")
             await asyncio.wait_for(held.wait(), 10)
             await alice.call("disposeSession", {"channel": uri})
