@@ -6,7 +6,7 @@ per identity (`listening_key`): an identity's root notifications reach only
 its own connections. `SummaryChecks` runs when the host says a session may
 have changed (`AsyncHost.on_session_changed`, and the chat events the
 channels see): it sends root/sessionSummaryChanged when the session's
-summary changed, to its owner's connections on the root, and the session
+summary changed, to its owner's connections on the root (only what changed), and the session
 actions that carry the session channel's subscribers from the state they
 were shown to the session's state now (server/session_sync.py), whatever
 changed it: a title the host derived, the read flag, a chat created,
@@ -48,8 +48,15 @@ from agenthost.messages.wire import to_wire
 from agenthost.server.channels import ROOT, Sequencer, session_uri
 from agenthost.server.errors import RpcError
 from agenthost.server.registry import Registry
-from agenthost.server.session_sync import changes, channel_state
-from agenthost.server.views import ListedSession, SessionAdded, SummaryChanged, listed
+from agenthost.server.session_sync import changes as session_changes
+from agenthost.server.session_sync import channel_state
+from agenthost.server.views import (
+    ListedSession,
+    SessionAdded,
+    SummaryChanged,
+    listed,
+    summary_changes,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -197,19 +204,17 @@ class SummaryChecks:
         if current is not None and self._checking.get(session_id) is not current:
             return channel_state(view), summary  # disposed while it answered: nothing sent
         uri = session_uri(session_id)
-        if (
-            session_id not in self._adding
-            and self._listeners.on_root(owner)
-            and self._sent.get(session_id) != summary
-        ):
+        if session_id not in self._adding and self._listeners.on_root(owner):
+            changes = summary_changes(self._sent.get(session_id), summary)
             self._sent[session_id] = summary
-            changed = SummaryChanged(channel=ROOT, session=uri, changes=summary, summary=summary)
-            self._listeners.root(owner, "root/sessionSummaryChanged", changed)
+            if changes is not None:
+                changed = SummaryChanged(channel=ROOT, session=uri, changes=changes)
+                self._listeners.root(owner, "root/sessionSummaryChanged", changed)
         state = channel_state(view)
         shown = self._shown.get(session_id)
         if self._listeners.on_channel(uri):
             if shown is not None:
-                for action in changes(shown, state):
+                for action in session_changes(shown, state):
                     self._listeners.session_action(session_id, action)
             self._shown[session_id] = state
         return state, summary

@@ -10,9 +10,11 @@ clients read, a subclass names what it adds:
   resource and state, which every client here reads its default chat from;
 - `CreatedChat`: createChat's answer with the chat in both spellings:
   AHP's `chat` and the `resource` older clients here read;
-- `SessionRemoved`, `SummaryChanged`: the root notifications in AHP's shape
-  (`session`; `changes`, here the whole summary) with the field the web page
-  reads beside it (`resource`; `summary`);
+- `SessionRemoved`: root/sessionRemoved in AHP's shape (`session`) with the
+  `resource` older clients here read beside it;
+- `SummaryChanged`: root/sessionSummaryChanged in AHP's shape, `changes`
+  holding only what changed (`summary_changes`), ours (`turnCount`,
+  `inputNeeded`) among them;
 - `TurnsPage`: fetchTurns' answer: the turns (AHP before 0.5.1), `hasMore`,
   and `nextCursor` (ours: an offset into the chat's turns).
 
@@ -76,11 +78,31 @@ class SessionRemoved(p.SessionRemovedParams):
 
 
 @attrs.frozen(kw_only=True)
-class SummaryChanged:
-    channel: str
-    session: str
-    changes: ListedSession
-    summary: ListedSession
+class ListedChanges(p.SessionSummaryChanges):
+    """What changed of a session as listed (None: unchanged), ours included."""
+
+    turn_count: int | None = None
+    input_needed: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SummaryChanged(p.SessionSummaryChangedParams):
+    changes: ListedChanges
+
+
+_CHANGING = ("title", "status", "modified_at", "turn_count", "input_needed")
+"""The fields of a listed session that change (the others are its identity)."""
+
+
+def summary_changes(before: ListedSession | None, after: ListedSession) -> ListedChanges | None:
+    """What changed from `before` (None: nothing was sent, so everything is
+    news); None when nothing did."""
+    changed = {
+        name: getattr(after, name)
+        for name in _CHANGING
+        if before is None or getattr(before, name) != getattr(after, name)
+    }
+    return ListedChanges(**changed) if changed else None
 
 
 @attrs.frozen(kw_only=True)

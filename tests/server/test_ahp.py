@@ -70,7 +70,9 @@ ROOT_CHANGED = "root/sessionSummaryChanged"
 
 
 def titled(title: str) -> Callable[[dict[str, Any]], bool]:
-    return lambda n: n.get("method") == ROOT_CHANGED and n["params"]["summary"]["title"] == title
+    return lambda n: (
+        n.get("method") == ROOT_CHANGED and n["params"]["changes"].get("title") == title
+    )
 
 
 def turn(text: str, turn_id: str | None = None) -> dict[str, Any]:
@@ -253,13 +255,16 @@ def test_a_turn_from_dispatch_to_completion_with_origin_and_sequence(host: Host)
             added = await client.wait_for(lambda n: n.get("method") == "root/sessionAdded")
             assert added["params"]["summary"]["resource"] == session_uri
             assert added["params"]["summary"]["turnCount"] == 0
-            await client.wait_for(  # titled by its first message, and unread once it ended
+            await client.wait_for(titled("hello"))  # titled by its first message
+            await client.wait_for(  # and unread once it ended; each notice only what changed
                 lambda n: (
                     n.get("method") == "root/sessionSummaryChanged"
-                    and n["params"]["summary"]["title"] == "hello"
-                    and n["params"]["summary"]["status"] & 32 == 0
+                    and n["params"]["changes"].get("status", 32) & 32 == 0
+                    and n["params"]["changes"].get("turnCount") == 1
                 )
             )
+            changed = [n["params"] for n in client.notifications if n.get("method") == ROOT_CHANGED]
+            assert all("provider" not in c["changes"] and "summary" not in c for c in changed)
 
     run(host, body)
 
@@ -819,7 +824,7 @@ def test_a_change_while_a_summary_check_runs_is_checked_after_it(
             release.set()
             await client.wait_for(titled("B"))
             sent = [n for n in client.notifications if n.get("method") == ROOT_CHANGED]
-            assert [n["params"]["summary"]["title"] for n in sent] == ["A", "B"]
+            assert [n["params"]["changes"]["title"] for n in sent] == ["A", "B"]
 
     run(host, body)
 

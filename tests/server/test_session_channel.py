@@ -11,13 +11,21 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
+import pytest
 
 from agenthost.actors import Host
 from agenthost.messages.reducers import reduce_session
 from agenthost.messages.state import ChatStatus, SessionState
 from agenthost.messages.wire import action_from_wire, from_wire
 from agenthost.providers.scripted import AskUser, Gate, Say, ScriptedProvider
-from tests.server.ahp_client import OTHER_TOKEN, AhpClient, Server, action_of, running
+from tests.server.ahp_client import (
+    OTHER_TOKEN,
+    AhpClient,
+    RpcFailed,
+    Server,
+    action_of,
+    running,
+)
 
 
 def run(host: Host, body: Callable[[Server], Awaitable[None]]) -> None:
@@ -142,10 +150,9 @@ def test_another_identity_subscribing_hears_nothing_of_the_session(
             await bob.initialize(client_id="c2")
             uri = f"ahp-session:/{uuid.uuid4()}"
             await alice.call("createSession", {"channel": uri})
-            try:
+            with pytest.raises(RpcFailed) as refused:
                 await bob.call("subscribe", {"channel": uri})
-            except Exception:
-                pass
+            assert refused.value.code == -32001  # SessionNotFound: not even that it exists
             await alice.dispatch(uri, {"type": "session/titleChanged", "title": "secret"})
             await alice.wait_for(action_of("session/titleChanged", title="secret"))
             await bob.call("ping")
