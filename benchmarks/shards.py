@@ -45,9 +45,9 @@ from agenthost.server.load import (
     LoadConfig,
     _drive_local,
     build_report,
-    load_remote,
     read_store,
 )
+from agenthost.server.load_remote import load_remote
 from agenthost.shards.serving import ShardOptions, scripted_providers
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1/test"

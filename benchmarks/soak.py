@@ -48,7 +48,7 @@ from typing import Any
 import aiohttp
 import attrs
 
-from agenthost.server.load import AhpConnection, ConnectionLost, RemoteError
+from agenthost.server.load_remote import AhpConnection, ConnectionLost, RemoteError
 
 IDENTITIES = 10
 DELTAS = 10

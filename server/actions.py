@@ -29,6 +29,7 @@ import attrs
 import structlog
 
 from agenthost.actors.aio import AsyncChat, AsyncSession
+from agenthost.actors.chosen_ids import queued_turn
 from agenthost.messages.commands import OutcomeState
 from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode, ValidationError
 from agenthost.messages.events import (
@@ -55,15 +56,13 @@ from agenthost.messages.session_events import (
 from agenthost.messages.state import PendingKind
 from agenthost.messages.wire import to_wire
 from agenthost.server.channels import CHAT_PREFIX, SESSION_PREFIX, ChatChannel
-from agenthost.server.errors import RpcError, bad_param, invalid_params, is_not_found
+from agenthost.server.errors import HOST_LATE, RpcError, bad_param, invalid_params, is_not_found
 from agenthost.server.views import RESERVED_CONFIG
 
 if TYPE_CHECKING:
     from agenthost.server.connection import Connection
 
 log = structlog.get_logger(__name__)
-
-HOST_LATE = "the host did not answer in time (it may still act)"
 
 
 @attrs.frozen(kw_only=True)
@@ -216,11 +215,13 @@ async def _turn_started(ctx: ChatAction, action: TurnStarted) -> None:
 
 
 async def _turn_cancelled(ctx: ChatAction, action: TurnCancelled) -> None:
-    state = await ctx.chat.state()
-    if state.active_turn_id != action.turn_id:
-        raise RpcError(JsonRpcErrorCode.INVALID_PARAMS, f"turn {action.turn_id} is not running")
-    with ctx.channel.expecting(("cancelled", action.turn_id), ctx.origin):
-        await ctx.chat.cancel()
+    """The running turn is cancelled, a queued one removed (answered by its
+    queued message's pendingMessageRemoved); else refused saying why."""
+    turn_id = action.turn_id
+    queued = queued_turn(await ctx.chat.state(), turn_id)
+    expected = ("cancelled", turn_id) if queued is None else ("removed", queued.id)
+    with ctx.channel.expecting(expected, ctx.origin):
+        await ctx.chat.cancel(turn_id, client_id=ctx.client_id)
 
 
 async def _pending_set(ctx: ChatAction, action: PendingMessageAdded) -> None:

@@ -77,10 +77,14 @@ class Limits:
     json_depth: int = 64
     subscriptions: int = 256
     replay: int = 10_000
+    replay_bytes: int = 32 << 20  # the replay buffer's envelopes, server-wide, in bytes
+    channel_bytes: int = 256 << 20  # a chat channel's unread events (its pump never lags)
     outbox: int = 10_000  # queued outgoing messages before a slow client is cut off
+    outbox_bytes: int = 64 << 20  # ...and queued outgoing bytes (a connection's send buffer)
     rate: float = 200.0  # messages per second, sustained
     burst: int = 400
     page: int = 100
+    page_bytes: int = 8 << 20  # a fetched page stops before this many bytes (one turn at least)
     client_tool_grace_s: float = 30.0
     # A chat channel nobody follows is closed after this, so its session can
     # leave memory (a client reconnecting within it finds the channel open).
@@ -115,7 +119,7 @@ class AhpServer:
         self.origins = origins
         self.static_dir = static_dir
         self.hosts = hosts or HostAllowlist.of()
-        self.sequencer = Sequencer(self.limits.replay)
+        self.sequencer = Sequencer(self.limits.replay, self.limits.replay_bytes)
         self.metrics = Metrics()
         self.connections: set[Connection] = set()
         clock = self.host.services.clock
@@ -133,6 +137,7 @@ class AhpServer:
             self.limits.channel_idle_s,
             self.spawn,
             self._observe,
+            channel_bytes=self.limits.channel_bytes,
         )
         self.clients = Clients(
             self.host, self.limits.client_tool_grace_s, self._remove_client, self.spawn

@@ -5,7 +5,12 @@ the chat actor, whose events become AHP action envelopes stamped with the
 next `serverSeq` (one counter for the whole server), kept in a bounded replay
 buffer, and fanned out to the connections subscribed to that channel. The
 channel keeps the chat state as its own stream shows it, so a snapshot and
-its `fromSeq` always agree. A client-dispatched action carries its origin
+its `fromSeq` always agree: the chat's own published state as of the last
+event it forwarded (a `keep_state` subscription), so it shares every string
+with the host's copy and reduces nothing itself; a subscription that keeps no
+state (a sharded host's front) is reduced here. Its unread events are bounded
+in bytes (`channel_bytes`), and the replay buffer in envelopes and bytes; a
+closed channel's envelopes leave the buffer at once. A client-dispatched action carries its origin
 ({clientId, clientSeq}) when the host's event for it goes out.
 `ChannelTable` holds the open channels: one opens on its first use and closes
 once nobody followed it for a grace, so it never keeps its session in memory.
@@ -25,6 +30,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
 import structlog
 
 from agenthost.actors.clock import Clock, TimerHandle
@@ -44,6 +50,7 @@ from agenthost.messages.events import (
 )
 from agenthost.messages.protocol import Snapshot
 from agenthost.messages.reducers import delta_runs, joined_delta, reduce_chat
+from agenthost.messages.sizes import event_bytes
 from agenthost.messages.state import ChatState, TurnState, with_legacy_steering_slot
 from agenthost.messages.wire import to_wire
 
@@ -98,12 +105,29 @@ class Subscriber(Protocol):
     def offer(self, message: dict[str, Any]) -> None: ...
 
 
-class Sequencer:
-    """The server's one serverSeq counter and its bounded replay buffer."""
+@attrs.frozen
+class Recorded:
+    """An envelope in the replay buffer, and what it weighs (messages/sizes.py)."""
 
-    def __init__(self, replay: int) -> None:
+    seq: int
+    channel: str
+    envelope: dict[str, Any]
+    size: int
+
+
+class Sequencer:
+    """The server's one serverSeq counter and its replay buffer, bounded in
+    envelopes (`replay`) and in bytes (`replay_bytes`). A closed chat channel's
+    envelopes leave it at once: no replay reaches them (its client gets a
+    snapshot), and they would keep its chat's text in memory."""
+
+    def __init__(self, replay: int, replay_bytes: int | None = None) -> None:
         self.seq = 0
-        self._buffer: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay)
+        self._buffer: deque[Recorded] = deque()
+        self._replay = replay
+        self._replay_bytes = replay_bytes
+        self.buffered_bytes = 0
+        self._evicted = 0  # the newest seq dropped for room: no replay reaches back past it
         # open chat channel -> the seq its events are stamped after; a replay
         # of it from before that would miss what the chat did meanwhile
         self._recorded_from: dict[str, int] = {}
@@ -123,31 +147,44 @@ class Sequencer:
         replays from a snapshot."""
         self._recorded_from.pop(channel, None)
         self.seq += 1
+        if any(r.channel == channel for r in self._buffer):
+            self._buffer = deque(r for r in self._buffer if r.channel != channel)
+            self.buffered_bytes = sum(r.size for r in self._buffer)
 
     def stamp(
-        self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None
+        self,
+        channel: str,
+        action: dict[str, Any],
+        origin: dict[str, Any] | None = None,
+        size: int = 0,
     ) -> dict[str, Any]:
+        """The envelope of `action`, numbered and kept for replay (`size`: its weight)."""
         self.seq += 1
         envelope = {"channel": channel, "action": action, "serverSeq": self.seq}
         if origin is not None:
             envelope["origin"] = origin
-        self._buffer.append((self.seq, channel, envelope))
+        self._buffer.append(Recorded(self.seq, channel, envelope, size))
+        self.buffered_bytes += size
+        limit = self._replay_bytes
+        while len(self._buffer) > self._replay or (
+            limit is not None and self.buffered_bytes > limit
+        ):
+            dropped = self._buffer.popleft()
+            self.buffered_bytes -= dropped.size
+            self._evicted = dropped.seq
         return envelope
 
     def since(self, last_seen: int, channels: set[str]) -> list[dict[str, Any]] | None:
         """The envelopes of `channels` after `last_seen`, or None when the buffer
         no longer reaches back that far or a channel was not recorded all along."""
-        if last_seen > self.seq:
-            return None
-        oldest = self._buffer[0][0] if self._buffer else self.seq + 1
-        if last_seen < oldest - 1:
+        if last_seen > self.seq or last_seen < self._evicted:
             return None
         for channel in channels:
             if channel.startswith(CHAT_PREFIX):
                 start = self._recorded_from.get(channel)
                 if start is None or start > last_seen:  # closed now, or opened since
                     return None
-        return [env for seq, ch, env in self._buffer if seq > last_seen and ch in channels]
+        return [r.envelope for r in self._buffer if r.seq > last_seen and r.channel in channels]
 
 
 class ChatChannel:
@@ -253,9 +290,14 @@ class ChatChannel:
             events = [event]
             while (more := subscription.next_nowait()) is not None:
                 events.append(more)
+            # The chat's own state once these events apply, where the subscription
+            # keeps it (a sharded host's front does not: reduced here then).
+            shared = subscription.state if subscription.keeps_state else None
             for run in delta_runs(events):
-                if not self._forward(run):
+                if not self._forward(run, reduce=shared is None):
                     return isinstance(run[0], Lagged) and run[0].dropped == 0
+            if shared is not None:
+                self.state = shared
         return False
 
     def _caught_up(self, state: ChatState) -> None:
@@ -277,21 +319,24 @@ class ChatChannel:
         self.state = state
         log.warning("channel_reopened", channel=self.uri, ended_turn=running)
 
-    def _forward(self, run: list[ChatEvent]) -> bool:
-        """Fold a run of events (one action, or deltas to one part) into the
-        state, and send each; False once the subscription lagged."""
+    def _forward(self, run: list[ChatEvent], reduce: bool = True) -> bool:
+        """Send each event of a run (one action, or deltas to one part), folding
+        the run into the state when it is reduced here; False once the
+        subscription lagged."""
         if isinstance(run[0], Lagged):  # never with the server's large queue; say so
             if run[0].dropped:
                 log.error("channel_lagged", channel=self.uri)
             return False
-        if self.state is not None:
+        if reduce and self.state is not None:
             folded = run[0] if len(run) == 1 else joined_delta(run)  # type: ignore[arg-type]
             self.state = reduce_chat(self.state, folded, self._now_ms())
         for event in run:
             origin = next(
                 (o for key in origin_keys(event) if (o := self._origins.pop(key, None))), None
             )
-            envelope = self._sequencer.stamp(self.uri, action_wire(event), origin)
+            envelope = self._sequencer.stamp(
+                self.uri, action_wire(event), origin, event_bytes(event)
+            )
             self.from_seq = self._sequencer.seq
             try:
                 self._on_event(event)
@@ -328,8 +373,10 @@ class ChannelTable:
         spawn: Callable[[Coroutine[Any, Any, None]], None],
         on_event: Callable[[str, ChatEvent], None] = lambda session_id, event: None,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        channel_bytes: int | None = None,
     ) -> None:
         self._sequencer = sequencer
+        self._channel_bytes = channel_bytes
         self._clock = clock
         self._idle_s = idle_s
         self._spawn = spawn
@@ -364,16 +411,22 @@ class ChannelTable:
             self._sequencer,
             self._now_ms,
             lambda event: self._on_event(session_id, event),
-            reopen=lambda: chat.subscribe(maxsize=1_000_000),  # a sharded host's shard died
+            reopen=lambda: self._subscribe(chat),  # a sharded host's shard died
         )
         self._open[uri] = channel
         try:
-            subscription = await chat.subscribe(maxsize=1_000_000)
+            subscription = await self._subscribe(chat)
         except BaseException:
             channel.abandon()
             raise
         await channel.open(subscription)
         return channel
+
+    def _subscribe(self, chat: "AsyncChat") -> Awaitable[Subscription]:
+        """The channel's one subscription: it keeps the chat's own state (shared
+        with the host, nothing reduced here) and its unread events are bounded
+        in bytes, not in number."""
+        return chat.subscribe(maxsize=1_000_000, max_bytes=self._channel_bytes, keep_state=True)
 
     def followed_or_closing(self, channel: ChatChannel) -> ChatChannel:
         """A channel a dispatch uses, and nobody follows, closes like one its

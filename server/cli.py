@@ -332,6 +332,13 @@ def serve(
     max_message_bytes: int = typer.Option(
         1 << 20, min=1, help="a message's text, UTF-8 (HostLimits.message_bytes)"
     ),
+    send_buffer_bytes: int = typer.Option(
+        DEFAULT_LIMITS.outbox_bytes, min=1, help="a connection's queued frames before it is cut off"
+    ),
+    replay_bytes: int = typer.Option(
+        DEFAULT_LIMITS.replay_bytes, min=1, help="the reconnect replay buffer"
+    ),
+    page_bytes: int = typer.Option(DEFAULT_LIMITS.page_bytes, min=1, help="a fetchTurns page"),
 ) -> None:
     """Serve AHP over WebSocket at /ahp and the web page at /.
 
@@ -381,20 +388,20 @@ def serve(
         identity_resident_sessions=max_resident_sessions or None,
         identity_session_creations_per_minute=session_creations_per_minute or None,
         header_timeout_s=header_timeout,
+        outbox_bytes=send_buffer_bytes,
+        replay_bytes=replay_bytes,
+        page_bytes=page_bytes,
     )
     config = ServeConfig(
         host=host, port=port, drain_s=drain_s, limits=limits, allowed_hosts=tuple(allowed_host)
     )
+    host_limits = HostLimits(message_bytes=max_message_bytes)
     if shards is not None:
         assert store is not None
-        running = start_shards(store, providers, tuple(sorted(configured)), shards, ray_address)
+        names = tuple(sorted(configured))
+        running = start_shards(store, providers, names, shards, ray_address, host_limits)
     else:
-        running = start_host(
-            chosen,
-            configured,
-            say_created=False,
-            limits=HostLimits(message_bytes=max_message_bytes),
-        )
+        running = start_host(chosen, configured, say_created=False, limits=host_limits)
     new = " (created now)" if chosen.created else ""
 
     def ready(url: str) -> None:

@@ -1,9 +1,10 @@
 """`agenthost load`: the command, its option checks and its report table.
 
-The runs themselves are server/load.py's; this module turns the command
-line into a `LoadConfig`, refuses what cannot run (one line, as every
-command does: a store it cannot use exits 2), shows the progress bar and
-prints the report (a table, or `--json`). `cli.py` registers `load`.
+The runs themselves are server/load.py's and server/load_remote.py's; this
+module turns the command line into a `LoadConfig`, refuses what cannot run
+(one line, as every command does: a store it cannot use exits 2), shows the
+progress bar and prints the report (a table, or `--json`). `cli.py`
+registers `load`.
 """
 
 import asyncio
@@ -28,9 +29,9 @@ from agenthost.server.load import (
     LoadError,
     LoadReport,
     StoreRefused,
-    load_remote,
     run_load,
 )
+from agenthost.server.load_remote import load_remote
 
 
 @one_line_errors

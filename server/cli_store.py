@@ -136,15 +136,22 @@ def start_shards(
     names: tuple[str, ...],
     count: int,
     ray_address: str | None,
+    limits: Any = None,
 ) -> Any:
     """A sharded host over `count` shards on Ray, each with the manifest's
-    providers (read in the shard) or the scripted one; one line if it cannot."""
+    providers (read in the shard) or the scripted one, and `limits` (HostLimits)
+    on each shard and the front; one line if it cannot."""
     from agenthost.shards import ShardOptions
     from agenthost.shards.ray_shards import start_sharded
     from agenthost.shards.serving import ManifestProviders, scripted_providers
 
     factory = scripted_providers() if manifest is None else ManifestProviders(str(manifest))
-    options = ShardOptions(store=store, providers=factory, provider_names=names)
+    options = ShardOptions(
+        store=store,
+        providers=factory,
+        provider_names=names,
+        host_options={} if limits is None else {"limits": limits},
+    )
     try:
         return start_sharded(options, count, ray_address=ray_address)
     except AgentHostError as error:

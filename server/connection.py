@@ -14,7 +14,8 @@ Invariants (loop thread only):
    frame whose id cannot be read is answered with id null. What a client
    sends right behind an initialize or reconnect waits for its answer.
 2. A client too slow for what it is sent is cut off (close 1008), never
-   blocking the host or other clients: the outbox is bounded.
+   blocking the host or other clients: the outbox is bounded in frames and
+   in bytes.
 3. `RateLimit` bounds the messages a connection may send; past it a request
    is answered -32029 and a notification dropped.
 4. Nothing a client sends can end the connection's tasks: an unexpected
@@ -45,7 +46,7 @@ from agenthost.messages.protocol import (
     JsonRpcRequest,
 )
 from agenthost.server import actions
-from agenthost.server.errors import RpcError, from_host_error, invalid_params
+from agenthost.server.errors import HOST_LATE, RpcError, from_host_error, invalid_params
 from agenthost.server.requests import NOTIFICATIONS, REQUESTS
 
 if TYPE_CHECKING:
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-HOST_LATE = "the host did not answer in time (it may still act)"
 HANDSHAKES = frozenset({"initialize", "reconnect"})
 CLOSE_WAIT_S = 5.0  # how long a closing socket may wait for the client's close frame
 
@@ -87,31 +87,46 @@ class Closing:
 
 
 class Outbox:
-    """The frames waiting for the socket, at most `limit`; `put` says False once
-    it is full (the client is too slow: cut it off). `close` queues the close
-    behind what is queued, whatever the limit."""
+    """The frames waiting for the socket, as text (a frame is serialized when it
+    is queued), at most `limit` frames and `limit_bytes` bytes; `put` says False
+    past either (the client is too slow: cut it off), except for a frame into an
+    empty outbox, which is always queued however large. `close` queues the close
+    behind what is queued, whatever the limits."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, limit_bytes: int | None = None) -> None:
         self._limit = limit
-        self._queue: asyncio.Queue[dict[str, Any] | Closing] = asyncio.Queue()
+        self._limit_bytes = limit_bytes
+        self._queue: asyncio.Queue[str | Closing] = asyncio.Queue()
+        self.queued_bytes = 0  # of the frames queued and the one being sent
 
-    def put(self, frame: dict[str, Any]) -> bool:
-        if self._queue.qsize() >= self._limit:
+    def put(self, text: str) -> bool:
+        size = len(text)
+        if self._queue.qsize() >= self._limit or (
+            self._limit_bytes is not None
+            and self.queued_bytes
+            and self.queued_bytes + size > self._limit_bytes
+        ):
             return False
-        self._queue.put_nowait(frame)
+        self._queue.put_nowait(text)
+        self.queued_bytes += size
         return True
+
+    def sent(self, text: str) -> None:
+        """`text`, taken with `get`, left for the socket: its bytes are free."""
+        self.queued_bytes -= len(text)
 
     def close(self, closing: Closing) -> None:
         self._queue.put_nowait(closing)
 
-    async def get(self) -> dict[str, Any] | Closing:
+    async def get(self) -> str | Closing:
         return await self._queue.get()
 
-    def drain(self) -> list[dict[str, Any] | Closing]:
+    def drain(self) -> list[str | Closing]:
         """What is queued, taken at once."""
         frames = []
         while not self._queue.empty():
             frames.append(self._queue.get_nowait())
+        self.queued_bytes = 0
         return frames
 
     def __len__(self) -> int:
@@ -137,7 +152,7 @@ class Connection:
         self.client_id: str | None = None
         self.version: str | None = None
         self.channels: set[str] = set()
-        self._out = Outbox(self.limits.outbox)
+        self._out = Outbox(self.limits.outbox, self.limits.outbox_bytes)
         # A client's actions take effect in the order it sent them.
         self._dispatches: asyncio.Queue[QueuedAction] = asyncio.Queue(self.limits.outbox)
         self._rate = RateLimit(self.limits.rate, self.limits.burst)
@@ -164,11 +179,19 @@ class Connection:
 
     # -- output ------------------------------------------------------------------------
     def offer(self, message: dict[str, Any]) -> None:
-        """Queue a frame; a client too slow to take it is cut off."""
+        """Queue a frame; a client too slow to take it (past `Limits.outbox`
+        frames or `outbox_bytes` bytes queued) is cut off."""
         if self._closing is not None:
             return
-        if not self._out.put(message):
-            self._log.warning("slow_client_cut_off", queued=len(self._out))
+        try:
+            text = json.dumps(message, allow_nan=False)
+        except ValueError:  # NaN or Infinity would not be JSON: never sent as such
+            self._log.error("frame_not_json", method=message.get("method"), id=message.get("id"))
+            return
+        if not self._out.put(text):
+            self._log.warning(
+                "slow_client_cut_off", queued=len(self._out), queued_bytes=self._out.queued_bytes
+            )
             self._cut_off()
 
     def _cut_off(self) -> None:
@@ -199,7 +222,8 @@ class Connection:
                 if isinstance(item, Closing):
                     self._interrupt_reader()
                     return
-                await self._send(item)
+                await self.ws.send_str(item)
+                self._out.sent(item)
         except ConnectionResetError:  # the socket closed under us: nothing more to send
             self._log.debug("connection_reset_while_sending")
 
@@ -208,14 +232,6 @@ class Connection:
         if self._reader_task is not None and self._reading:
             self._interrupted = True
             self._reader_task.cancel()
-
-    async def _send(self, frame: dict[str, Any]) -> None:
-        try:
-            text = json.dumps(frame, allow_nan=False)
-        except ValueError:  # NaN or Infinity would not be JSON: never sent as such
-            self._log.error("frame_not_json", method=frame.get("method"), id=frame.get("id"))
-            return
-        await self.ws.send_str(text)
 
     async def finished(self, timeout: float) -> None:
         """Wait (up to `timeout`) until the connection has ended."""
@@ -370,7 +386,8 @@ class Connection:
             if error.code == JsonRpcErrorCode.UNSUPPORTED_PROTOCOL_VERSION:  # answer, then close
                 self.close(1002, "unsupported protocol version")
             return
-        except TimeoutError:
+        except TimeoutError:  # the host is busy: an answer and a warning, not a traceback
+            self._log.warning("request_timed_out", method=method)
             self.offer(RpcError(JsonRpcErrorCode.SERVER_ERROR, HOST_LATE).frame(request_id))
             return
         except Exception:

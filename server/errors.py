@@ -17,6 +17,9 @@ from typing import Any
 from agenthost.messages import rpc
 from agenthost.messages.errors import AgentHostError, ErrorCode, JsonRpcErrorCode, ValidationError
 
+HOST_LATE = "the host did not answer in time (it may still act)"
+"""What a request or an action is told when the host did not answer in time."""
+
 
 class RpcError(Exception):
     """An answer to a request that failed: `frame(id)` is the error frame."""

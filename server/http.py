@@ -24,6 +24,7 @@ What else bounds a request is the runner's: headers must arrive within
 from a connection's start: serve.py sets it).
 """
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -100,6 +101,8 @@ class Routes:
         text = server.metrics.render(
             counters, chat_channels=len(server.channels), tables=server.tables()
         )
+        tasks = len(asyncio.all_tasks())  # the server loop's: what a long run watches grow
+        text += f"# TYPE agenthost_asyncio_tasks gauge\nagenthost_asyncio_tasks {tasks}\n"
         return web.Response(text=text, content_type="text/plain")
 
     def identity(self, request: web.Request) -> str | None:

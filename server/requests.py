@@ -32,7 +32,8 @@ from agenthost.messages import rpc, versions
 from agenthost.messages.common import Implementation
 from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode
 from agenthost.messages.session_events import SessionCreationFailed, SessionReady
-from agenthost.messages.state import SessionState
+from agenthost.messages.sizes import value_bytes
+from agenthost.messages.state import SessionState, Turn
 from agenthost.server import actions
 from agenthost.server.channels import CHAT_PREFIX, ROOT, SESSION_PREFIX, chat_uri
 from agenthost.server.errors import RpcError, bad_param
@@ -275,12 +276,21 @@ async def fetch_turns(conn: "Connection", params: p.FetchTurnsParams) -> TurnsPa
     turns = (await chat.state()).turns
     cursor = _offset(params.cursor)
     limit = _limit(params.limit, conn.limits.page)
-    more = cursor + limit < len(turns)
-    return TurnsPage(
-        turns=turns[cursor : cursor + limit],
-        has_more=more,
-        next_cursor=str(cursor + limit) if more else None,
-    )
+    page = bytes_page(turns[cursor : cursor + limit], conn.limits.page_bytes)
+    end = cursor + len(page)
+    more = end < len(turns)
+    return TurnsPage(turns=page, has_more=more, next_cursor=str(end) if more else None)
+
+
+def bytes_page(turns: tuple[Turn, ...], page_bytes: int) -> tuple[Turn, ...]:
+    """The first of `turns` that fit in `page_bytes` (the first one always): a
+    page of 1000 turns of 0.9 MB would be one 900 MB frame."""
+    size = 0
+    for count, turn in enumerate(turns):
+        size += value_bytes(turn)
+        if count and size > page_bytes:
+            return turns[:count]
+    return turns
 
 
 REQUESTS: dict[str, Request] = {

@@ -23,6 +23,7 @@ import attrs
 from agenthost.actors.aio import AsyncHost
 from agenthost.actors.calls import HostCore
 from agenthost.actors.clock import Clock, SystemClock
+from agenthost.actors.limits import HostLimits
 from agenthost.actors.surface import DEFAULT_TIMEOUT, Host
 from agenthost.shards.front import FrontLoop, Locate, RemoteRef, Router, ShardLink
 from agenthost.shards.wire import (
@@ -46,6 +47,9 @@ class FrontServices:
     worktrees: Any
     supervisor: Any
     subscriber_queue_size: int = 10_000
+    # What the front checks before a call leaves for a shard (a message's text,
+    # a subscription's bytes); the shards check their own as well.
+    limits: HostLimits = attrs.Factory(HostLimits)
 
 
 class Front:
@@ -59,6 +63,7 @@ class Front:
         *,
         clock: Clock | None = None,
         on_stop: Callable[[float], None] | None = None,
+        limits: HostLimits | None = None,
     ) -> None:
         self.io = FrontLoop()
         links = [
@@ -73,6 +78,7 @@ class Front:
             store=RemoteRef(self.router, StoreTarget()),
             worktrees=RemoteRef(self.router, WorktreesTarget()),
             supervisor=RemoteRef(self.router, SupervisorTarget()),
+            limits=limits or HostLimits(),
         )
         self.core = HostCore(self.services)  # type: ignore[arg-type]
         self._on_stop = on_stop
@@ -123,10 +129,12 @@ class ShardedHost(Host):
         on_stop: Callable[[float], None] | None = None,
         shards_started: Any = None,
         timeout: float = DEFAULT_TIMEOUT,
+        limits: HostLimits | None = None,
     ) -> "ShardedHost":
         """A front over running shards: shard id -> where it is now. `on_stop` runs
-        when it stops (it stops what started the shards, `shards_started`)."""
-        front = Front(shards, secret, provider_names, on_stop=on_stop)
+        when it stops (it stops what started the shards, `shards_started`);
+        `limits`: the shards' HostLimits, which the front checks too."""
+        front = Front(shards, secret, provider_names, on_stop=on_stop, limits=limits)
         front.shards = shards_started
         try:
             front.connect(timeout)

@@ -261,6 +261,7 @@ def start_sharded(
             on_stop=ray_shards.stop,
             shards_started=ray_shards,
             timeout=timeout,
+            limits=options.host_options.get("limits"),
         )
     except BaseException:
         ray_shards.stop()

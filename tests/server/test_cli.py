@@ -383,6 +383,15 @@ def test_serve_help_documents_the_token_file_format(capsys: pytest.CaptureFixtur
     assert "`TOKEN IDENTITY` lines: a token of 16 or more characters" in words
 
 
+@pytest.mark.parametrize("flag", ["--send-buffer-bytes", "--replay-bytes", "--page-bytes"])
+def test_serve_refuses_a_byte_limit_below_one(
+    capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    code, _, err = agenthost(capsys, "serve", "--port", "0", flag, "0")
+    assert code == 2
+    assert err == f"agenthost: {flag}: Input should be greater than or equal to 1\n"
+
+
 def test_serve_says_its_store_is_locked_or_read_only(
     capsys: pytest.CaptureFixture[str], store: Path, tmp_path: Path
 ) -> None:

@@ -29,12 +29,27 @@ def test_a_rate_limit_allows_a_burst_then_its_sustained_rate() -> None:
 def test_an_outbox_refuses_past_its_limit_and_drains_in_order() -> None:
     async def main() -> None:
         outbox = Outbox(limit=2)
-        assert outbox.put({"n": 1}) and outbox.put({"n": 2})
-        assert not outbox.put({"n": 3})
-        assert await outbox.get() == {"n": 1}
-        assert outbox.put({"n": 4})
-        assert outbox.drain() == [{"n": 2}, {"n": 4}]
+        assert outbox.put("1") and outbox.put("2")
+        assert not outbox.put("3")
+        assert await outbox.get() == "1"
+        assert outbox.put("4")
+        assert outbox.drain() == ["2", "4"]
         assert len(outbox) == 0
+
+    asyncio.run(main())
+
+
+def test_an_outbox_refuses_past_its_bytes_until_they_were_sent_and_takes_any_frame_alone() -> None:
+    async def main() -> None:
+        outbox = Outbox(limit=100, limit_bytes=10)
+        assert outbox.put("x" * 25)  # alone in the outbox: queued however large
+        assert not outbox.put("y")
+        sent = await outbox.get()
+        assert not outbox.put("y")  # taken, not yet sent: still counted
+        outbox.sent(sent)
+        assert outbox.put("y" * 6) and outbox.put("z" * 4)
+        assert not outbox.put("w")
+        assert outbox.queued_bytes == 10
 
     asyncio.run(main())
 

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from agenthost.actors import Host
 from agenthost.providers.scripted import Gate, ScriptedProvider
 from agenthost.server.cli import app
-from agenthost.server.load import LoadConfig, LoadReport, load_remote
+from agenthost.server.load import LoadConfig, LoadReport
+from agenthost.server.load_remote import load_remote
 from agenthost.server.serve import ServeConfig, serve
 from tests.server.ahp_client import TOKEN, TOKENS, WAIT_S, running
 
