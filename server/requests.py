@@ -31,9 +31,11 @@ from agenthost.messages import protocol as p
 from agenthost.messages import rpc, versions
 from agenthost.messages.common import Implementation
 from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode
+from agenthost.messages.events import TurnsLoaded
 from agenthost.messages.session_events import SessionCreationFailed, SessionReady
 from agenthost.messages.sizes import value_bytes
 from agenthost.messages.state import SessionState, Turn
+from agenthost.messages.wire import to_wire
 from agenthost.server import actions
 from agenthost.server.channels import CHAT_PREFIX, ROOT, SESSION_PREFIX, chat_uri
 from agenthost.server.errors import RpcError, bad_param
@@ -270,16 +272,69 @@ async def list_sessions(conn: "Connection", params: p.ListSessionsParams) -> Ses
     return SessionsPage(items=tuple(listed(s) for s in page.items), next_cursor=page.next_cursor)
 
 
-async def fetch_turns(conn: "Connection", params: p.FetchTurnsParams) -> TurnsPage:
+@attrs.frozen(kw_only=True)
+class Loaded:
+    """fetchTurns' answer from 0.5.1: `{}` (the turns went as chat/turnsLoaded)."""
+
+
+async def fetch_turns(conn: "Connection", params: p.FetchTurnsParams) -> TurnsPage | Loaded:
+    """A chat's turns, a page at a time (at most `limit` turns and
+    Limits.page_bytes, the first turn always), in the form the peer's version
+    knows:
+    - before 0.5.1, `{before?, limit?}` -> `{turns, hasMore}`: the turns just
+      before the turn `before` (None: the newest), oldest first; or, with ours
+      `cursor` (an offset from the oldest turn), the page from there on, with
+      `nextCursor`;
+    - from 0.5.1, `{cursor?}` -> `{}`, the page arriving to this connection
+      alone as `chat/turnsLoaded {turns, turnsNextCursor}`, ahead of the
+      answer: the page before `cursor` (None: the newest page), and the
+      cursor of the page before it (None: none is left). Chat snapshots carry
+      every turn (no `turnsNextCursor`), so a client needs this only to read
+      a chat's history without following it.
+    """
     uri = params.channel
     _, chat = await conn.server.registry.chat(uri.removeprefix(CHAT_PREFIX), conn.identity)
     turns = (await chat.state()).turns
-    cursor = _offset(params.cursor)
     limit = _limit(params.limit, conn.limits.page)
-    page = bytes_page(turns[cursor : cursor + limit], conn.limits.page_bytes)
-    end = cursor + len(page)
-    more = end < len(turns)
-    return TurnsPage(turns=page, has_more=more, next_cursor=str(end) if more else None)
+    if conn.version is not None and versions.turns_by_cursor(conn.version):
+        end = len(turns) if params.cursor is None else _before(params.cursor, len(turns))
+        page = bytes_page_back(turns[max(0, end - limit) : end], conn.limits.page_bytes)
+        start = end - len(page)
+        loaded = TurnsLoaded(turns=page, turns_next_cursor=str(start) if start else None)
+        envelope = {
+            "channel": uri,
+            "action": to_wire(loaded),
+            "serverSeq": conn.server.sequencer.seq,
+        }
+        conn.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+        return Loaded()
+    if params.cursor is not None or (params.before is None and params.limit is None):
+        cursor = _offset(params.cursor)  # ours: forward from an offset (the oldest first)
+        page = bytes_page(turns[cursor : cursor + limit], conn.limits.page_bytes)
+        after = cursor + len(page)
+        more = after < len(turns)
+        return TurnsPage(turns=page, has_more=more, next_cursor=str(after) if more else None)
+    end = len(turns)
+    if params.before is not None:
+        ids = [turn.id for turn in turns]
+        if params.before not in ids:
+            raise bad_param("before", f"no turn {params.before} in this chat")
+        end = ids.index(params.before)
+    page = bytes_page_back(turns[max(0, end - limit) : end], conn.limits.page_bytes)
+    return TurnsPage(turns=page, has_more=end - len(page) > 0)
+
+
+def _before(cursor: str, count: int) -> int:
+    """A turnsNextCursor this server made: how many turns come before the page."""
+    if not cursor.isdigit() or int(cursor) > count:
+        raise bad_param("cursor", "not a cursor this server made")
+    return int(cursor)
+
+
+def bytes_page_back(turns: tuple[Turn, ...], page_bytes: int) -> tuple[Turn, ...]:
+    """The last of `turns` that fit in `page_bytes` (the last one always): a
+    page read backwards, from the newest."""
+    return tuple(reversed(bytes_page(tuple(reversed(turns)), page_bytes)))
 
 
 def bytes_page(turns: tuple[Turn, ...], page_bytes: int) -> tuple[Turn, ...]:

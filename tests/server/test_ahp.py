@@ -24,6 +24,7 @@ from tests.server.ahp_client import (
     RpcFailed,
     Server,
     action_of,
+    fetched_turns,
     running,
 )
 
@@ -58,8 +59,7 @@ async def turns_once_ended(client: AhpClient, chat: str, turn_id: str) -> list[d
     snapshot = (await client.call("subscribe", {"channel": chat}))["snapshot"]
     if snapshot["state"].get("activeTurn") is not None:
         await client.wait_for(action_of("chat/turnComplete", turnId=turn_id))
-    turns: list[dict[str, Any]] = (await client.call("fetchTurns", {"channel": chat}))["turns"]
-    return turns
+    return await fetched_turns(client, chat)
 
 
 def by_origin(client_seq: int) -> Callable[[dict[str, Any]], bool]:
@@ -246,8 +246,8 @@ def test_a_turn_from_dispatch_to_completion_with_origin_and_sequence(host: Host)
             seqs = [a["serverSeq"] for a in client.actions(chat)]
             assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
             assert done["params"]["serverSeq"] == seqs[-1]
-            fetched = await client.call("fetchTurns", {"channel": chat})
-            assert [t["message"]["text"] for t in fetched["turns"]] == ["hello"]
+            fetched = await fetched_turns(client, chat)
+            assert [t["message"]["text"] for t in fetched] == ["hello"]
             listed = await client.call("listSessions")
             assert [s["resource"] for s in listed["items"]] == [session_uri]
             assert listed["items"][0]["turnCount"] == 1  # ours, beside AHP's fields
