@@ -112,10 +112,12 @@ async def initialize(conn: "Connection", params: p.InitializeParams) -> p.Initia
 
 
 async def reconnect(conn: "Connection", params: p.ReconnectParams) -> Any:
+    """Both shapes (told apart by shape, messages/protocol.py): connection-wide,
+    one `lastSeenServerSeq` for every subscription, answered with one replay or
+    every snapshot; per channel, a cursor for each, answered with a recovery
+    for each (`reconnect_channels`)."""
     if isinstance(params, p.ChannelReconnectParams):
-        raise bad_param(
-            "subscriptions", "the per-channel reconnect is not served: send lastSeenServerSeq"
-        )
+        return await reconnect_channels(conn, params)
     await conn.bind_client(params.client_id)
     conn.version = conn.version or versions.PROTOCOL_VERSION
     snapshots: list[p.Snapshot] = []
@@ -129,6 +131,51 @@ async def reconnect(conn: "Connection", params: p.ReconnectParams) -> Any:
     if replay is None:
         return p.ReconnectSnapshot(snapshots=tuple(snapshots), missing=tuple(missing))
     return Replayed(actions=tuple(replay), missing=tuple(missing))
+
+
+async def reconnect_channels(
+    conn: "Connection", params: p.ChannelReconnectParams
+) -> "ChannelsRecovered":
+    """Per channel, in the order asked: its missed actions (`replay`), its
+    fresh snapshot when the buffer no longer reaches back to its cursor
+    (`snapshot`), or `missing` when it is gone or not the caller's. Every
+    channel not missing is followed again."""
+    await conn.bind_client(params.client_id)
+    conn.version = conn.version or versions.PROTOCOL_VERSION
+    snapshots: list[p.Snapshot | None] = []
+    for cursor in params.subscriptions:
+        try:
+            snapshots.append(await subscribe_to(conn, cursor.channel))
+        except RpcError:
+            snapshots.append(None)
+    recoveries: list[Any] = []
+    for cursor, snapshot in zip(params.subscriptions, snapshots, strict=True):
+        if snapshot is None:
+            recoveries.append(p.ChannelMissing(channel=cursor.channel))
+            continue
+        replay = conn.server.sequencer.since(cursor.last_seen_server_seq, {cursor.channel})
+        if replay is None:
+            recoveries.append(p.ChannelSnapshot(channel=cursor.channel, snapshot=snapshot))
+        else:
+            recoveries.append(ChannelReplayed(channel=cursor.channel, actions=tuple(replay)))
+    return ChannelsRecovered(channels=tuple(recoveries))
+
+
+@attrs.frozen(kw_only=True)
+class ChannelReplayed:
+    """One channel's replay: the envelopes as they were sent (already wire JSON)."""
+
+    channel: str
+    actions: tuple[dict[str, Any], ...]
+    kind: str = "replay"
+
+
+@attrs.frozen(kw_only=True)
+class ChannelsRecovered:
+    """The per-channel reconnect's answer (AHP's ChannelReconnectResult, its
+    replays as sent)."""
+
+    channels: tuple[ChannelReplayed | p.ChannelSnapshot | p.ChannelMissing, ...]
 
 
 @attrs.frozen(kw_only=True)
