@@ -30,7 +30,7 @@ from agenthost.actors import calls
 from agenthost.actors.calls import ChatHandle, SessionHandle, chat_call, run_async, wait
 from agenthost.actors.clock import Clock
 from agenthost.actors.context import Departure, Lifecycle, Services
-from agenthost.actors.contributions import Contribution
+from agenthost.actors.contributions import Command, Contribution
 from agenthost.actors.handles import Subscription
 from agenthost.actors.input_answers import Given, given_all
 from agenthost.actors.limits import HostLimits
@@ -233,6 +233,12 @@ class AsyncHost:
 
         return self._core.services.departures.watch(hop)
 
+    def commands(self) -> tuple[Command, ...]:
+        """`Host.commands`."""
+        dispatcher = getattr(self._core.services, "contributions", None)  # none on a front
+        commands: tuple[Command, ...] = () if dispatcher is None else dispatcher.commands()
+        return commands
+
     def on_session_changed(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """`Host.on_session_changed`, with `callback(session_id)` called on the
         running loop: once for each session that changed since the loop last
@@ -257,7 +263,8 @@ class AsyncHost:
                 with contextlib.suppress(RuntimeError):  # the loop has closed
                     loop.call_soon_threadsafe(flush)
 
-        return self._core.services.changes.watch(hop)
+        changes = getattr(self._core.services, "changes", None)  # a sharded front has none
+        return (lambda: None) if changes is None else changes.watch(hop)
 
     async def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """`Host.stop`, on a thread of its own (it joins threads)."""

@@ -18,6 +18,7 @@ from agenthost.actors.calls import ChatHandle, HostCore, SessionHandle, chat_cal
 from agenthost.actors.clock import Clock
 from agenthost.actors.context import Departure, Lifecycle, Services
 from agenthost.actors.contributions import (
+    Command,
     Contribution,
 )
 from agenthost.actors.handles import Subscription, Ticket
@@ -264,12 +265,20 @@ class Host:
         the notice on). Returns the function that stops it."""
         return self._core.services.departures.watch(callback)
 
+    def commands(self) -> tuple[Command, ...]:
+        """The slash commands the host's contributions declare (`Contribution.commands`),
+        in the order they run: what clients are offered to complete."""
+        dispatcher = getattr(self._core.services, "contributions", None)  # none on a front
+        commands: tuple[Command, ...] = () if dispatcher is None else dispatcher.commands()
+        return commands
+
     def on_session_changed(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Call `callback(session_id)` whenever a resident session may have
         changed: its entry (title, read, archived, config, input needed), its
         chats (one created or disposed), a chat's status. It runs on the
         session's thread and must not block. Returns the function that stops it."""
-        return self._core.services.changes.watch(callback)
+        changes = getattr(self._core.services, "changes", None)  # a sharded front has none
+        return (lambda: None) if changes is None else changes.watch(callback)
 
     # -- stopping -------------------------------------------------------------------------------
     def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:

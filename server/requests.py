@@ -36,7 +36,7 @@ from agenthost.messages.session_events import SessionCreationFailed, SessionRead
 from agenthost.messages.sizes import value_bytes
 from agenthost.messages.state import SessionState, Turn
 from agenthost.messages.wire import to_wire
-from agenthost.server import actions
+from agenthost.server import actions, completions
 from agenthost.server.channels import CHAT_PREFIX, ROOT, SESSION_PREFIX, chat_uri
 from agenthost.server.errors import RpcError, bad_param
 from agenthost.server.session_sync import for_version
@@ -108,6 +108,7 @@ async def initialize(conn: "Connection", params: p.InitializeParams) -> p.Initia
         server_seq=conn.server.sequencer.seq,
         snapshots=tuple(snapshots),
         server_info=Implementation(name="agenthost"),
+        completion_trigger_characters=completions.TRIGGERS,
     )
 
 
@@ -406,10 +407,11 @@ REQUESTS: dict[str, Request] = {
     "disposeChat": Request(handler=dispose_chat),
     "listSessions": Request(handler=list_sessions),
     "fetchTurns": Request(handler=fetch_turns),
+    "completions": Request(handler=completions.completions),
 }
 """Method -> handler. The methods of rpc.CLIENT_REQUESTS missing here are not
-offered yet (authenticate, completions, resolveSessionConfig,
-sessionConfigCompletions): -32601."""
+offered yet (authenticate, resolveSessionConfig, sessionConfigCompletions):
+-32601."""
 
 
 def dispatch_action(conn: "Connection", params: p.DispatchActionParams, sent: Any) -> None:
