@@ -36,7 +36,7 @@ from agenthost.messages.session_events import SessionCreationFailed, SessionRead
 from agenthost.messages.sizes import value_bytes
 from agenthost.messages.state import SessionState, Turn
 from agenthost.messages.wire import to_wire
-from agenthost.server import actions, completions
+from agenthost.server import actions, authentication, completions
 from agenthost.server.channels import CHAT_PREFIX, ROOT, SESSION_PREFIX, chat_uri
 from agenthost.server.errors import RpcError, bad_param
 from agenthost.server.session_sync import for_version
@@ -200,7 +200,7 @@ async def subscribe_to(conn: "Connection", uri: str) -> p.Snapshot:
         raise RpcError(JsonRpcErrorCode.INVALID_PARAMS, "too many subscriptions on this connection")
     if uri == ROOT:
         conn.join(uri)
-        state = root_state(sorted(server.host.services.providers))
+        state = root_state(sorted(server.host.services.providers), (authentication.RESOURCE,))
         return p.Snapshot(resource=ROOT, state=state, from_seq=server.sequencer.seq)
     if uri.startswith(SESSION_PREFIX):
         session = await server.registry.session(uri[len(SESSION_PREFIX) :], conn.identity)
@@ -408,10 +408,10 @@ REQUESTS: dict[str, Request] = {
     "listSessions": Request(handler=list_sessions),
     "fetchTurns": Request(handler=fetch_turns),
     "completions": Request(handler=completions.completions),
+    "authenticate": Request(handler=authentication.authenticate, before_initialize=True),
 }
 """Method -> handler. The methods of rpc.CLIENT_REQUESTS missing here are not
-offered yet (authenticate, resolveSessionConfig, sessionConfigCompletions):
--32601."""
+offered yet (resolveSessionConfig, sessionConfigCompletions): -32601."""
 
 
 def dispatch_action(conn: "Connection", params: p.DispatchActionParams, sent: Any) -> None:

@@ -24,6 +24,7 @@ Nothing here reads the host: these are pure functions of what it answered.
 import attrs
 
 from agenthost.messages import protocol as p
+from agenthost.messages.common import ProtectedResourceMetadata
 from agenthost.messages.fields import extension
 from agenthost.messages.state import (
     AgentInfo,
@@ -135,5 +136,12 @@ def client_config(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], 
     return tuple((k, v) for k, v in pairs if not k.startswith(RESERVED_CONFIG))
 
 
-def root_state(providers: list[str]) -> RootState:
-    return RootState(agents=tuple(AgentInfo(provider=p, display_name=p) for p in providers))
+def root_state(
+    providers: list[str], protected: tuple[ProtectedResourceMetadata, ...] = ()
+) -> RootState:
+    """The root: an agent per provider, each behind the server's `protected` resources."""
+    agents = tuple(
+        AgentInfo(provider=p, display_name=p, protected_resources=protected or None)
+        for p in providers
+    )
+    return RootState(agents=agents)
