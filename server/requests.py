@@ -36,7 +36,7 @@ from agenthost.messages.session_events import SessionCreationFailed, SessionRead
 from agenthost.messages.sizes import value_bytes
 from agenthost.messages.state import SessionState, Turn
 from agenthost.messages.wire import to_wire
-from agenthost.server import actions, authentication, completions
+from agenthost.server import actions, authentication, completions, session_config
 from agenthost.server.channels import CHAT_PREFIX, ROOT, SESSION_PREFIX, chat_uri
 from agenthost.server.errors import RpcError, bad_param
 from agenthost.server.session_sync import for_version
@@ -244,6 +244,7 @@ async def create_session(conn: "Connection", params: p.CreateSessionParams) -> C
     uri = params.channel
     session_id = _session_id(uri)
     provider = params.provider or sorted(server.host.services.providers)[0]
+    config = session_config.checked(params.config)  # refused before anything is created
     if server.registry.owner(session_id) is not None or await server.registry.find(session_id):
         raise RpcError(JsonRpcErrorCode.SESSION_ALREADY_EXISTS, f"session {session_id} exists")
     with server.quotas.creating(conn.identity, server.registry.resident_of(conn.identity)):
@@ -257,6 +258,8 @@ async def create_session(conn: "Connection", params: p.CreateSessionParams) -> C
             conn.leave(uri)
             raise
         await server.sessions_owned(session, conn.identity)
+        if config:
+            await session.set_config(config)
     server.listeners.session_action(session_id, SessionReady())
     state, _ = await server.summaries.joined(session, conn.identity, lambda: None, added=True)
     server.registry.note_chats(
@@ -409,9 +412,11 @@ REQUESTS: dict[str, Request] = {
     "fetchTurns": Request(handler=fetch_turns),
     "completions": Request(handler=completions.completions),
     "authenticate": Request(handler=authentication.authenticate, before_initialize=True),
+    "resolveSessionConfig": Request(handler=session_config.resolve_session_config),
+    "sessionConfigCompletions": Request(handler=session_config.session_config_completions),
 }
-"""Method -> handler. The methods of rpc.CLIENT_REQUESTS missing here are not
-offered yet (resolveSessionConfig, sessionConfigCompletions): -32601."""
+"""Method -> handler. A method of rpc.CLIENT_REQUESTS missing here would be
+answered -32601 (none is, today)."""
 
 
 def dispatch_action(conn: "Connection", params: p.DispatchActionParams, sent: Any) -> None:

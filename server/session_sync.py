@@ -55,6 +55,7 @@ from agenthost.messages.session_events import (
 )
 from agenthost.messages.state import ChatSummary, SessionState
 from agenthost.server.channels import chat_uri
+from agenthost.server.session_config import SCHEMA
 from agenthost.server.views import RESERVED_CONFIG, client_config
 
 __all__ = ["changes", "channel_state", "for_version"]
@@ -64,7 +65,8 @@ T = TypeVar("T")
 
 def channel_state(view: GetSessionViewReply) -> SessionState:
     """The session channel's state: the entry as clients may see it (no reserved
-    config), the provider, the chats' aggregate status, the chat catalog."""
+    config; the config's schema beside its values), the provider, the chats'
+    aggregate status, the chat catalog."""
     entry = view.entry
     return attrs.evolve(
         entry,
@@ -73,6 +75,7 @@ def channel_state(view: GetSessionViewReply) -> SessionState:
         status=view.summary.status,
         chats=view.chats,
         default_chat=chat_uri(view.default_chat) if view.default_chat else None,
+        config_schema=SCHEMA,
     )
 
 

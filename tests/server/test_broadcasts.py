@@ -76,6 +76,7 @@ def test_a_session_state_hides_the_servers_own_config() -> None:
     chats = tuple(ChatSummary(resource=f"ahp-chat:/{c}") for c in ("c1", "c2"))
     view = GetSessionViewReply(entry=entry, summary=summary, chats=chats, default_chat="c1")
     wire = to_wire(channel_state(view))
-    assert wire["config"] == {"values": {"m": "x"}}
+    assert wire["config"]["values"] == {"m": "x"}  # the owner's key hidden
+    assert wire["config"]["schema"]["additionalProperties"] == {"type": "string"}
     assert wire["defaultChat"] == "ahp-chat:/c1"
     assert [c["resource"] for c in wire["chats"]] == ["ahp-chat:/c1", "ahp-chat:/c2"]
