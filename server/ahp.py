@@ -8,11 +8,14 @@ its own module:
 - server/connection.py: one socket (framing, outbox, rate limit, the ordered
   dispatch queue);
 - server/requests.py and server/actions.py: the tables of request and client
-  action handlers, over the typed frames of messages/protocol.py;
+  action handlers, over the typed frames of messages/protocol.py
+  (server/authentication.py, server/completions.py, server/session_config.py:
+  authenticate, completions, the session config requests);
 - server/registry.py: who owns which session, the handles in use;
   server/quotas.py: what one identity may hold and create;
 - server/broadcasts.py: who listens to which channel, session actions and
-  the root's summary notifications;
+  the root's summary notifications; server/session_sync.py: what a session
+  channel shows, and the actions from one of its states to another;
 - server/channels.py: the chat channels and the one serverSeq;
 - server/clients.py: client ids and the grace after a client left;
 - server/views.py: the host's values as the wire shows them.
