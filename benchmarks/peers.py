@@ -1,4 +1,5 @@
-"""The same chat workload on agenthost and on its peers, side by side; and the store.
+"""The same chat workload on agenthost and on its peers, side by side; and the store
+(benchmarks/peers_store.py).
 
 The workload, per simulated chat: a session, a chat and a provider; a user
 message goes in, the provider streams the reply as 10 deltas and a completion,
@@ -44,7 +45,6 @@ import importlib.util
 import json
 import logging
 import resource
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -66,9 +66,8 @@ from agenthost.actors import Host
 from agenthost.actors.aio import AsyncChat
 from agenthost.messages.events import AssistantDelta, TurnCompleted
 from agenthost.providers import ScriptedProvider
-from agenthost.store import SqliteStore, Store
-from agenthost.store.records import SaveTurnStarted
-from benchmarks import stores
+from agenthost.store import SqliteStore
+from benchmarks import peers_store
 
 TURNS = 3
 DELTAS = 10
@@ -486,67 +485,6 @@ def compare(sizes: list[int], systems: list[str], rounds: int, budget_s: float) 
     return outcomes
 
 
-# -- the store: group commit against raw inserts ------------------------------------------
-def _turn_ops(rows: int) -> list[SaveTurnStarted]:
-    return stores.turn_ops(rows)
-
-
-def _opened_store(folder: Path) -> Store:
-    return stores.with_session(SqliteStore(folder / "store.db"))
-
-
-def raw_inserts(folder: Path, ops: list[SaveTurnStarted]) -> float:
-    """Plain sqlite3 on the same schema and pragmas: one INSERT a row, one transaction."""
-    _opened_store(folder).close()
-    db = sqlite3.connect(folder / "store.db", isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("PRAGMA foreign_keys=ON")
-    started = time.perf_counter()
-    db.execute("BEGIN")
-    for op in ops:
-        db.execute(
-            "INSERT INTO turns (id, chat_id, session_id, seq, user_text, started_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (op.turn_id, op.chat_id, op.session_id, op.seq, op.user_text, op.started_at),
-        )
-    db.execute("COMMIT")
-    seconds = time.perf_counter() - started
-    db.close()
-    return seconds
-
-
-def store_batches(folder: Path, ops: list[SaveTurnStarted]) -> float:
-    """SqliteStore.apply per op, a commit every MAX_BATCH ops, as the StoreActor does."""
-    return stores.batches(_opened_store(folder), ops)
-
-
-def store_actor(folder: Path, ops: list[SaveTurnStarted]) -> float:
-    """The StoreActor: a Write a row, acked after its group commit; until the last ack."""
-    store = _opened_store(folder)
-    store.close()
-    store.open()
-    return stores.group_commit(store, ops)
-
-
-STORE_WAYS: dict[str, Callable[[Path, list[SaveTurnStarted]], float]] = {
-    "raw sqlite3, one transaction (baseline)": raw_inserts,
-    "SqliteStore ops, committed in batches": store_batches,
-    "StoreActor group commit (acked writes)": store_actor,
-}
-
-
-def compare_store(rows: int = 20_000, rounds: int = 5) -> dict[str, float]:
-    """rows/s for each way, the median of rounds, in alternating rounds."""
-    ops = _turn_ops(rows)
-    samples: dict[str, list[float]] = {name: [] for name in STORE_WAYS}
-    for _ in range(rounds):
-        for name, way in STORE_WAYS.items():
-            with tempfile.TemporaryDirectory(prefix="agenthost-store-bench-") as folder:
-                samples[name].append(rows / way(Path(folder), ops))
-    return {name: statistics.median(rates) for name, rates in samples.items()}
-
-
 # -- printing --------------------------------------------------------------------------
 def print_peers(outcomes: list[Outcome], console: Console) -> None:
     for chats in sorted({o.chats for o in outcomes}):
@@ -577,16 +515,6 @@ def print_peers(outcomes: list[Outcome], console: Console) -> None:
         console.print(table)
 
 
-def print_store(rates: dict[str, float], rows: int, console: Console) -> None:
-    baseline = next(iter(rates.values()))
-    table = Table(title=f"store: {rows:,} turn rows (rows/s: median of rounds)")
-    for column in ("way", "rows/s", "ratio to raw"):
-        table.add_column(column, justify="left" if column == "way" else "right")
-    for name, rate in rates.items():
-        table.add_row(name, f"{rate:,.0f}", f"{rate / baseline:.2f}x")
-    console.print(table)
-
-
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks peers", description=__doc__)
     parser.add_argument("--chats", default=",".join(map(str, DEFAULT_CHATS)), help="sizes")
@@ -610,9 +538,9 @@ def main(argv: list[str]) -> None:
         console = Console(width=120)
     outcomes = compare(sizes, systems, args.rounds, args.budget)
     print_peers(outcomes, console)
-    store = compare_store(args.store_rows) if args.store_rows else {}
+    store = peers_store.compare_store(args.store_rows) if args.store_rows else {}
     if store:
-        print_store(store, args.store_rows, console)
+        peers_store.print_store(store, args.store_rows, console)
     if args.json:
         print(
             json.dumps(

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import peers
+from benchmarks import peers, peers_store
 
 SYSTEMS = [
     pytest.param(
@@ -34,9 +34,9 @@ def test_every_prompt_is_echoed_in_exactly_ten_deltas() -> None:
         assert "".join(chunks) == f"echo: {peers.prompt(chat, turn)}"
 
 
-@pytest.mark.parametrize("way", list(peers.STORE_WAYS.values()))
+@pytest.mark.parametrize("way", list(peers_store.STORE_WAYS.values()))
 def test_every_store_way_writes_every_row(tmp_path: Path, way: Any) -> None:
-    ops = peers._turn_ops(50)
+    ops = peers_store._turn_ops(50)
     way(tmp_path, ops)
     with sqlite3.connect(tmp_path / "store.db") as db:
         stored = db.execute("SELECT id, seq FROM turns ORDER BY seq").fetchall()
