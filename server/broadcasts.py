@@ -204,7 +204,9 @@ class SummaryChecks:
         if current is not None and self._checking.get(session_id) is not current:
             return channel_state(view), summary  # disposed while it answered: nothing sent
         uri = session_uri(session_id)
-        if session_id not in self._adding and self._listeners.on_root(owner):
+        if not self._listeners.on_root(owner):
+            self._sent.pop(session_id, None)  # what the root was sent is forgotten (2.)
+        elif session_id not in self._adding:
             changes = summary_changes(self._sent.get(session_id), summary)
             self._sent[session_id] = summary
             if changes is not None:
@@ -217,6 +219,8 @@ class SummaryChecks:
                 for action in session_changes(shown, state):
                     self._listeners.session_action(session_id, action)
             self._shown[session_id] = state
+        else:
+            self._shown.pop(session_id, None)
         return state, summary
 
     def adding(self, session_id: str) -> None:
