@@ -352,14 +352,10 @@ async def fetch_turns(conn: "Connection", params: p.FetchTurnsParams) -> TurnsPa
         page = bytes_page_back(turns[max(0, end - limit) : end], conn.limits.page_bytes)
         start = end - len(page)
         loaded = TurnsLoaded(turns=page, turns_next_cursor=str(start) if start else None)
-        envelope = {
-            "channel": uri,
-            "action": to_wire(loaded),
-            "serverSeq": conn.server.sequencer.seq,
-        }
+        envelope = conn.server.sequencer.unrecorded(uri, to_wire(loaded))
         conn.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
         return Loaded()
-    if params.cursor is not None or (params.before is None and params.limit is None):
+    if params.cursor is not None:
         cursor = _offset(params.cursor)  # ours: forward from an offset (the oldest first)
         page = bytes_page(turns[cursor : cursor + limit], conn.limits.page_bytes)
         after = cursor + len(page)

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from agenthost.actors import Host
+from agenthost.server.ahp import Limits
 from tests.server.ahp_client import AhpClient, RpcFailed, Server, action_of, fetch_page
 from tests.server.test_ahp import new_session, run, turn
 
@@ -29,18 +30,20 @@ def test_before_0_5_1_a_page_ends_before_the_turn_named(host: Host) -> None:
     async def body(server: Server) -> None:
         async with server.client() as client:
             chat = await three_turns(client, "0.5.0")
-            newest = await client.call("fetchTurns", {"channel": chat})
-            assert ids(newest) == ["t0", "t1", "t2"] and newest["hasMore"] is False
-            two = await client.call("fetchTurns", {"channel": chat, "limit": 2})
-            assert ids(two) == ["t1", "t2"] and two["hasMore"] is True
+            newest = await client.call("fetchTurns", {"channel": chat})  # a page is 2 here
+            assert ids(newest) == ["t1", "t2"] and newest["hasMore"] is True
+            every = await client.call("fetchTurns", {"channel": chat, "limit": 5})
+            assert ids(every) == ["t0", "t1", "t2"] and every["hasMore"] is False
             older = await client.call("fetchTurns", {"channel": chat, "before": "t1", "limit": 2})
             assert ids(older) == ["t0"] and older["hasMore"] is False
             assert "nextCursor" not in older
             with pytest.raises(RpcFailed) as refused:
                 await client.call("fetchTurns", {"channel": chat, "before": "nope"})
             assert refused.value.code == -32602 and "before" in refused.value.error["message"]
+            ours = await client.call("fetchTurns", {"channel": chat, "cursor": "0"})
+            assert ids(ours) == ["t0", "t1"] and ours["nextCursor"] == "2"  # forward, by offset
 
-    run(host, body)
+    run(host, body, Limits(page=2))
 
 
 def test_from_0_5_1_the_turns_arrive_as_turns_loaded_to_the_requester_alone(
@@ -55,6 +58,17 @@ def test_from_0_5_1_the_turns_arrive_as_turns_loaded_to_the_requester_alone(
             assert "turnsNextCursor" not in snapshot["state"]
             newest = await fetch_page(client, {"channel": chat, "limit": 2})
             assert ids(newest) == ["t1", "t2"] and newest["turnsNextCursor"] == "1"
+            [envelope] = [
+                a for a in client.actions(chat) if a["action"]["type"] == "chat/turnsLoaded"
+            ]
+            earlier = [a["serverSeq"] for a in client.actions() if a is not envelope]
+            assert envelope["serverSeq"] > max(earlier)  # a number of its own
+            again = await client.call(
+                "reconnect",
+                {"clientId": "c1", "subscriptions": [{"channel": chat, "lastSeenServerSeq": 0}]},
+            )
+            replayed = again["channels"][0].get("actions", [])
+            assert not any(a["action"]["type"] == "chat/turnsLoaded" for a in replayed)
             oldest = await fetch_page(client, {"channel": chat, "cursor": "1"})
             assert ids(oldest) == ["t0"] and "turnsNextCursor" not in oldest
             await watcher.call("ping")
