@@ -17,6 +17,7 @@ its own module:
   the root's summary notifications; server/session_sync.py: what a session
   channel shows, and the actions from one of its states to another;
 - server/channels.py: the chat channels and the one serverSeq;
+- server/windows.py: AHP 1.1's windowed delivery (frames within credit);
 - server/clients.py: client ids and the grace after a client left;
 - server/views.py: the host's values as the wire shows them.
 
@@ -54,6 +55,8 @@ from agenthost.messages.events import (
     TurnStarted,
 )
 from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
+from agenthost.messages.session_events import AgentsChanged
+from agenthost.server.authentication import RESOURCE
 from agenthost.server.broadcasts import Listeners, SummaryChecks
 from agenthost.server.channels import CHAT_PREFIX, ChannelTable, Sequencer, chat_uri, session_uri
 from agenthost.server.clients import Clients
@@ -65,6 +68,8 @@ from agenthost.server.memory import HeapTrimmer
 from agenthost.server.metrics import Metrics
 from agenthost.server.quotas import IdentityQuotas
 from agenthost.server.registry import Registry
+from agenthost.server.views import agents
+from agenthost.server.windows import Remembered, WindowLimits
 from agenthost.store.base import OWNER_KEY
 
 __all__ = ["OWNER_KEY", "AhpServer", "Limits", "Metrics"]
@@ -98,6 +103,8 @@ class Limits:
     # Per identity: sessions in memory, and sessions created a minute (None: no quota).
     identity_resident_sessions: int | None = 1_000
     identity_session_creations_per_minute: int | None = 600
+    # Windowed delivery (AHP 1.1 flow control, server/windows.py).
+    windows: WindowLimits = attrs.field(factory=WindowLimits)
 
 
 _OUTCOMES = {TurnCompleted: "complete", TurnCancelled: "cancelled"}
@@ -125,6 +132,7 @@ class AhpServer:
         self.sequencer = Sequencer(self.limits.replay, self.limits.replay_bytes)
         self.metrics = Metrics()
         self.connections: set[Connection] = set()
+        self.remembered_windows = Remembered(self.limits.windows.remembered)
         clock = self.host.services.clock
         self.quotas = IdentityQuotas(
             self.limits.identity_resident_sessions,
@@ -162,15 +170,30 @@ class AhpServer:
 
     async def start(self) -> None:
         """(on the app's startup) Hear of every session that leaves memory, and
-        of every change to one that is resident."""
-        unwatch_left = self.host.on_session_left(self._session_left)
-        unwatch_changed = self.host.on_session_changed(self.summaries.may_have_changed)
+        of every change to one that is resident, and of providers that become
+        unavailable or come back."""
+        left = self.host.on_session_left(self._session_left)
+        changed = self.host.on_session_changed(self.summaries.may_have_changed)
+        health = self.host.on_providers_changed(self._providers_changed)
 
         def unwatch() -> None:
-            unwatch_left()
-            unwatch_changed()
+            left()
+            changed()
+            health()
 
         self._unwatch = unwatch
+
+    def available_providers(self) -> list[str]:
+        """The root's agents: the host's providers but those unavailable now."""
+        unavailable = self.host.unavailable_providers()
+        return sorted(p for p in self.host.services.providers if p not in unavailable)
+
+    def _providers_changed(self, unavailable: frozenset[str]) -> None:
+        """A provider became unavailable (past the supervisor's restart limit)
+        or came back: every root subscriber gets root/agentsChanged."""
+        self.listeners.root_action(
+            AgentsChanged(agents=agents(self.available_providers(), (RESOURCE,)))
+        )
 
     def _session_left(self, session_id: str, why: Departure) -> None:
         """The session left memory: nothing kept for it stays (a disposed one's
@@ -259,6 +282,7 @@ class AhpServer:
             "idle_chat_channels": self.channels.idle_count,
             "recorded_channels": self.sequencer.recording,
             "connections": len(self.connections),
+            "remembered_windows": len(self.remembered_windows),
             "background_tasks": len(self._background),
         }
 

@@ -136,12 +136,17 @@ def client_config(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], 
     return tuple((k, v) for k, v in pairs if not k.startswith(RESERVED_CONFIG))
 
 
-def root_state(
+def agents(
     providers: list[str], protected: tuple[ProtectedResourceMetadata, ...] = ()
-) -> RootState:
-    """The root: an agent per provider, each behind the server's `protected` resources."""
-    agents = tuple(
+) -> tuple[AgentInfo, ...]:
+    """An agent per provider, each behind the server's `protected` resources."""
+    return tuple(
         AgentInfo(provider=p, display_name=p, protected_resources=protected or None)
         for p in providers
     )
-    return RootState(agents=agents)
+
+
+def root_state(
+    providers: list[str], protected: tuple[ProtectedResourceMetadata, ...] = ()
+) -> RootState:
+    return RootState(agents=agents(providers, protected))
