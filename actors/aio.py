@@ -20,6 +20,7 @@ its own so the loop goes on meanwhile.
 import asyncio
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ from agenthost.actors.aio_asking import AsyncChatAsking
 from agenthost.actors.calls import ChatHandle, SessionHandle, chat_call, run_async, wait
 from agenthost.actors.clock import Clock
 from agenthost.actors.context import Departure, Lifecycle, Services
-from agenthost.actors.contributions import Contribution
+from agenthost.actors.contributions import Command, Contribution
 from agenthost.actors.handles import Subscription
 from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import (
@@ -59,6 +60,8 @@ from agenthost.messages.commands import (
     GetSessionState,
     GetSessionStatus,
     GetSessionSummary,
+    GetSessionView,
+    GetSessionViewReply,
     RemoveClient,
     RemovePendingMessage,
     ReorderQueue,
@@ -247,6 +250,39 @@ class AsyncHost:
 
         return self._core.services.departures.watch(hop)
 
+    def commands(self) -> tuple[Command, ...]:
+        """`Host.commands`."""
+        dispatcher = getattr(self._core.services, "contributions", None)  # none on a front
+        commands: tuple[Command, ...] = () if dispatcher is None else dispatcher.commands()
+        return commands
+
+    def on_session_changed(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """`Host.on_session_changed`, with `callback(session_id)` called on the
+        running loop: once for each session that changed since the loop last
+        ran the callbacks (a burst of changes is one wake-up). Returns the
+        function that stops it."""
+        loop = asyncio.get_running_loop()
+        lock = threading.Lock()
+        changed: dict[str, None] = {}
+
+        def flush() -> None:
+            with lock:
+                ids = list(changed)
+                changed.clear()
+            for session_id in ids:
+                callback(session_id)
+
+        def hop(session_id: str) -> None:  # on the session actor's thread
+            with lock:
+                first = not changed
+                changed[session_id] = None
+            if first:
+                with contextlib.suppress(RuntimeError):  # the loop has closed
+                    loop.call_soon_threadsafe(flush)
+
+        changes = getattr(self._core.services, "changes", None)  # a sharded front has none
+        return (lambda: None) if changes is None else changes.watch(hop)
+
     async def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """`Host.stop`, on a thread of its own (it joins threads)."""
         await asyncio.to_thread(stop_host, self._running, timeout)
@@ -317,6 +353,11 @@ class AsyncSession:
     async def summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
         summary: SessionSummary = await self._call(GetSessionSummary(), timeout)
         return summary
+
+    async def view(self, *, timeout: float = DEFAULT_TIMEOUT) -> GetSessionViewReply:
+        """As Session.view."""
+        view: GetSessionViewReply = await self._call(GetSessionView(), timeout)
+        return view
 
     async def rename(self, title: str, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
         summary: SessionSummary = await self._call(SetSessionFlags(title=title), timeout)

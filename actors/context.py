@@ -4,6 +4,8 @@
 order, so the host stops exactly its actors, in reverse order. `Departures`
 tells whoever watches (the AHP server) that a session left memory, so what
 they keep per session can go with it.
+`SessionChanges` tells them that a session's entry, chat catalog or chats'
+statuses may have changed, so what they show of it can follow.
 """
 
 import enum
@@ -128,6 +130,41 @@ class Departures:
                 log.exception("departure_watcher_failed", session_id=session_id)
 
 
+class SessionChanges:
+    """Who hears that a session may have changed (its entry, its chats, a chat's
+    status). The session actor tells them, on its own thread: a watcher must
+    not block (hand the notice to your own loop). Thread-safe; a watcher that
+    raises is logged and skipped. With no watcher a change costs one check."""
+
+    def __init__(self) -> None:
+        self._watchers: dict[int, Callable[[str], None]] = {}
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+
+    def watch(self, watcher: Callable[[str], None]) -> Callable[[], None]:
+        """Add a watcher; the function returned removes it."""
+        key = next(self._ids)
+        with self._lock:
+            self._watchers[key] = watcher
+
+        def unwatch() -> None:
+            with self._lock:
+                self._watchers.pop(key, None)
+
+        return unwatch
+
+    def changed(self, session_id: str) -> None:
+        if not self._watchers:
+            return
+        with self._lock:
+            watchers = list(self._watchers.values())
+        for watcher in watchers:
+            try:
+                watcher(session_id)
+            except Exception:
+                log.exception("change_watcher_failed", session_id=session_id)
+
+
 class ProviderHealth:
     """Which providers are unavailable, and who hears when that changes.
 
@@ -206,6 +243,7 @@ class Services:
     lifecycle: Lifecycle = attrs.field(factory=Lifecycle)
     departures: Departures = attrs.field(factory=Departures)
     health: ProviderHealth = attrs.field(factory=ProviderHealth)
+    changes: SessionChanges = attrs.field(factory=SessionChanges)
     limits: HostLimits = attrs.field(factory=HostLimits)
     contributions: Any = None  # the Dispatcher (actors.contributions), set at start
     mementos: Any = None  # the MementoCache, set at start

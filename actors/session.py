@@ -63,6 +63,8 @@ from agenthost.messages.commands import (
     GetSessionState,
     GetSessionStatus,
     GetSessionSummary,
+    GetSessionView,
+    GetSessionViewReply,
     RemoveClient,
     SetClientTools,
     SetSessionFlags,
@@ -82,6 +84,7 @@ from agenthost.messages.state import (
     ChatOriginKind,
     ChatState,
     ChatStatus,
+    ChatSummary,
     ClientTool,
     SessionState,
     SessionSummary,
@@ -309,6 +312,7 @@ class SessionActor(HostedActor):
             report_status=self._asked.reporting,
         )
         self._chats[chat_id] = ref
+        self.services.changes.changed(self.session_id)
         return ref
 
     @handles(SpawnSubagentChat)
@@ -378,6 +382,8 @@ class SessionActor(HostedActor):
 
     @handles(ChatStatusChanged)
     def _chat_status(self, message: ChatStatusChanged) -> None:
+        if self._statuses.get(message.chat_id) != message.status:
+            self.services.changes.changed(self.session_id)
         self._statuses[message.chat_id] = message.status
         self._turns[message.chat_id] = message.turns
         if message.status & _IN_PROGRESS:
@@ -436,6 +442,7 @@ class SessionActor(HostedActor):
         if self._entry != before:
             self.services.entries.publish(self.session_id, self._entry)
             self._tell_chats(SessionStateChanged(state=self._entry))
+            self.services.changes.changed(self.session_id)
 
     @handles(ApplySessionAction)
     def _apply_action(self, message: ApplySessionAction) -> None:
@@ -473,6 +480,20 @@ class SessionActor(HostedActor):
     @handles(GetSessionSummary)
     def _get_summary(self, message: GetSessionSummary) -> SessionSummary:
         return self._when_known(self._summary)
+
+    @handles(GetSessionView)
+    def _get_view(self, message: GetSessionView) -> GetSessionViewReply:
+        return self._when_known(self._view)
+
+    def _view(self) -> GetSessionViewReply:
+        chats = tuple(
+            ChatSummary(resource=chat_resource(c), status=ChatStatus(self._statuses.get(c, 1)))
+            for c in self._chats
+        )
+        entry, default = self._entry, self._default_chat
+        return GetSessionViewReply(
+            entry=entry, summary=self._summary(), chats=chats, default_chat=default
+        )
 
     def _summary(self) -> SessionSummary:
         entry = self._entry
@@ -524,6 +545,7 @@ class SessionActor(HostedActor):
         self.send(self.services.store, Write(op=DeleteChat(chat_id=message.chat_id)))
         self.services.mementos.evict_chat(self.session_id, message.chat_id)
         self._log.info("chat_disposed", chat_id=message.chat_id)
+        self.services.changes.changed(self.session_id)
         self._report()
 
     @handles(GetSessionStatus)

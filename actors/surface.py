@@ -18,6 +18,7 @@ from agenthost.actors.calls import ChatHandle, HostCore, SessionHandle, chat_cal
 from agenthost.actors.clock import Clock
 from agenthost.actors.context import Departure, Lifecycle, Services
 from agenthost.actors.contributions import (
+    Command,
     Contribution,
 )
 from agenthost.actors.handles import Subscription, Ticket
@@ -42,6 +43,8 @@ from agenthost.messages.commands import (
     GetSessionState,
     GetSessionStatus,
     GetSessionSummary,
+    GetSessionView,
+    GetSessionViewReply,
     RemoveClient,
     RemovePendingMessage,
     ReorderQueue,
@@ -261,6 +264,21 @@ class Host:
         the notice on). Returns the function that stops it."""
         return self._core.services.departures.watch(callback)
 
+    def commands(self) -> tuple[Command, ...]:
+        """The slash commands the host's contributions declare (`Contribution.commands`),
+        in the order they run: what clients are offered to complete."""
+        dispatcher = getattr(self._core.services, "contributions", None)  # none on a front
+        commands: tuple[Command, ...] = () if dispatcher is None else dispatcher.commands()
+        return commands
+
+    def on_session_changed(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call `callback(session_id)` whenever a resident session may have
+        changed: its entry (title, read, archived, config, input needed), its
+        chats (one created or disposed), a chat's status. It runs on the
+        session's thread and must not block. Returns the function that stops it."""
+        changes = getattr(self._core.services, "changes", None)  # a sharded front has none
+        return (lambda: None) if changes is None else changes.watch(callback)
+
     def unavailable_providers(self) -> frozenset[str]:
         """The providers a connection of which waits out its cool-down after
         failing past the restart limit (its sends fail at once meanwhile)."""
@@ -367,6 +385,11 @@ class Session:
     def summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
         """Title, status, unread, archived, input needed: the session as listed."""
         return self._call(GetSessionSummary(), timeout)
+
+    def view(self, *, timeout: float = DEFAULT_TIMEOUT) -> GetSessionViewReply:
+        """The entry, summary and chat catalog (each chat's status) at one instant."""
+        view: GetSessionViewReply = self._call(GetSessionView(), timeout)
+        return view
 
     def rename(self, title: str, *, timeout: float = DEFAULT_TIMEOUT) -> SessionSummary:
         """Name the session; the user's title is never replaced by a derived one."""

@@ -10,7 +10,14 @@ import attrs
 
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.inputs import Answers, InputAnswer, unique_answers
-from agenthost.messages.state import Attachment, ClientTool, Worktree
+from agenthost.messages.state import (
+    Attachment,
+    ChatSummary,
+    ClientTool,
+    SessionState,
+    SessionSummary,
+    Worktree,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -103,6 +110,22 @@ class GetSessionSummary:
 @attrs.frozen(kw_only=True)
 class GetSessionState:
     pass
+
+
+@attrs.frozen(kw_only=True)
+class GetSessionView:
+    """The session's entry, summary and chat catalog at one instant."""
+
+
+@attrs.frozen(kw_only=True)
+class GetSessionViewReply:
+    """`chats`: every chat, the default first, each with its status;
+    `default_chat`: its id ("" when it has none)."""
+
+    entry: SessionState
+    summary: SessionSummary
+    chats: tuple[ChatSummary, ...]
+    default_chat: str
 
 
 @attrs.frozen(kw_only=True)

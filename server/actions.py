@@ -164,7 +164,7 @@ async def _dispatch(conn: "Connection", uri: str, action: Any, origin: dict[str,
         if session_handler is None:
             raise _not_dispatchable(action)
         await session_handler(SessionAction(conn=conn, session=session), action)
-        server.listeners.session_action(session.id, action, _origin_of(origin))
+        server.summaries.client_action(session.id, action, _origin_of(origin))
         server.summaries.may_have_changed(session.id)
 
 

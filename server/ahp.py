@@ -8,11 +8,14 @@ its own module:
 - server/connection.py: one socket (framing, outbox, rate limit, the ordered
   dispatch queue);
 - server/requests.py and server/actions.py: the tables of request and client
-  action handlers, over the typed frames of messages/protocol.py;
+  action handlers, over the typed frames of messages/protocol.py
+  (server/authentication.py, server/completions.py, server/session_config.py:
+  authenticate, completions, the session config requests);
 - server/registry.py: who owns which session, the handles in use;
   server/quotas.py: what one identity may hold and create;
 - server/broadcasts.py: who listens to which channel, session actions and
-  the root's summary notifications;
+  the root's summary notifications; server/session_sync.py: what a session
+  channel shows, and the actions from one of its states to another;
 - server/channels.py: the chat channels and the one serverSeq;
 - server/windows.py: AHP 1.1's windowed delivery (frames within credit);
 - server/clients.py: client ids and the grace after a client left;
@@ -53,6 +56,7 @@ from agenthost.messages.events import (
 )
 from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
 from agenthost.messages.session_events import AgentsChanged
+from agenthost.server.authentication import RESOURCE
 from agenthost.server.broadcasts import Listeners, SummaryChecks
 from agenthost.server.channels import CHAT_PREFIX, ChannelTable, Sequencer, chat_uri, session_uri
 from agenthost.server.clients import Clients
@@ -166,12 +170,15 @@ class AhpServer:
 
     async def start(self) -> None:
         """(on the app's startup) Hear of every session that leaves memory, and
-        of providers that become unavailable or come back."""
+        of every change to one that is resident, and of providers that become
+        unavailable or come back."""
         left = self.host.on_session_left(self._session_left)
+        changed = self.host.on_session_changed(self.summaries.may_have_changed)
         health = self.host.on_providers_changed(self._providers_changed)
 
         def unwatch() -> None:
             left()
+            changed()
             health()
 
         self._unwatch = unwatch
@@ -184,7 +191,9 @@ class AhpServer:
     def _providers_changed(self, unavailable: frozenset[str]) -> None:
         """A provider became unavailable (past the supervisor's restart limit)
         or came back: every root subscriber gets root/agentsChanged."""
-        self.listeners.root_action(AgentsChanged(agents=agents(self.available_providers())))
+        self.listeners.root_action(
+            AgentsChanged(agents=agents(self.available_providers(), (RESOURCE,)))
+        )
 
     def _session_left(self, session_id: str, why: Departure) -> None:
         """The session left memory: nothing kept for it stays (a disposed one's

@@ -183,6 +183,13 @@ class Sequencer:
             self._buffer = deque(r for r in self._buffer if r.channel != channel)
             self.buffered_bytes = sum(r.size for r in self._buffer)
 
+    def unrecorded(self, channel: str, action: dict[str, Any]) -> dict[str, Any]:
+        """The envelope of an action for one connection alone (chat/turnsLoaded):
+        numbered like any other, so a client that orders by serverSeq keeps it,
+        but never replayed to anyone."""
+        self.seq += 1
+        return {"channel": channel, "action": action, "serverSeq": self.seq}
+
     def stamp(
         self,
         channel: str,

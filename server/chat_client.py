@@ -223,11 +223,9 @@ class ChatClient:
         ):
             self._line("[this session was removed]")
         elif message.get("method") == "root/sessionSummaryChanged":
-            summary = (message.get("params") or {}).get("summary") or {}
-            if (
-                summary.get("resource") == self.session
-                and not int(summary.get("status") or 0) & READ
-            ):
+            params = message.get("params") or {}
+            status = (params.get("changes") or {}).get("status")  # only what changed
+            if params.get("session") == self.session and status is not None and not status & READ:
                 self._mark_read()  # a turn ended while the user watched: seen
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
@@ -269,7 +267,10 @@ class ChatClient:
     def _on_action(self, envelope: dict[str, Any]) -> None:
         action = envelope.get("action") or {}
         if envelope.get("channel") == self.session and self.session is not None:
-            if action.get("type") == "session/titleChanged" and "rejectionReason" not in envelope:
+            renamed = (
+                action.get("type") == "session/titleChanged" and "rejectionReason" not in envelope
+            )
+            if renamed and action.get("byUser") is not False:  # not a title the host derived
                 self._line(f"[renamed: {action.get('title') or 'untitled'}]")  # by another client
             return
         if envelope.get("channel") != self.chat:

@@ -42,6 +42,7 @@ import structlog
 from aiohttp import WSMsgType, web
 
 from agenthost.messages import rpc, versions
+from agenthost.messages.common import AuthRequiredReason
 from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode, ValidationError
 from agenthost.messages.protocol import (
     DispatchActionParams,
@@ -49,6 +50,12 @@ from agenthost.messages.protocol import (
     JsonRpcRequest,
 )
 from agenthost.server import actions
+from agenthost.server.authentication import (
+    ANSWERED_WHEN_LAPSED,
+    Authentication,
+    auth_required,
+    lapse,
+)
 from agenthost.server.errors import HOST_LATE, RpcError, from_host_error, invalid_params
 from agenthost.server.requests import NOTIFICATIONS, REQUESTS
 from agenthost.server.windows import Window, frame_text
@@ -174,6 +181,7 @@ class Connection:
         self._handshaken.set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._log = log.bind(identity=identity)
+        self.auth = Authentication(server.host.services.clock, self._auth_ran_out)
 
     @property
     def initialized(self) -> bool:
@@ -368,6 +376,7 @@ class Connection:
                 self.server.channels.unfollowed(uri)
 
     def detach(self) -> None:
+        self.auth.close()
         if self.client_id is not None:  # a reconnect resumes them with these limits
             for uri, window in self.windows.items():
                 self.server.remembered_windows.keep(self.client_id, uri, window.flow)
@@ -375,6 +384,9 @@ class Connection:
             self.leave(uri)
         if self.client_id is not None:
             self.server.clients.detach(self.client_id)
+
+    def _auth_ran_out(self) -> None:
+        lapse(self, AuthRequiredReason.EXPIRED)
 
     def _receive(self, text: str) -> None:
         if self._closing is not None:
@@ -444,6 +456,8 @@ class Connection:
         entry = REQUESTS.get(method)
         if entry is None:
             raise RpcError(JsonRpcErrorCode.METHOD_NOT_FOUND, f"method not found: {method}")
+        if self.auth.lapsed and method not in ANSWERED_WHEN_LAPSED:
+            raise auth_required()
         if not entry.before_initialize and not await self._initialized():
             raise RpcError(JsonRpcErrorCode.NOT_INITIALIZED, "initialize first")
         try:
@@ -469,5 +483,9 @@ class Connection:
             # else is answered as a frame whose id cannot be read.
             if method != "dispatchAction" or not actions.echo_malformed(self, params, error):
                 self.offer(invalid_params(error).frame(None))
+            return
+        if self.auth.lapsed and isinstance(typed, DispatchActionParams):
+            origin = {"clientId": self.client_id, "clientSeq": typed.client_seq}
+            actions.reject(self, typed.channel, params["action"], origin, "authentication required")
             return
         entry.handler(self, typed, params)

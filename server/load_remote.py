@@ -177,6 +177,7 @@ class RemoteChat:
         self.terminals: Counter[str] = Counter()
         self.streamed: dict[str, list[str]] = {}
         self.problems: list[str] = []
+        self.loaded: list[dict[str, Any]] = []  # chat/turnsLoaded, as they came
         connection.chats[channel] = self
 
     @classmethod
@@ -211,6 +212,9 @@ class RemoteChat:
     def on_action(self, params: dict[str, Any]) -> None:
         action = params.get("action") or {}
         kind = action.get("type")
+        if kind == "chat/turnsLoaded":  # to this connection alone, ahead of fetchTurns' answer
+            self.loaded.append(action)
+            return
         turn_id = action.get("turnId")
         if not isinstance(turn_id, str):
             return
@@ -247,13 +251,18 @@ class RemoteChat:
     async def collect(self, record: ChatRecord, timeout: float) -> None:
         """Read the chat back: its stored turns and its state now; judge the stream."""
         turns: list[dict[str, Any]] = []
-        cursor: str | None = "0"
-        while cursor is not None:
-            page = await self.connection.call(
-                "fetchTurns", {"channel": self.channel, "cursor": cursor, "limit": PAGE}, timeout
-            )
-            turns.extend(page.get("turns") or [])
-            cursor = page.get("nextCursor")
+        params: dict[str, Any] = {"channel": self.channel, "limit": PAGE}
+        while True:  # AHP 1.1: each page arrives as chat/turnsLoaded, newest page first
+            self.loaded.clear()
+            await self.connection.call("fetchTurns", params, timeout)
+            if not self.loaded:
+                raise LoadError(f"chat {self.index}: fetchTurns sent no chat/turnsLoaded")
+            page = self.loaded[-1]
+            turns[:0] = page.get("turns") or []
+            cursor = page.get("turnsNextCursor")
+            if cursor is None:
+                break
+            params = {"channel": self.channel, "cursor": cursor, "limit": PAGE}
         record.stored = [_stored(turn) for turn in turns]
         snapshot = await self.connection.call("subscribe", {"channel": self.channel}, timeout)
         state = snapshot["snapshot"]["state"]

@@ -35,23 +35,24 @@ from agenthost.messages import protocol as p
 from agenthost.messages import rpc, versions
 from agenthost.messages.common import Implementation
 from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode
+from agenthost.messages.events import TurnsLoaded
 from agenthost.messages.session_events import SessionCreationFailed, SessionReady
 from agenthost.messages.sizes import value_bytes
-from agenthost.messages.state import Turn
-from agenthost.server import actions, windows
+from agenthost.messages.state import SessionState, Turn
+from agenthost.messages.wire import to_wire
+from agenthost.server import actions, authentication, completions, session_config, windows
 from agenthost.server.channels import CHAT_PREFIX, ROOT, SESSION_PREFIX, chat_uri
 from agenthost.server.errors import RpcError, bad_param
+from agenthost.server.session_sync import for_version
 from agenthost.server.views import (
     CreatedChat,
     CreatedSession,
     ListedSession,
-    SessionAdded,
     SessionRemoved,
     SessionsPage,
     TurnsPage,
     listed,
     root_state,
-    session_state,
 )
 
 if TYPE_CHECKING:
@@ -111,14 +112,17 @@ async def initialize(conn: "Connection", params: p.InitializeParams) -> p.Initia
         server_seq=conn.server.sequencer.seq,
         snapshots=tuple(snapshots),
         server_info=Implementation(name="agenthost"),
+        completion_trigger_characters=completions.TRIGGERS,
     )
 
 
 async def reconnect(conn: "Connection", params: p.ReconnectParams) -> Any:
+    """Both shapes (told apart by shape, messages/protocol.py): connection-wide,
+    one `lastSeenServerSeq` for every subscription, answered with one replay or
+    every snapshot; per channel, a cursor for each, answered with a recovery
+    for each (`reconnect_channels`)."""
     if isinstance(params, p.ChannelReconnectParams):
-        raise bad_param(
-            "subscriptions", "the per-channel reconnect is not served: send lastSeenServerSeq"
-        )
+        return await reconnect_channels(conn, params)
     await conn.bind_client(params.client_id)
     conn.version = conn.version or versions.PROTOCOL_VERSION
     checkpoints = params.windows.items if params.windows is not None else ()
@@ -143,6 +147,51 @@ async def reconnect(conn: "Connection", params: p.ReconnectParams) -> Any:
         )
     sent = tuple(e for e in replay if versions.sent_to(conn.version, e["action"]))
     return Replayed(actions=sent, missing=tuple(missing), windows=resumed)
+
+
+async def reconnect_channels(
+    conn: "Connection", params: p.ChannelReconnectParams
+) -> "ChannelsRecovered":
+    """Per channel, in the order asked: its missed actions (`replay`), its
+    fresh snapshot when the buffer no longer reaches back to its cursor
+    (`snapshot`), or `missing` when it is gone or not the caller's. Every
+    channel not missing is followed again."""
+    await conn.bind_client(params.client_id)
+    conn.version = conn.version or versions.PROTOCOL_VERSION
+    snapshots: list[p.Snapshot | None] = []
+    for cursor in params.subscriptions:
+        try:
+            snapshots.append(await subscribe_to(conn, cursor.channel))
+        except RpcError:
+            snapshots.append(None)
+    recoveries: list[Any] = []
+    for cursor, snapshot in zip(params.subscriptions, snapshots, strict=True):
+        if snapshot is None:
+            recoveries.append(p.ChannelMissing(channel=cursor.channel))
+            continue
+        replay = conn.server.sequencer.since(cursor.last_seen_server_seq, {cursor.channel})
+        if replay is None:
+            recoveries.append(p.ChannelSnapshot(channel=cursor.channel, snapshot=snapshot))
+        else:
+            recoveries.append(ChannelReplayed(channel=cursor.channel, actions=tuple(replay)))
+    return ChannelsRecovered(channels=tuple(recoveries))
+
+
+@attrs.frozen(kw_only=True)
+class ChannelReplayed:
+    """One channel's replay: the envelopes as they were sent (already wire JSON)."""
+
+    channel: str
+    actions: tuple[dict[str, Any], ...]
+    kind: str = "replay"
+
+
+@attrs.frozen(kw_only=True)
+class ChannelsRecovered:
+    """The per-channel reconnect's answer (AHP's ChannelReconnectResult, its
+    replays as sent)."""
+
+    channels: tuple[ChannelReplayed | p.ChannelSnapshot | p.ChannelMissing, ...]
 
 
 @attrs.frozen(kw_only=True)
@@ -244,13 +293,12 @@ async def subscribe_to(conn: "Connection", uri: str) -> p.Snapshot:
         raise RpcError(JsonRpcErrorCode.INVALID_PARAMS, "too many subscriptions on this connection")
     if uri == ROOT:
         conn.join(uri)
-        state = root_state(server.available_providers())
+        state = root_state(server.available_providers(), (authentication.RESOURCE,))
         return p.Snapshot(resource=ROOT, state=state, from_seq=server.sequencer.seq)
     if uri.startswith(SESSION_PREFIX):
         session = await server.registry.session(uri[len(SESSION_PREFIX) :], conn.identity)
-        conn.join(uri)
-        state, _ = await session_snapshot(conn, session)
-        return p.Snapshot(resource=uri, state=state, from_seq=server.sequencer.seq)
+        shown, _ = await session_snapshot(conn, session, lambda: conn.join(uri))
+        return p.Snapshot(resource=uri, state=shown, from_seq=server.sequencer.seq)
     if uri.startswith(CHAT_PREFIX):
         _, chat = await server.registry.chat(uri[len(CHAT_PREFIX) :], conn.identity)
         channel = await server.channels.channel(chat)
@@ -265,12 +313,16 @@ def unsubscribe(conn: "Connection", params: p.UnsubscribeParams, sent: Any) -> N
         conn.leave(params.channel)
 
 
-async def session_snapshot(conn: "Connection", session: AsyncSession) -> tuple[Any, ListedSession]:
-    """The session channel's state and the session as listed."""
-    summary = await session.summary()
-    chats = [chat.id for chat in await session.chats()]
+async def session_snapshot(
+    conn: "Connection", session: AsyncSession, join: Callable[[], None]
+) -> tuple[SessionState, ListedSession]:
+    """Join the session's channel (`join`): its state as this peer's version
+    shows it, the state its other subscribers were just brought to
+    (server/broadcasts.py), and the session as listed."""
+    state, summary = await conn.server.summaries.joined(session, conn.identity, join)
+    chats = [chat.resource.removeprefix(CHAT_PREFIX) for chat in state.chats]
     conn.server.registry.note_chats(session.id, chats)
-    return session_state(summary, chats), listed(summary)
+    return for_version(state, conn.version), summary
 
 
 # -- sessions and chats ------------------------------------------------------------------
@@ -285,23 +337,28 @@ async def create_session(conn: "Connection", params: p.CreateSessionParams) -> C
     uri = params.channel
     session_id = _session_id(uri)
     provider = params.provider or sorted(server.host.services.providers)[0]
+    config = session_config.checked(params.config)  # refused before anything is created
     if server.registry.owner(session_id) is not None or await server.registry.find(session_id):
         raise RpcError(JsonRpcErrorCode.SESSION_ALREADY_EXISTS, f"session {session_id} exists")
     with server.quotas.creating(conn.identity, server.registry.resident_of(conn.identity)):
         conn.join(uri)  # the creator follows the lifecycle: creating -> ready, or creationFailed
+        server.summaries.adding(session_id)
         try:
             session = await server.host.create_session(provider, session_id=session_id)
         except AgentHostError as error:
             server.listeners.session_action(session_id, SessionCreationFailed(error=error))
+            server.summaries.departed(session_id)
             conn.leave(uri)
             raise
         await server.sessions_owned(session, conn.identity)
+        if config:
+            await session.set_config(config)
     server.listeners.session_action(session_id, SessionReady())
-    state, summary = await session_snapshot(conn, session)
-    server.listeners.root(
-        conn.identity, "root/sessionAdded", SessionAdded(channel=ROOT, summary=summary)
+    state, _ = await server.summaries.joined(session, conn.identity, lambda: None, added=True)
+    server.registry.note_chats(
+        session_id, [c.resource.removeprefix(CHAT_PREFIX) for c in state.chats]
     )
-    return CreatedSession(resource=uri, state=state)
+    return CreatedSession(resource=uri, state=for_version(state, conn.version))
 
 
 async def dispose_session(conn: "Connection", params: p.DisposeSessionParams) -> None:
@@ -359,16 +416,65 @@ async def list_sessions(conn: "Connection", params: p.ListSessionsParams) -> Ses
     return SessionsPage(items=tuple(listed(s) for s in page.items), next_cursor=page.next_cursor)
 
 
-async def fetch_turns(conn: "Connection", params: p.FetchTurnsParams) -> TurnsPage:
+@attrs.frozen(kw_only=True)
+class Loaded:
+    """fetchTurns' answer from 0.5.1: `{}` (the turns went as chat/turnsLoaded)."""
+
+
+async def fetch_turns(conn: "Connection", params: p.FetchTurnsParams) -> TurnsPage | Loaded:
+    """A chat's turns, a page at a time (at most `limit` turns and
+    Limits.page_bytes, the first turn always), in the form the peer's version
+    knows:
+    - before 0.5.1, `{before?, limit?}` -> `{turns, hasMore}`: the turns just
+      before the turn `before` (None: the newest), oldest first; or, with ours
+      `cursor` (an offset from the oldest turn), the page from there on, with
+      `nextCursor`;
+    - from 0.5.1, `{cursor?}` -> `{}`, the page arriving to this connection
+      alone as `chat/turnsLoaded {turns, turnsNextCursor}`, ahead of the
+      answer: the page before `cursor` (None: the newest page), and the
+      cursor of the page before it (None: none is left). Chat snapshots carry
+      every turn (no `turnsNextCursor`), so a client needs this only to read
+      a chat's history without following it.
+    """
     uri = params.channel
     _, chat = await conn.server.registry.chat(uri.removeprefix(CHAT_PREFIX), conn.identity)
     turns = (await chat.state()).turns
-    cursor = _offset(params.cursor)
     limit = _limit(params.limit, conn.limits.page)
-    page = bytes_page(turns[cursor : cursor + limit], conn.limits.page_bytes)
-    end = cursor + len(page)
-    more = end < len(turns)
-    return TurnsPage(turns=page, has_more=more, next_cursor=str(end) if more else None)
+    if conn.version is not None and versions.turns_by_cursor(conn.version):
+        end = len(turns) if params.cursor is None else _before(params.cursor, len(turns))
+        page = bytes_page_back(turns[max(0, end - limit) : end], conn.limits.page_bytes)
+        start = end - len(page)
+        loaded = TurnsLoaded(turns=page, turns_next_cursor=str(start) if start else None)
+        envelope = conn.server.sequencer.unrecorded(uri, to_wire(loaded))
+        conn.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+        return Loaded()
+    if params.cursor is not None:
+        cursor = _offset(params.cursor)  # ours: forward from an offset (the oldest first)
+        page = bytes_page(turns[cursor : cursor + limit], conn.limits.page_bytes)
+        after = cursor + len(page)
+        more = after < len(turns)
+        return TurnsPage(turns=page, has_more=more, next_cursor=str(after) if more else None)
+    end = len(turns)
+    if params.before is not None:
+        ids = [turn.id for turn in turns]
+        if params.before not in ids:
+            raise bad_param("before", f"no turn {params.before} in this chat")
+        end = ids.index(params.before)
+    page = bytes_page_back(turns[max(0, end - limit) : end], conn.limits.page_bytes)
+    return TurnsPage(turns=page, has_more=end - len(page) > 0)
+
+
+def _before(cursor: str, count: int) -> int:
+    """A turnsNextCursor this server made: how many turns come before the page."""
+    if not cursor.isdigit() or int(cursor) > count:
+        raise bad_param("cursor", "not a cursor this server made")
+    return int(cursor)
+
+
+def bytes_page_back(turns: tuple[Turn, ...], page_bytes: int) -> tuple[Turn, ...]:
+    """The last of `turns` that fit in `page_bytes` (the last one always): a
+    page read backwards, from the newest."""
+    return tuple(reversed(bytes_page(tuple(reversed(turns)), page_bytes)))
 
 
 def bytes_page(turns: tuple[Turn, ...], page_bytes: int) -> tuple[Turn, ...]:
@@ -393,10 +499,13 @@ REQUESTS: dict[str, Request] = {
     "disposeChat": Request(handler=dispose_chat),
     "listSessions": Request(handler=list_sessions),
     "fetchTurns": Request(handler=fetch_turns),
+    "completions": Request(handler=completions.completions),
+    "authenticate": Request(handler=authentication.authenticate, before_initialize=True),
+    "resolveSessionConfig": Request(handler=session_config.resolve_session_config),
+    "sessionConfigCompletions": Request(handler=session_config.session_config_completions),
 }
-"""Method -> handler. The methods of rpc.CLIENT_REQUESTS missing here are not
-offered yet (authenticate, completions, resolveSessionConfig,
-sessionConfigCompletions): -32601."""
+"""Method -> handler. A method of rpc.CLIENT_REQUESTS missing here would be
+answered -32601 (none is, today)."""
 
 
 def dispatch_action(conn: "Connection", params: p.DispatchActionParams, sent: Any) -> None:

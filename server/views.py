@@ -10,9 +10,11 @@ clients read, a subclass names what it adds:
   resource and state, which every client here reads its default chat from;
 - `CreatedChat`: createChat's answer with the chat in both spellings:
   AHP's `chat` and the `resource` older clients here read;
-- `SessionRemoved`, `SummaryChanged`: the root notifications in AHP's shape
-  (`session`; `changes`, here the whole summary) with the field the web page
-  reads beside it (`resource`; `summary`);
+- `SessionRemoved`: root/sessionRemoved in AHP's shape (`session`) with the
+  `resource` older clients here read beside it;
+- `SummaryChanged`: root/sessionSummaryChanged in AHP's shape, `changes`
+  holding only what changed (`summary_changes`), ours (`turnCount`,
+  `inputNeeded`) among them;
 - `TurnsPage`: fetchTurns' answer: the turns (AHP before 0.5.1), `hasMore`,
   and `nextCursor` (ours: an offset into the chat's turns).
 
@@ -22,18 +24,18 @@ Nothing here reads the host: these are pure functions of what it answered.
 import attrs
 
 from agenthost.messages import protocol as p
+from agenthost.messages.common import ProtectedResourceMetadata
 from agenthost.messages.fields import extension
 from agenthost.messages.state import (
     AgentInfo,
     ChatStatus,
-    ChatSummary,
     RootState,
     SessionState,
     SessionSummary,
     Turn,
 )
 from agenthost.messages.wire import ms_to_iso
-from agenthost.server.channels import chat_uri, session_uri
+from agenthost.server.channels import session_uri
 
 RESERVED_CONFIG = "ahp."
 """Config keys the server keeps for itself (the owner); clients neither see nor set them."""
@@ -77,11 +79,31 @@ class SessionRemoved(p.SessionRemovedParams):
 
 
 @attrs.frozen(kw_only=True)
-class SummaryChanged:
-    channel: str
-    session: str
-    changes: ListedSession
-    summary: ListedSession
+class ListedChanges(p.SessionSummaryChanges):
+    """What changed of a session as listed (None: unchanged), ours included."""
+
+    turn_count: int | None = None
+    input_needed: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SummaryChanged(p.SessionSummaryChangedParams):
+    changes: ListedChanges
+
+
+_CHANGING = ("title", "status", "modified_at", "turn_count", "input_needed")
+"""The fields of a listed session that change (the others are its identity)."""
+
+
+def summary_changes(before: ListedSession | None, after: ListedSession) -> ListedChanges | None:
+    """What changed from `before` (None: nothing was sent, so everything is
+    news); None when nothing did."""
+    changed = {
+        name: getattr(after, name)
+        for name in _CHANGING
+        if before is None or getattr(before, name) != getattr(after, name)
+    }
+    return ListedChanges(**changed) if changed else None
 
 
 @attrs.frozen(kw_only=True)
@@ -114,23 +136,17 @@ def client_config(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], 
     return tuple((k, v) for k, v in pairs if not k.startswith(RESERVED_CONFIG))
 
 
-def session_state(summary: SessionSummary, chat_ids: list[str]) -> SessionState:
-    """A session channel's state as the session's summary and chats show it."""
-    return SessionState(
-        title=summary.title,
-        read=not summary.unread,
-        archived=summary.archived,
-        config=client_config(summary.config),
-        provider=summary.provider,
-        status=summary.status,
-        chats=tuple(ChatSummary(resource=chat_uri(chat_id)) for chat_id in chat_ids),
-        default_chat=chat_uri(chat_ids[0]) if chat_ids else None,
+def agents(
+    providers: list[str], protected: tuple[ProtectedResourceMetadata, ...] = ()
+) -> tuple[AgentInfo, ...]:
+    """An agent per provider, each behind the server's `protected` resources."""
+    return tuple(
+        AgentInfo(provider=p, display_name=p, protected_resources=protected or None)
+        for p in providers
     )
 
 
-def agents(providers: list[str]) -> tuple[AgentInfo, ...]:
-    return tuple(AgentInfo(provider=p, display_name=p) for p in providers)
-
-
-def root_state(providers: list[str]) -> RootState:
-    return RootState(agents=agents(providers))
+def root_state(
+    providers: list[str], protected: tuple[ProtectedResourceMetadata, ...] = ()
+) -> RootState:
+    return RootState(agents=agents(providers, protected))

@@ -56,6 +56,7 @@ from agenthost.messages.commands import (
     GetSessionState,
     GetSessionStatus,
     GetSessionSummary,
+    GetSessionView,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import Lagged
@@ -93,6 +94,7 @@ READS = (
     GetSessionState,
     GetSessionStatus,
     GetSessionSummary,
+    GetSessionView,
     GetDiagnostics,
     GetChat,
     ListChats,

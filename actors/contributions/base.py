@@ -159,17 +159,35 @@ class Outgoing:
     instructions: str = ""
 
 
+@attrs.frozen(kw_only=True)
+class Command:
+    """A slash command a contribution handles (on_incoming_request), as clients
+    are offered it (AHP's `completions`, /help): `name` with its slash,
+    `usage` what follows it (empty: nothing), `description` one line."""
+
+    name: str
+    description: str
+    usage: str = ""
+
+    @property
+    def insert_text(self) -> str:
+        """What completing it inserts: the name, and a space where it takes more."""
+        return f"{self.name} " if self.usage else self.name
+
+
 class Contribution:
     """Base of every contribution. Override the hooks you need; the dispatcher
     calls only those. Constructor parameters are injected by name: `mementos`
     (this contribution's durable values), `clock`, `log`, `sessions` and
-    `chats` (tell a live session or chat to act)."""
+    `chats` (tell a live session or chat to act). `commands` declares the
+    slash commands it handles, so clients are offered them."""
 
     id: ClassVar[str] = ""
     order: ClassVar[int] = 1000
     # The action types on_did_dispatch_action is called for (None: every action).
     # Naming them spares the chat building a Dispatch for each streamed delta.
     observes: ClassVar[tuple[type, ...] | None] = None
+    commands: ClassVar[tuple[Command, ...]] = ()
 
     def on_incoming_request(self, request: IncomingRequest) -> Verdict:
         return ACCEPT

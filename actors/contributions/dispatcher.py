@@ -22,6 +22,7 @@ from agenthost.actors.contributions.base import (
     Accept,
     ChatKey,
     ClientAction,
+    Command,
     Contribution,
     Dispatch,
     Handled,
@@ -61,6 +62,15 @@ class Dispatcher:
             hook: tuple(c for c in self.contributions if overrides(c, hook)) for hook in HOOKS
         }
         self._observers: dict[type, tuple[Contribution, ...]] = {}  # by action type
+
+    def commands(self) -> tuple[Command, ...]:
+        """Every declared slash command, in the order the contributions run
+        (a name declared twice: the first)."""
+        found: dict[str, Command] = {}
+        for contribution in self.contributions:
+            for command in contribution.commands:
+                found.setdefault(command.name, command)
+        return tuple(found.values())
 
     def ids(self, hook: str | None = None) -> list[str]:
         """Contribution ids in the order they run (for `hook`, those that implement it)."""

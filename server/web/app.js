@@ -48,6 +48,8 @@ const wire = {
     uri: s.resource, title: s.title || "", status: s.status ?? STATUS.idle,
     turnCount: s.turnCount ?? 0, provider: s.provider || "",
   }),
+  changes: (c) => Object.fromEntries(
+    [["title", c.title], ["status", c.status], ["turnCount", c.turnCount]].filter(([, v]) => v !== undefined)),
   pending: (p) => ({ id: p.id, kind: p.kind, text: (p.message && p.message.text) || "" }),
   request: (r) => ({
     id: r.requestId, kind: r.kind, turnId: r.turnId, toolCallId: r.toolCallId,
@@ -916,8 +918,11 @@ function onNotification(method, params) {
       const s = page.sessions.get(page.session);
       if (a.type === "title" && s) { s.title = a.title; renderSessions(); renderChat(); }
     }
-  } else if (method === "root/sessionAdded" || method === "root/sessionSummaryChanged") {
+  } else if (method === "root/sessionAdded") {
     onSummary(wire.summary(params.summary || {}));
+  } else if (method === "root/sessionSummaryChanged") {
+    const previous = page.sessions.get(params.session);  // changes carry only what changed
+    if (previous) onSummary({ ...previous, ...wire.changes(params.changes || {}), uri: params.session });
   } else if (method === "root/sessionRemoved") {
     page.sessions.delete(params.resource);
     if (params.resource === page.session) closeChat();

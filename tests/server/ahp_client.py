@@ -139,6 +139,29 @@ class AhpClient:
         )
 
 
+async def fetch_page(client: AhpClient, params: dict[str, Any]) -> dict[str, Any]:
+    """fetchTurns in AHP 1.1's form: the chat/turnsLoaded it sent this client
+    ahead of its `{}` answer."""
+    before = len(client.actions(params["channel"]))
+    answer = await client.call("fetchTurns", params)
+    assert answer == {}
+    sent = client.actions(params["channel"])[before:]
+    [loaded] = [a["action"] for a in sent if a["action"]["type"] == "chat/turnsLoaded"]
+    return loaded  # type: ignore[no-any-return]
+
+
+async def fetched_turns(client: AhpClient, chat: str) -> list[dict[str, Any]]:
+    """Every turn of the chat, oldest first, read a page at a time from the newest."""
+    turns: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"channel": chat}
+    while True:
+        loaded = await fetch_page(client, params)
+        turns[:0] = loaded["turns"]
+        if loaded.get("turnsNextCursor") is None:
+            return turns
+        params = {"channel": chat, "cursor": loaded["turnsNextCursor"]}
+
+
 def action_of(kind: str, **fields: Any) -> Callable[[dict[str, Any]], bool]:
     def match(n: dict[str, Any]) -> bool:
         if n.get("method") != "action":

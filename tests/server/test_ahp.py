@@ -24,6 +24,7 @@ from tests.server.ahp_client import (
     RpcFailed,
     Server,
     action_of,
+    fetched_turns,
     running,
 )
 
@@ -58,8 +59,7 @@ async def turns_once_ended(client: AhpClient, chat: str, turn_id: str) -> list[d
     snapshot = (await client.call("subscribe", {"channel": chat}))["snapshot"]
     if snapshot["state"].get("activeTurn") is not None:
         await client.wait_for(action_of("chat/turnComplete", turnId=turn_id))
-    turns: list[dict[str, Any]] = (await client.call("fetchTurns", {"channel": chat}))["turns"]
-    return turns
+    return await fetched_turns(client, chat)
 
 
 def by_origin(client_seq: int) -> Callable[[dict[str, Any]], bool]:
@@ -70,7 +70,9 @@ ROOT_CHANGED = "root/sessionSummaryChanged"
 
 
 def titled(title: str) -> Callable[[dict[str, Any]], bool]:
-    return lambda n: n.get("method") == ROOT_CHANGED and n["params"]["summary"]["title"] == title
+    return lambda n: (
+        n.get("method") == ROOT_CHANGED and n["params"]["changes"].get("title") == title
+    )
 
 
 def turn(text: str, turn_id: str | None = None) -> dict[str, Any]:
@@ -244,8 +246,8 @@ def test_a_turn_from_dispatch_to_completion_with_origin_and_sequence(host: Host)
             seqs = [a["serverSeq"] for a in client.actions(chat)]
             assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
             assert done["params"]["serverSeq"] == seqs[-1]
-            fetched = await client.call("fetchTurns", {"channel": chat})
-            assert [t["message"]["text"] for t in fetched["turns"]] == ["hello"]
+            fetched = await fetched_turns(client, chat)
+            assert [t["message"]["text"] for t in fetched] == ["hello"]
             listed = await client.call("listSessions")
             assert [s["resource"] for s in listed["items"]] == [session_uri]
             assert listed["items"][0]["turnCount"] == 1  # ours, beside AHP's fields
@@ -253,13 +255,16 @@ def test_a_turn_from_dispatch_to_completion_with_origin_and_sequence(host: Host)
             added = await client.wait_for(lambda n: n.get("method") == "root/sessionAdded")
             assert added["params"]["summary"]["resource"] == session_uri
             assert added["params"]["summary"]["turnCount"] == 0
-            await client.wait_for(  # titled by its first message, and unread once it ended
+            await client.wait_for(titled("hello"))  # titled by its first message
+            await client.wait_for(  # and unread once it ended; each notice only what changed
                 lambda n: (
                     n.get("method") == "root/sessionSummaryChanged"
-                    and n["params"]["summary"]["title"] == "hello"
-                    and n["params"]["summary"]["status"] & 32 == 0
+                    and n["params"]["changes"].get("status", 32) & 32 == 0
+                    and n["params"]["changes"].get("turnCount") == 1
                 )
             )
+            changed = [n["params"] for n in client.notifications if n.get("method") == ROOT_CHANGED]
+            assert all("provider" not in c["changes"] and "summary" not in c for c in changed)
 
     run(host, body)
 
@@ -792,7 +797,7 @@ def test_a_change_while_a_summary_check_runs_is_checked_after_it(
     """The owner leaves the root and comes back while a check is in flight: the
     change made meanwhile still gets its own check, so the older summary is
     never the last one sent."""
-    real = AsyncSession.summary
+    real = AsyncSession.view
     held = asyncio.Event()
     release = asyncio.Event()
     hold = [True]
@@ -810,7 +815,7 @@ def test_a_change_while_a_summary_check_runs_is_checked_after_it(
             await client.initialize(initialSubscriptions=["ahp-root://"])
             session_uri, _ = await new_session(client)
 
-            monkeypatch.setattr(AsyncSession, "summary", held_back)
+            monkeypatch.setattr(AsyncSession, "view", held_back)
             await rename(client, session_uri, "A")
             await asyncio.wait_for(held.wait(), 10)  # the check for A has its answer
             await client.notify("unsubscribe", {"channel": "ahp-root://"})
@@ -819,7 +824,7 @@ def test_a_change_while_a_summary_check_runs_is_checked_after_it(
             release.set()
             await client.wait_for(titled("B"))
             sent = [n for n in client.notifications if n.get("method") == ROOT_CHANGED]
-            assert [n["params"]["summary"]["title"] for n in sent] == ["A", "B"]
+            assert [n["params"]["changes"]["title"] for n in sent] == ["A", "B"]
 
     run(host, body)
 
@@ -830,7 +835,7 @@ def test_a_summary_check_in_flight_when_its_session_is_disposed_sends_nothing(
     """Alice's check waits for its answer while she disposes the session and bob
     creates one with the same id: the check must not tell alice of bob's
     session, nor keep bob's own checks from running."""
-    real = AsyncSession.summary
+    real = AsyncSession.view
     held = asyncio.Event()
     release = asyncio.Event()
     hold = [True]
@@ -848,7 +853,7 @@ def test_a_summary_check_in_flight_when_its_session_is_disposed_sends_nothing(
             await bob.initialize(client_id="c2", initialSubscriptions=["ahp-root://"])
             uri = "ahp-session:/shared-id"
             await alice.call("createSession", {"channel": uri})
-            monkeypatch.setattr(AsyncSession, "summary", held_back)
+            monkeypatch.setattr(AsyncSession, "view", held_back)
             await rename(alice, uri, "alice's")
             await asyncio.wait_for(held.wait(), 10)
             await alice.call("disposeSession", {"channel": uri})

@@ -27,7 +27,14 @@ from agenthost.server.ahp import Limits
 from agenthost.server.errors import HOST_LATE
 from agenthost.store import SqliteStore
 from agenthost.testing import FakeClock
-from tests.server.ahp_client import TOKEN, AhpClient, RpcFailed, Server, action_of
+from tests.server.ahp_client import (
+    TOKEN,
+    AhpClient,
+    RpcFailed,
+    Server,
+    action_of,
+    fetch_page,
+)
 from tests.server.test_ahp import by_origin, followed_chat, new_session, run, turn
 
 
@@ -154,16 +161,16 @@ def test_a_fetched_page_stops_at_its_bytes_and_its_cursor_says_where_to_go_on(ho
                 await client.dispatch(chat, turn(f"{n} " + "x" * 100_000, f"t{n}"))
                 await client.wait_for(action_of("chat/turnComplete", turnId=f"t{n}"))
             pages, cursor = [], None
-            while True:
+            while True:  # AHP 1.1: from the newest page back
                 params = {"channel": chat, **({"cursor": cursor} if cursor else {})}
-                page = await client.call("fetchTurns", params)
+                page = await fetch_page(client, params)
                 pages.append([t["id"] for t in page["turns"]])
-                cursor = page.get("nextCursor")
+                cursor = page.get("turnsNextCursor")
                 if cursor is None:
                     break
-            assert pages == [["t0"], ["t1"], ["t2"]]
-            small = await client.call("fetchTurns", {"channel": chat, "limit": 1})
-            assert [t["id"] for t in small["turns"]] == ["t0"] and small["nextCursor"] == "1"
+            assert pages == [["t2"], ["t1"], ["t0"]]
+            small = await fetch_page(client, {"channel": chat, "limit": 1})
+            assert [t["id"] for t in small["turns"]] == ["t2"] and small["turnsNextCursor"] == "2"
 
     run(host, body, Limits(page_bytes=250_000))
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from agenthost.actors import Host
 from agenthost.providers.scripted import Gate, Say, ScriptedProvider
-from tests.server.ahp_client import OTHER_TOKEN, AhpClient, Server, action_of
+from tests.server.ahp_client import OTHER_TOKEN, AhpClient, Server, action_of, fetched_turns
 from tests.server.test_ahp import by_origin, followed_chat, new_session, run, turn
 
 
@@ -18,8 +18,7 @@ async def one_turn(client: AhpClient, client_id: str, text: str) -> tuple[str, d
     await client.call("subscribe", {"channel": chat})
     await client.dispatch(chat, turn(text, "turn-one"))
     await client.wait_for(action_of("chat/turnComplete", turnId="turn-one"))
-    fetched: dict[str, Any] = await client.call("fetchTurns", {"channel": chat})
-    return chat, fetched
+    return chat, {"turns": await fetched_turns(client, chat)}
 
 
 def test_two_identities_dispatching_the_same_turn_id_each_keep_their_own_turn(
@@ -29,7 +28,7 @@ def test_two_identities_dispatching_the_same_turn_id_each_keep_their_own_turn(
         async with server.client() as alice, server.client(token=OTHER_TOKEN) as bob:
             chat, alices = await one_turn(alice, "alice-1", "alice's question")
             _, bobs = await one_turn(bob, "bob-1", "bob's question")
-            alices_again = await alice.call("fetchTurns", {"channel": chat})
+            alices_again = {"turns": await fetched_turns(alice, chat)}
         assert [t["message"]["text"] for t in alices["turns"]] == ["alice's question"]
         assert [t["message"]["text"] for t in bobs["turns"]] == ["bob's question"]
         assert alices_again == alices

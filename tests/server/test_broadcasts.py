@@ -4,13 +4,15 @@ and a listed session carries AHP's required fields."""
 
 from typing import Any
 
+from agenthost.messages.commands import GetSessionViewReply
 from agenthost.messages.protocol import SessionAddedParams
 from agenthost.messages.session_events import SessionTitleChanged
-from agenthost.messages.state import ChatStatus, SessionSummary
+from agenthost.messages.state import ChatStatus, ChatSummary, SessionState, SessionSummary
 from agenthost.messages.wire import to_wire
 from agenthost.server.broadcasts import Listeners
 from agenthost.server.channels import ROOT, Sequencer
-from agenthost.server.views import listed, session_state
+from agenthost.server.session_sync import channel_state
+from agenthost.server.views import listed
 
 
 class Inbox:
@@ -70,7 +72,11 @@ def test_a_session_state_hides_the_servers_own_config() -> None:
     summary = SessionSummary(
         id="s1", title="", provider="p", turn_count=0, config=(("ahp.owner", "a"), ("m", "x"))
     )
-    wire = to_wire(session_state(summary, ["c1", "c2"]))
-    assert wire["config"] == {"values": {"m": "x"}}
+    entry = SessionState(config=summary.config)
+    chats = tuple(ChatSummary(resource=f"ahp-chat:/{c}") for c in ("c1", "c2"))
+    view = GetSessionViewReply(entry=entry, summary=summary, chats=chats, default_chat="c1")
+    wire = to_wire(channel_state(view))
+    assert wire["config"]["values"] == {"m": "x"}  # the owner's key hidden
+    assert wire["config"]["schema"]["additionalProperties"] == {"type": "string"}
     assert wire["defaultChat"] == "ahp-chat:/c1"
     assert [c["resource"] for c in wire["chats"]] == ["ahp-chat:/c1", "ahp-chat:/c2"]

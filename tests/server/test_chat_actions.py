@@ -20,7 +20,7 @@ from agenthost.providers.scripted import (
     Think,
     ToolCall,
 )
-from tests.server.ahp_client import AhpClient, Server, action_of, running
+from tests.server.ahp_client import AhpClient, Server, action_of, fetched_turns, running
 
 OPTIONS = (
     ConfirmationOption(id="once", label="Allow once", kind=ConfirmationOptionKind.APPROVE),
@@ -293,7 +293,7 @@ def test_a_denied_result_never_reaches_the_model(host: Host, provider: ScriptedP
             }
             await browser.dispatch(chat, denied)
             await browser.wait_for(action_of("chat/turnComplete", turnId="t1"))
-            turns = (await browser.call("fetchTurns", {"channel": chat}))["turns"]
+            turns = await fetched_turns(browser, chat)
             call = next(
                 p["toolCall"] for p in turns[-1]["responseParts"] if p["kind"] == "toolCall"
             )
@@ -453,7 +453,7 @@ def test_streamed_reasoning_goes_out_as_chat_reasoning_in_a_part_of_its_own(
             assert {a["partId"] for a in reasoning} == {part["id"]}
             deltas = [a for a in actions if a["type"] == "chat/delta"]
             assert deltas and part["id"] not in {a["partId"] for a in deltas}
-            [ended] = (await client.call("fetchTurns", {"channel": chat}))["turns"]
+            [ended] = await fetched_turns(client, chat)
             kinds = [(p["kind"], p.get("content")) for p in ended["responseParts"]]
             assert kinds == [("reasoning", "first then"), ("markdown", "answer")]
 
@@ -483,7 +483,7 @@ def test_a_turn_stopped_at_a_resumable_error_runs_again_on_the_provider(
                 "rejectionReason" not in resumed and resumed["action"]["type"] == "chat/turnResume"
             )
             await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
-            [ended] = (await client.call("fetchTurns", {"channel": chat}))["turns"]
+            [ended] = await fetched_turns(client, chat)
             assert ended["id"] == "t1" and ended["state"] == "complete"
             markdown = [p for p in ended["responseParts"] if p["kind"] == "markdown"]
             assert [p["content"] for p in markdown] == ["half ", "and the rest"]

@@ -329,12 +329,18 @@ def test_the_open_session_is_marked_read_when_opened_and_while_viewed(
 
 def summaries(client: AhpClient, uri: str) -> list[bool]:
     """Whether the session was read, in each summary of it the client was sent."""
-    return [
-        bool(n["params"]["summary"]["status"] & 32)
-        for n in client.notifications
-        if n.get("method") in ("root/sessionAdded", "root/sessionSummaryChanged")
-        and n["params"]["summary"]["resource"] == uri
-    ]
+    read = []
+    for n in client.notifications:
+        params = n.get("params") or {}
+        if n.get("method") == "root/sessionAdded" and params["summary"]["resource"] == uri:
+            read.append(bool(params["summary"]["status"] & 32))
+        elif (
+            n.get("method") == "root/sessionSummaryChanged"
+            and params["session"] == uri
+            and "status" in params["changes"]  # only what changed
+        ):
+            read.append(bool(params["changes"]["status"] & 32))
+    return read
 
 
 def test_run_chat_refuses_an_open_that_matches_no_single_session_in_one_line(

@@ -8,6 +8,7 @@ other text, slash or not, goes on to the model.
 
 from agenthost.actors.contributions.base import (
     ACCEPT,
+    Command,
     Contribution,
     Handled,
     IncomingRequest,
@@ -17,13 +18,16 @@ from agenthost.actors.contributions.base import (
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import ChatTitleChanged
 
-HELP = "Commands: /rename <title> names this chat; /help shows this list."
 MAX_TITLE = 200
+RENAME = Command(name="/rename", usage="<title>", description="names this chat")
+HELP_COMMAND = Command(name="/help", description="shows this list")
+HELP = "Commands: /rename <title> names this chat; /help shows this list."
 
 
 class LocalCommand(Contribution):
     id = "local_command"
     order = 50
+    commands = (RENAME, HELP_COMMAND)
 
     def on_incoming_request(self, request: IncomingRequest) -> Verdict:
         command, _, argument = request.text.strip().partition(" ")
