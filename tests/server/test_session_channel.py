@@ -83,11 +83,11 @@ def test_a_session_subscriber_follows_every_change_the_host_makes(
             await client.dispatch(
                 chat, {"type": "chat/turnStarted", "turnId": "t1", "message": {"text": "ask"}}
             )
-            opened = await client.wait_for(action_of("x-chat/requestOpened"))
+            opened = await client.wait_for(action_of("chat/inputRequested"))
             await client.wait_for(action_of("session/inputNeededSet"))
             await agrees(server, client, snapshot, uri)  # waiting on the user
 
-            request_id = opened["params"]["action"]["request"]["requestId"]
+            request_id = opened["params"]["action"]["request"]["id"]
             answer = {"type": "chat/inputCompleted", "requestId": request_id, "answer": "a.py"}
             await client.dispatch(chat, answer)
             await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
