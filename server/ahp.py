@@ -112,6 +112,7 @@ class AhpServer:
         origins: tuple[str, ...] = (),
         static_dir: str | None = None,
         hosts: HostAllowlist | None = None,
+        seq_base: int = 0,
     ) -> None:
         self.host: AsyncHost = host if isinstance(host, AsyncHost) else host.aio
         self.tokens = dict(tokens)
@@ -119,7 +120,8 @@ class AhpServer:
         self.origins = origins
         self.static_dir = static_dir
         self.hosts = hosts or HostAllowlist.of()
-        self.sequencer = Sequencer(self.limits.replay, self.limits.replay_bytes)
+        # seq_base: where this server's serverSeq starts (a sharded front's own range)
+        self.sequencer = Sequencer(self.limits.replay, self.limits.replay_bytes, seq_base)
         self.metrics = Metrics()
         self.connections: set[Connection] = set()
         clock = self.host.services.clock

@@ -72,6 +72,7 @@ from agenthost.shards.wire import (
     RemoteSession,
     RemoteTicket,
     Reply,
+    SessionLeft,
     SessionTarget,
     Target,
     Tell,
@@ -311,6 +312,8 @@ class ShardLink:
                     self._sub_numbers.pop(id(subscription), None)
                     self._sub_chats.pop(sub, None)
                     subscription.close()
+            case SessionLeft(session_id=session_id, why=why):
+                self.router.departures.left(session_id, why)
             case TicketEnded(ticket=no, outcome=outcome, error=error):
                 watched = self._tickets.pop(no, None)
                 if watched is None:

@@ -23,6 +23,7 @@ import attrs
 from agenthost.actors.aio import AsyncHost
 from agenthost.actors.calls import HostCore
 from agenthost.actors.clock import Clock, SystemClock
+from agenthost.actors.context import Departures
 from agenthost.actors.limits import HostLimits
 from agenthost.actors.surface import DEFAULT_TIMEOUT, Host
 from agenthost.shards.front import FrontLoop, Locate, RemoteRef, Router, ShardLink
@@ -50,6 +51,9 @@ class FrontServices:
     # What the front checks before a call leaves for a shard (a message's text,
     # a subscription's bytes); the shards check their own as well.
     limits: HostLimits = attrs.Factory(HostLimits)
+    # Sessions that left a shard's memory, as every shard tells its fronts
+    # (shards/shard.py, invariant 4): Host.on_session_left on a front.
+    departures: Departures = attrs.Factory(Departures)
 
 
 class Front:
@@ -79,6 +83,7 @@ class Front:
             worktrees=RemoteRef(self.router, WorktreesTarget()),
             supervisor=RemoteRef(self.router, SupervisorTarget()),
             limits=limits or HostLimits(),
+            departures=self.router.departures,
         )
         self.core = HostCore(self.services)  # type: ignore[arg-type]
         self._on_stop = on_stop

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from agenthost.actors.context import Departures
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.protocol import AdoptSession, GetCounters, ImportRecord, LoadSession
 from agenthost.actors.session import ChatInfo
@@ -93,6 +94,8 @@ class Router:
         self.links = {link.shard_id: link for link in links}
         self._live = sorted(self.links)
         self._pins: dict[str, str] = {}  # session id -> the shard its lease names
+        # who hears that a session left a shard's memory (the front's services')
+        self.departures = Departures()
         for link in links:
             link.router = self
 
