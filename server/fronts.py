@@ -221,6 +221,7 @@ class Fronts:
         """Start a front again when it dies while the server runs (invariant 5)."""
         await _exited(front.process)
         while not self.stopping:
+            await asyncio.to_thread(front.process.join, 5.0)  # reaped: its exit code
             log.warning("front_died", front=front.index, exit_code=front.process.exitcode)
             await asyncio.sleep(RESTART_DELAY_S)
             if self.stopping:
