@@ -142,6 +142,9 @@ def hold_port(host: str, port: int) -> socket.socket:
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(family, kind, proto)
     try:
+        # SO_REUSEADDR as aiohttp's own listeners: a port whose last connections
+        # wait out TIME_WAIT binds again at once
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
     except BaseException:
