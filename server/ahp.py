@@ -51,7 +51,7 @@ from agenthost.messages.events import (
     TurnStarted,
 )
 from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
-from agenthost.server.broadcasts import Listeners, SummaryChecks
+from agenthost.server.broadcasts import Listeners, RootNotice, SummaryChecks
 from agenthost.server.channels import CHAT_PREFIX, ChannelTable, Sequencer, chat_uri, session_uri
 from agenthost.server.clients import Clients
 from agenthost.server.connection import CLOSE_WAIT_S, Connection
@@ -131,7 +131,10 @@ class AhpServer:
             clock.now,
         )
         self.registry = Registry(self.host, self.quotas.admit_resident)
-        self.listeners = Listeners(self.sequencer)
+        # A sharded host of several fronts relays root notices to the others
+        # (AsyncShardedHost.relay; an in-process host has none).
+        relay = getattr(self.host, "relay", None)
+        self.listeners = Listeners(self.sequencer, relay)
         self.summaries = SummaryChecks(self.registry, self.listeners, self.spawn)
         self.channels = ChannelTable(
             self.sequencer,
@@ -162,6 +165,21 @@ class AhpServer:
     async def start(self) -> None:
         """(on the app's startup) Hear of every session that leaves memory."""
         self._unwatch = self.host.on_session_left(self._session_left)
+        relayed = getattr(self.host, "on_relayed", None)
+        if relayed is not None:
+            unrelay = relayed(self._relayed)
+            unwatch = self._unwatch
+
+            def stop_both() -> None:
+                unwatch()
+                unrelay()
+
+            self._unwatch = stop_both
+
+    def _relayed(self, notice: object) -> None:
+        """Another front's notice (a sharded host's): a root notification."""
+        if isinstance(notice, RootNotice):
+            self.listeners.relayed(notice)
 
     def _session_left(self, session_id: str, why: Departure) -> None:
         """The session left memory: nothing kept for it stays (a disposed one's

@@ -3,8 +3,11 @@ session channel actions and the root's session notifications.
 
 `Listeners` maps a channel to the connections subscribed to it. The root is
 per identity (`listening_key`): an identity's root notifications reach only
-its own connections. `SummaryChecks` sends root/sessionSummaryChanged when a
-session's summary changed, to its owner's connections on the root.
+its own connections. On a sharded server of several fronts, root/sessionAdded
+and root/sessionRemoved are relayed to the other fronts too (`RootNotice`,
+best effort: shards/router.py), so the identity's connections there hear them.
+`SummaryChecks` sends root/sessionSummaryChanged when a session's summary
+changed, to its owner's connections on the root (of this front).
 
 Invariants (loop thread only):
 1. One summary check per session at a time; a change meanwhile runs one more
@@ -45,11 +48,27 @@ def listening_key(identity: str, uri: str) -> str:
     return f"{ROOT} {identity}" if uri == ROOT else uri
 
 
+RELAYED = frozenset({"root/sessionAdded", "root/sessionRemoved"})
+"""The root notifications other fronts hear too (a summary change is checked
+where its chat's channel is open, for the root listeners there)."""
+
+
+@attrs.frozen
+class RootNotice:
+    """A root notification for `identity`'s connections on another front."""
+
+    identity: str
+    frame: dict[str, Any]
+
+
 class Listeners:
     """Channel -> the connections subscribed to it."""
 
-    def __init__(self, sequencer: Sequencer) -> None:
+    def __init__(
+        self, sequencer: Sequencer, relay: Callable[[RootNotice], None] | None = None
+    ) -> None:
         self._sequencer = sequencer
+        self._relay = relay  # to the other fronts (a sharded host's), if any
         self._by_key: dict[str, set[Listener]] = {}
 
     def join(self, identity: str, uri: str, listener: Listener) -> None:
@@ -73,10 +92,19 @@ class Listeners:
     def root(self, identity: str, method: str, params: Any) -> None:
         """A root notification (typed params), to the identity's connections on the root."""
         listeners = self.of(identity, ROOT)
-        if listeners:
+        relayed = self._relay is not None and method in RELAYED
+        if listeners or relayed:
             frame = rpc.notification(method, params)
             for listener in listeners:
                 listener.offer(frame)
+            if relayed:
+                assert self._relay is not None
+                self._relay(RootNotice(identity=identity, frame=frame))
+
+    def relayed(self, notice: RootNotice) -> None:
+        """Another front's root notification, to the identity's connections here."""
+        for listener in self.of(notice.identity, ROOT):
+            listener.offer(notice.frame)
 
     def session_action(
         self, session_id: str, action: Any, origin: ActionOrigin | None = None

@@ -68,6 +68,7 @@ from agenthost.shards.wire import (
     DetachRemote,
     Events,
     FrameWriter,
+    Relay,
     RemoteChat,
     RemoteSession,
     RemoteTicket,
@@ -183,6 +184,11 @@ class ShardLink:
         self.epoch = 0
         self.router: Router  # set by the Router it joins
         self.log = log.bind(shard_id=shard_id)
+
+    @property
+    def connected(self) -> bool:
+        """(The loop's thread.) Connected to its shard now."""
+        return self._writer is not None and not self.gone
 
     # -- from any thread -----------------------------------------------------------------
     def send(self, pending: Pending) -> None:
@@ -314,6 +320,8 @@ class ShardLink:
                     subscription.close()
             case SessionLeft(session_id=session_id, why=why):
                 self.router.departures.left(session_id, why)
+            case Relay(notice=notice):
+                self.router.relayed.arrived(notice)
             case TicketEnded(ticket=no, outcome=outcome, error=error):
                 watched = self._tickets.pop(no, None)
                 if watched is None:

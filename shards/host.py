@@ -15,6 +15,7 @@ Invariants:
 """
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -176,6 +177,22 @@ class AsyncShardedHost(AsyncHost):
     def __init__(self, front: Front) -> None:
         self._front = front
         self._core = front.core
+
+    def relay(self, notice: Any) -> None:
+        """Hand `notice` (plain data) to every other front of these shards, best
+        effort (shards/router.py, invariant 3)."""
+        self._front.io.call(self._front.router.relay, notice)
+
+    def on_relayed(self, callback: Callable[[Any], None]) -> Callable[[], None]:
+        """`callback(notice)` on the running loop (the one this is called on) for
+        each notice another front relays. Returns the function that stops it."""
+        loop = asyncio.get_running_loop()
+
+        def hop(notice: Any) -> None:  # on the front's loop thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(callback, notice)
+
+        return self._front.router.relayed.watch(hop)
 
     @property
     def front(self) -> Front:

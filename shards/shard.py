@@ -18,7 +18,8 @@ Invariants:
    pump waits for the socket, the queue fills, the subscriber gets Lagged.
 3. Nothing here blocks the loop: every wait is an awaited runtime future.
 4. Every front connected hears each session that leaves this shard's memory
-   (SessionLeft), as an in-process host's watchers do (Host.on_session_left).
+   (SessionLeft), as an in-process host's watchers do (Host.on_session_left),
+   and each notice another front relays through this shard (Relay).
 """
 
 import asyncio
@@ -49,6 +50,7 @@ from agenthost.shards.wire import (
     FrameWriter,
     HandshakeError,
     HostTarget,
+    Relay,
     RemoteChat,
     RemoteSession,
     RemoteTicket,
@@ -138,6 +140,12 @@ class ShardServer:
         host, port = self._server.sockets[0].getsockname()[:2]
         self.address = (host, port)
         log.info("shard_listening", host=host, port=port)
+
+    def relay(self, relay: Relay, sender: "_Peer") -> None:
+        """A front's notice for its fellows: to every other front connected."""
+        for peer in self._peers:
+            if peer is not sender:
+                peer.send(relay)
 
     def _left(self, session_id: str, why: Departure) -> None:
         """A session left this shard's memory: every front hears it (invariant 4)."""
@@ -262,6 +270,8 @@ class _Peer:
         match frame:
             case Call():
                 self._spawn(self._answer(frame))
+            case Tell(message=Relay() as relay):
+                self._server.relay(relay, self)
             case Tell(message=DetachRemote(sub=sub)):
                 subscription = self._subs.pop(sub, None)
                 if subscription is not None:

@@ -147,6 +147,14 @@ class SessionLeft:
     why: Departure
 
 
+@attrs.frozen
+class Relay:
+    """A notice one front hands its fellow fronts (plain data): a Tell to a
+    shard's HostTarget, which sends it on to every other front connected."""
+
+    notice: Any
+
+
 # -- stand-ins in replies ----------------------------------------------------------------------
 @attrs.frozen
 class RemoteSession:

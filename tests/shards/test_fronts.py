@@ -192,3 +192,33 @@ def test_a_session_disposed_on_one_front_leaves_the_other_fronts_tables(
             unwatch()
 
     on_two_fronts(local_shards, body)
+
+
+def test_a_session_added_or_removed_on_one_front_reaches_its_owners_root_on_the_other(
+    local_shards: LocalShards,
+) -> None:
+    def root(method: str) -> Callable[[dict[str, Any]], bool]:
+        return lambda n: n.get("method") == method
+
+    async def body(fa: Server, fb: Server, a: ShardedHost, b: ShardedHost) -> None:
+        async with (
+            fa.client() as alice_a,
+            fb.client() as alice_b,
+            fb.client(token=OTHER_TOKEN) as bob,
+        ):
+            await alice_a.initialize(client_id="alice-phone")
+            await alice_b.initialize(client_id="alice-laptop")
+            await bob.initialize(client_id="bob")
+            for client in (alice_b, bob):
+                await client.call("subscribe", {"channel": "ahp-root://"})
+            session_uri, _ = await new_session(alice_a)
+            added = await alice_b.wait_for(root("root/sessionAdded"))
+            assert added["params"]["summary"]["resource"] == session_uri
+            await alice_a.call("disposeSession", {"channel": session_uri})
+            removed = await alice_b.wait_for(root("root/sessionRemoved"))
+            assert removed["params"]["session"] == session_uri
+            # what front b offered bob with alice's notices is queued before this answer
+            await bob.call("ping")
+            assert not [n for n in bob.notifications if n.get("method", "").startswith("root/")]
+
+    on_two_fronts(local_shards, body)
