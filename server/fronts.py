@@ -36,6 +36,8 @@ Invariants:
 5. A front that dies while the server runs is started again (a new start: a
    new serverSeq range); one that dies before it ever served stops the
    server with its exit code said (a start that cannot work fails at once).
+   A front whose serve process died (even by SIGKILL) gets SIGTERM (Linux's
+   parent-death signal) and drains: none serves on unsupervised.
 """
 
 import asyncio
@@ -44,6 +46,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
@@ -112,6 +115,7 @@ def run_front(spec: FrontSpec, ready: Connection) -> None:
     from agenthost.shards.ray_shards import join_shards
 
     configure_logging(spec.log_level)
+    _stop_with_parent()
     base = front_seq_base(count_front_start(spec.store))
     locates = join_shards(spec.ray_address, spec.shard_names)
     host = ShardedHost.connect(
@@ -131,6 +135,19 @@ def run_front(spec: FrontSpec, ready: Connection) -> None:
     finally:
         host.stop()
         ready.close()
+
+
+def _stop_with_parent() -> None:
+    """(Linux) SIGTERM this front when the serve process dies, even by SIGKILL:
+    it drains and stops rather than serve on without its supervisor."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(pr_set_pdeathsig, signal.SIGTERM) != 0:
+        log.warning("front_parent_watch_failed", errno=ctypes.get_errno())
 
 
 def hold_port(host: str, port: int) -> socket.socket:
