@@ -218,6 +218,24 @@ class AsyncHost:
         )
         return found
 
+    def unavailable_providers(self) -> frozenset[str]:
+        """`Host.unavailable_providers` (a read of a shared set: it never waits)."""
+        return self._core.services.health.unavailable()
+
+    def on_providers_changed(
+        self, callback: Callable[[frozenset[str]], None]
+    ) -> Callable[[], None]:
+        """`Host.on_providers_changed`, with `callback(unavailable)` called on
+        the running loop (the one this is called on). Returns the function that
+        stops it."""
+        loop = asyncio.get_running_loop()
+
+        def hop(unavailable: frozenset[str]) -> None:  # on the supervisor's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(callback, unavailable)
+
+        return self._core.services.health.watch(hop)
+
     def on_session_left(self, callback: Callable[[str, Departure], None]) -> Callable[[], None]:
         """`Host.on_session_left`, with `callback(session_id, why)` called on the
         running loop (the one this is called on). Returns the function that

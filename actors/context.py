@@ -128,6 +128,56 @@ class Departures:
                 log.exception("departure_watcher_failed", session_id=session_id)
 
 
+class ProviderHealth:
+    """Which providers are unavailable, and who hears when that changes.
+
+    A provider is unavailable while a connection of it waits out its cool-down
+    (it failed past the supervisor's restart limit: its sends fail at once);
+    it is available again once none does. The supervisor tells it, on its own
+    thread; watchers get the whole unavailable set and must not block.
+    Thread-safe; a watcher that raises is logged and skipped."""
+
+    def __init__(self) -> None:
+        self._cooling: dict[str, int] = {}  # provider -> its connections in cool-down
+        self._watchers: dict[int, Callable[[frozenset[str]], None]] = {}
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+
+    def unavailable(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._cooling)
+
+    def watch(self, watcher: Callable[[frozenset[str]], None]) -> Callable[[], None]:
+        """Add a watcher; the function returned removes it."""
+        key = next(self._ids)
+        with self._lock:
+            self._watchers[key] = watcher
+
+        def unwatch() -> None:
+            with self._lock:
+                self._watchers.pop(key, None)
+
+        return unwatch
+
+    def cooling(self, provider: str, delta: int) -> None:
+        """One more (+1) or one fewer (-1) of the provider's connections cools down."""
+        with self._lock:
+            before = provider in self._cooling
+            count = self._cooling.get(provider, 0) + delta
+            if count > 0:
+                self._cooling[provider] = count
+            else:
+                self._cooling.pop(provider, None)
+            changed = before != (provider in self._cooling)
+            unavailable = frozenset(self._cooling)
+            watchers = list(self._watchers.values()) if changed else []
+        for watcher in watchers:
+            try:
+                watcher(unavailable)
+            except Exception:
+                log.exception("provider_health_watcher_failed", provider=provider)
+
+
 @attrs.frozen(kw_only=True)
 class Lifecycle:
     """When idle sessions leave memory (their rows stay) and unused drafts go."""
@@ -155,6 +205,7 @@ class Services:
     entries: SessionEntries = attrs.field(factory=SessionEntries)
     lifecycle: Lifecycle = attrs.field(factory=Lifecycle)
     departures: Departures = attrs.field(factory=Departures)
+    health: ProviderHealth = attrs.field(factory=ProviderHealth)
     limits: HostLimits = attrs.field(factory=HostLimits)
     contributions: Any = None  # the Dispatcher (actors.contributions), set at start
     mementos: Any = None  # the MementoCache, set at start

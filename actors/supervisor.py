@@ -8,6 +8,8 @@ about the session changes. Past the limit the owner hears
 ProviderUnavailable, and sends fail at once with a clear error, until the
 connection is started again after a cool-down (the owner then hears
 CoolDownEnded, and turns wait for the connection as after any restart).
+While a connection cools down its provider counts as unavailable in
+`services.health` (what `Host.on_providers_changed` reports).
 """
 
 import random
@@ -100,6 +102,7 @@ class SupervisorActor(HostedActor):
         )
         if previous is not None:
             previous.ref.stop(block=False)
+            self._cooled(previous)
         child.ref = self._start_child(child, message.resume)
         self._children[key] = child
 
@@ -110,6 +113,7 @@ class SupervisorActor(HostedActor):
         if child is None or child.owner != message.owner:
             return  # a newer owner opened its own connection since
         del self._children[key]
+        self._cooled(child)
         if child.ref.is_alive():
             child.ref.stop(block=False)
 
@@ -141,11 +145,19 @@ class SupervisorActor(HostedActor):
             self.send(child.owner, ProviderUnavailable(error=error))
             child.restarts.clear()
             child.cooling = True
+            self.services.health.cooling(child.provider, +1)
             self._restart_later(child, self.policy.cooldown)  # it comes back after a cool-down
             return
         delay = self.policy.delay(len(child.restarts), self._rng)
         child.restarts.append(now)
         self._restart_later(child, delay)
+
+    def _cooled(self, child: _Child) -> None:
+        """The child's cool-down is over (or the child is gone): its provider may
+        be available again (services.health)."""
+        if child.cooling:
+            child.cooling = False
+            self.services.health.cooling(child.provider, -1)
 
     def _restart_later(self, child: _Child, delay: float) -> None:
         restart = RestartConnection(session_id=child.session_id, chat_id=child.chat_id)
@@ -174,7 +186,7 @@ class SupervisorActor(HostedActor):
         child.generation += 1
         self.restarts += 1
         if child.cooling:
-            child.cooling = False
+            self._cooled(child)
             self.send(child.owner, CoolDownEnded())
         log.info(
             "provider_connection_restarted",

@@ -262,6 +262,20 @@ class Host:
         the notice on). Returns the function that stops it."""
         return self._core.services.departures.watch(callback)
 
+    def unavailable_providers(self) -> frozenset[str]:
+        """The providers a connection of which waits out its cool-down after
+        failing past the restart limit (its sends fail at once meanwhile)."""
+        return self._core.services.health.unavailable()
+
+    def on_providers_changed(
+        self, callback: Callable[[frozenset[str]], None]
+    ) -> Callable[[], None]:
+        """Call `callback(unavailable)` whenever a provider becomes unavailable
+        or available again (`unavailable_providers`). It runs on the
+        supervisor's thread and must not block. Returns the function that
+        stops it."""
+        return self._core.services.health.watch(callback)
+
     # -- stopping -------------------------------------------------------------------------------
     def stop(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Stop every actor of this host (newest first), flush the store, stop provider loops."""

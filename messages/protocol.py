@@ -344,10 +344,11 @@ class ChannelSnapshotParams:
 
 @attrs.frozen(kw_only=True)
 class ChannelCheckpoint:
-    """The last serverSeq a client applied on one windowed channel."""
+    """The last serverSeq a client applied on one windowed channel (None:
+    recover from a snapshot, or the live edge)."""
 
     channel: str
-    last_applied_server_seq: int
+    last_applied_server_seq: int | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -40,7 +40,10 @@
 
 `load_manifest(path)` returns `{name: Provider}` for `Host.start(providers=...)`.
 Kinds: scripted, openai, copilot, claude, codex; each accepts its own keys and
-no others. Copilot, Claude and Codex are imported only when a manifest names
+no others. A scripted provider's `records` (how many of its latest prompts and
+sends it keeps to be read back in process) is 0 unless the manifest says: a
+served one would otherwise hold the history of its last 1,000 sends, whole
+chats' text. Copilot, Claude and Codex are imported only when a manifest names
 them (each comes with its own extra). Every error is an `AgentHostError`
 (INVALID_ARGUMENT) naming the file, the provider entry and the key; no error
 repeats a value from the file, so a secret pasted in the wrong place never
@@ -62,7 +65,7 @@ from agenthost.providers.scripted import SHAPES, ScriptedProvider
 
 # kind -> the keys it accepts besides `kind`
 KEYS: dict[str, frozenset[str]] = {
-    "scripted": frozenset({"shape", "echo_deltas", "delta_s"}),
+    "scripted": frozenset({"shape", "echo_deltas", "delta_s", "records"}),
     "openai": frozenset(
         {"model", "base_url", "api_key_env", "temperature", "max_output_tokens", "timeout_s"}
     ),
@@ -190,7 +193,12 @@ def _scripted(entry: _Entry) -> Provider:
     shape = entry.get("shape", lambda v: v in SHAPES, f"one of {', '.join(SHAPES)}", "copilot")
     echo_deltas = entry.get("echo_deltas", _positive_int, "a positive integer", 3)
     delta_s = entry.get("delta_s", lambda v: _number(v) and v >= 0, "a number >= 0", 0.0)
-    return ScriptedProvider(shape=shape, echo_deltas=echo_deltas, delta_s=float(delta_s))
+    # What it was sent is read back only in process: a served one keeps none
+    # unless asked (a record holds its send's history, the text of whole chats).
+    records = entry.get("records", _non_negative_int, "an integer >= 0", 0)
+    return ScriptedProvider(
+        shape=shape, echo_deltas=echo_deltas, delta_s=float(delta_s), records=records
+    )
 
 
 def _openai(entry: _Entry) -> Provider:
@@ -297,6 +305,10 @@ def _number(value: Any) -> bool:
 
 def _positive_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _non_negative_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _toml_type(value: Any) -> str:

@@ -175,7 +175,7 @@ def reject(conn: "Connection", uri: str, action: Any, origin: Any, reason: str) 
     """Echo an action to its sender, not applied, with the reason."""
     conn.server.metrics.rejected_actions += 1
     envelope = {"channel": uri, "action": action, "origin": origin, "rejectionReason": reason}
-    conn.offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
+    conn.sink(uri).offer({"jsonrpc": "2.0", "method": "action", "params": envelope})
 
 
 def echo_malformed(conn: "Connection", params: Any, error: ValidationError) -> bool:

@@ -14,6 +14,7 @@ its own module:
 - server/broadcasts.py: who listens to which channel, session actions and
   the root's summary notifications;
 - server/channels.py: the chat channels and the one serverSeq;
+- server/windows.py: AHP 1.1's windowed delivery (frames within credit);
 - server/clients.py: client ids and the grace after a client left;
 - server/views.py: the host's values as the wire shows them.
 
@@ -51,6 +52,7 @@ from agenthost.messages.events import (
     TurnStarted,
 )
 from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
+from agenthost.messages.session_events import AgentsChanged
 from agenthost.server.broadcasts import Listeners, RootNotice, SummaryChecks
 from agenthost.server.channels import CHAT_PREFIX, ChannelTable, Sequencer, chat_uri, session_uri
 from agenthost.server.clients import Clients
@@ -62,6 +64,8 @@ from agenthost.server.memory import HeapTrimmer
 from agenthost.server.metrics import Metrics
 from agenthost.server.quotas import IdentityQuotas
 from agenthost.server.registry import Registry
+from agenthost.server.views import agents
+from agenthost.server.windows import Remembered, WindowLimits
 from agenthost.store.base import OWNER_KEY
 
 __all__ = ["OWNER_KEY", "AhpServer", "Limits", "Metrics"]
@@ -95,6 +99,8 @@ class Limits:
     # Per identity: sessions in memory, and sessions created a minute (None: no quota).
     identity_resident_sessions: int | None = 1_000
     identity_session_creations_per_minute: int | None = 600
+    # Windowed delivery (AHP 1.1 flow control, server/windows.py).
+    windows: WindowLimits = attrs.field(factory=WindowLimits)
 
 
 _OUTCOMES = {TurnCompleted: "complete", TurnCancelled: "cancelled"}
@@ -124,6 +130,7 @@ class AhpServer:
         self.sequencer = Sequencer(self.limits.replay, self.limits.replay_bytes, seq_base)
         self.metrics = Metrics()
         self.connections: set[Connection] = set()
+        self.remembered_windows = Remembered(self.limits.windows.remembered)
         clock = self.host.services.clock
         self.quotas = IdentityQuotas(
             self.limits.identity_resident_sessions,
@@ -163,23 +170,35 @@ class AhpServer:
         self.hosts = self.hosts.listening_on(port)
 
     async def start(self) -> None:
-        """(on the app's startup) Hear of every session that leaves memory."""
-        self._unwatch = self.host.on_session_left(self._session_left)
+        """(on the app's startup) Hear of every session that leaves memory, of
+        providers that become unavailable or come back, and (a sharded host's
+        front) of what the other fronts relay."""
+        left = self.host.on_session_left(self._session_left)
+        health = self.host.on_providers_changed(self._providers_changed)
         relayed = getattr(self.host, "on_relayed", None)
-        if relayed is not None:
-            unrelay = relayed(self._relayed)
-            unwatch = self._unwatch
+        unrelay = relayed(self._relayed) if relayed is not None else (lambda: None)
 
-            def stop_both() -> None:
-                unwatch()
-                unrelay()
+        def unwatch() -> None:
+            left()
+            health()
+            unrelay()
 
-            self._unwatch = stop_both
+        self._unwatch = unwatch
 
     def _relayed(self, notice: object) -> None:
         """Another front's notice (a sharded host's): a root notification."""
         if isinstance(notice, RootNotice):
             self.listeners.relayed(notice)
+
+    def available_providers(self) -> list[str]:
+        """The root's agents: the host's providers but those unavailable now."""
+        unavailable = self.host.unavailable_providers()
+        return sorted(p for p in self.host.services.providers if p not in unavailable)
+
+    def _providers_changed(self, unavailable: frozenset[str]) -> None:
+        """A provider became unavailable (past the supervisor's restart limit)
+        or came back: every root subscriber gets root/agentsChanged."""
+        self.listeners.root_action(AgentsChanged(agents=agents(self.available_providers())))
 
     def _session_left(self, session_id: str, why: Departure) -> None:
         """The session left memory: nothing kept for it stays (a disposed one's
@@ -268,6 +287,7 @@ class AhpServer:
             "idle_chat_channels": self.channels.idle_count,
             "recorded_channels": self.sequencer.recording,
             "connections": len(self.connections),
+            "remembered_windows": len(self.remembered_windows),
             "background_tasks": len(self._background),
         }
 

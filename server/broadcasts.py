@@ -118,6 +118,16 @@ class Listeners:
         for listener in tuple(self._by_key.get(uri, ())):
             listener.offer(frame)
 
+    def root_action(self, action: Any) -> None:
+        """A root action (the host's, for every identity: its agents),
+        sequenced once and sent to every connection on the root."""
+        envelope = self._sequencer.stamp(ROOT, to_wire(action))
+        frame = {"jsonrpc": "2.0", "method": "action", "params": envelope}
+        for key, listeners in list(self._by_key.items()):
+            if key.startswith(f"{ROOT} "):
+                for listener in tuple(listeners):
+                    listener.offer(frame)
+
     def __len__(self) -> int:
         return len(self._by_key)
 

@@ -371,7 +371,8 @@ def serve(
         )
     if shards is not None:
         refuse_unshared(store)
-    configured = _providers(providers) or {"scripted": ScriptedProvider()}
+    # Served, nobody reads what the scripted provider was sent: it keeps none.
+    configured = _providers(providers) or {"scripted": ScriptedProvider(records=0)}
     chosen = named_store(store)
     _check_listen(host, port)
     if token_file is not None:

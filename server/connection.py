@@ -25,12 +25,15 @@ Invariants (loop thread only):
    it (the reader, after the writer reached the close mark, or at once for a
    client cut off): a close never races the frames before it, and it waits
    for the client's close frame, a bounded time.
+6. A windowed subscription's messages go through its `Window`
+   (server/windows.py, `sink`); the writer takes window frames in turn, at
+   most FEED_DEPTH of them in the outbox, yielding between them.
 """
 
 import asyncio
 import contextlib
-import json
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +51,7 @@ from agenthost.messages.protocol import (
 from agenthost.server import actions
 from agenthost.server.errors import HOST_LATE, RpcError, from_host_error, invalid_params
 from agenthost.server.requests import NOTIFICATIONS, REQUESTS
+from agenthost.server.windows import Window, frame_text
 
 if TYPE_CHECKING:
     from agenthost.server.ahp import AhpServer, Limits
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 HANDSHAKES = frozenset({"initialize", "reconnect"})
+FEED_DEPTH = 4  # window frames queued in the outbox at most, taken in turn (server/windows.py)
 CLOSE_WAIT_S = 5.0  # how long a closing socket may wait for the client's close frame
 
 
@@ -152,6 +157,8 @@ class Connection:
         self.client_id: str | None = None
         self.version: str | None = None
         self.channels: set[str] = set()
+        self.windows: dict[str, Window] = {}  # channel -> its windowed delivery (server/windows.py)
+        self._framing: deque[Window] = deque()  # windows with frames to write, in turn
         self._out = Outbox(self.limits.outbox, self.limits.outbox_bytes)
         # A client's actions take effect in the order it sent them.
         self._dispatches: asyncio.Queue[QueuedAction] = asyncio.Queue(self.limits.outbox)
@@ -184,7 +191,7 @@ class Connection:
         if self._closing is not None:
             return
         try:
-            text = json.dumps(message, allow_nan=False)
+            text = frame_text(message)  # the size server/windows.py counts is the size sent
         except ValueError:  # NaN or Infinity would not be JSON: never sent as such
             self._log.error("frame_not_json", method=message.get("method"), id=message.get("id"))
             return
@@ -193,6 +200,24 @@ class Connection:
                 "slow_client_cut_off", queued=len(self._out), queued_bytes=self._out.queued_bytes
             )
             self._cut_off()
+
+    def schedule(self, window: Window) -> None:
+        """The window has frames to write: it takes its turn."""
+        if window not in self._framing:
+            self._framing.append(window)
+        self._feed()
+
+    def _feed(self) -> None:
+        """Top the outbox up with window frames, one window's at a time in turn,
+        while it holds fewer than FEED_DEPTH frames."""
+        while self._framing and self._closing is None and len(self._out) < FEED_DEPTH:
+            window = self._framing.popleft()
+            frame = window.next_frame()
+            if frame is None:
+                continue
+            self.offer(frame)
+            if window.has_frames:
+                self._framing.append(window)
 
     def _cut_off(self) -> None:
         """Close at once, dropping what is queued: the writer may be stuck in a
@@ -224,6 +249,11 @@ class Connection:
                     return
                 await self.ws.send_str(item)
                 self._out.sent(item)
+                if self._framing:
+                    self._feed()
+                    # A send the socket took at once did not yield: let the loop run
+                    # (another channel's window, a request) between window frames.
+                    await asyncio.sleep(0)
         except ConnectionResetError:  # the socket closed under us: nothing more to send
             self._log.debug("connection_reset_while_sending")
 
@@ -313,22 +343,34 @@ class Connection:
         finally:
             self._reading = False
 
+    def sink(self, uri: str) -> "Window | Connection":
+        """What a channel's messages to this connection go through: its window
+        when the subscription is windowed, else the connection itself."""
+        return self.windows.get(uri, self)
+
     def join(self, uri: str) -> None:
         """Subscribe this connection to a channel."""
         self.channels.add(uri)
-        self.server.listeners.join(self.identity, uri, self)
+        self.server.listeners.join(self.identity, uri, self.sink(uri))
 
     def leave(self, uri: str) -> None:
-        """Unsubscribe this connection from a channel."""
+        """Unsubscribe this connection from a channel (its window closes)."""
+        sink = self.sink(uri)
+        window = self.windows.pop(uri, None)
+        if window is not None:
+            window.close()
         self.channels.discard(uri)
-        self.server.listeners.leave(self.identity, uri, self)
+        self.server.listeners.leave(self.identity, uri, sink)
         channel = self.server.channels.get(uri)
-        if channel is not None and self in channel.subscribers:
-            channel.subscribers.discard(self)
+        if channel is not None and sink in channel.subscribers:
+            channel.subscribers.discard(sink)
             if not channel.subscribers:
                 self.server.channels.unfollowed(uri)
 
     def detach(self) -> None:
+        if self.client_id is not None:  # a reconnect resumes them with these limits
+            for uri, window in self.windows.items():
+                self.server.remembered_windows.keep(self.client_id, uri, window.flow)
         for uri in list(self.channels):
             self.leave(uri)
         if self.client_id is not None:
@@ -411,6 +453,10 @@ class Connection:
             raise invalid_params(error) from None
         except AgentHostError as error:
             raise from_host_error(error) from None
+
+    def notified(self, method: str, params: Any) -> None:
+        """A notification the client sent inside frames (server/windows.py)."""
+        self._notification(method, params)
 
     def _notification(self, method: str, params: Any) -> None:
         entry = NOTIFICATIONS.get(method)

@@ -17,6 +17,7 @@ class Metrics:
     rejected_actions: int = 0
     steering_withdrawn: int = 0
     steering_not_withdrawn: int = 0
+    window_resets: int = 0  # windowed subscriptions reset (server/windows.py)
     connections: int = 0
     # The turn latency histogram: counts per bucket (not every latency: the
     # server runs for months), their sum and count.
@@ -59,6 +60,8 @@ class Metrics:
             f"agenthost_steering_withdrawn_total {self.steering_withdrawn}",
             "# TYPE agenthost_steering_not_withdrawn_total counter",
             f"agenthost_steering_not_withdrawn_total {self.steering_not_withdrawn}",
+            "# TYPE agenthost_window_resets_total counter",
+            f"agenthost_window_resets_total {self.window_resets}",
             "# TYPE agenthost_provider_restarts_total counter",
             f"agenthost_provider_restarts_total {counters.get('restarts', 0)}",
             "# TYPE agenthost_gc_disposals_total counter",

@@ -18,7 +18,11 @@ Rules kept here:
   offered; none is -32005 with `supportedVersions`, then the socket closes
   (after the answer: server/connection.py);
 - the creator of a session follows its lifecycle: creating -> ready, or
-  creationFailed.
+  creationFailed;
+- a `subscribe` offering `flowControl` on a 1.1 connection is windowed
+  (server/windows.py): answered with the limits, the snapshot in frames
+  after the answer; `reconnect.windows` resumes such subscriptions apart
+  from the inline replay.
 """
 
 from collections.abc import Awaitable, Callable
@@ -34,7 +38,7 @@ from agenthost.messages.errors import AgentHostError, JsonRpcErrorCode
 from agenthost.messages.session_events import SessionCreationFailed, SessionReady
 from agenthost.messages.sizes import value_bytes
 from agenthost.messages.state import Turn
-from agenthost.server import actions
+from agenthost.server import actions, windows
 from agenthost.server.channels import CHAT_PREFIX, ROOT, SESSION_PREFIX, chat_uri
 from agenthost.server.errors import RpcError, bad_param
 from agenthost.server.views import (
@@ -117,17 +121,27 @@ async def reconnect(conn: "Connection", params: p.ReconnectParams) -> Any:
         )
     await conn.bind_client(params.client_id)
     conn.version = conn.version or versions.PROTOCOL_VERSION
+    checkpoints = params.windows.items if params.windows is not None else ()
+    windowed = windows.requested(checkpoints)  # they recover apart, through their frames
     snapshots: list[p.Snapshot] = []
     missing: list[str] = []
     for uri in params.subscriptions:
+        if uri in windowed:
+            continue
         try:
             snapshots.append(await subscribe_to(conn, uri))
         except RpcError:
             missing.append(uri)
-    replay = conn.server.sequencer.since(params.last_seen_server_seq, set(conn.channels))
+    legacy = set(conn.channels) - windowed
+    replay = conn.server.sequencer.since(params.last_seen_server_seq, legacy)
+    resumed = None
+    if params.windows is not None:
+        resumed = await resume_windows(conn, checkpoints, set(params.subscriptions))
     if replay is None:
-        return p.ReconnectSnapshot(snapshots=tuple(snapshots), missing=tuple(missing))
-    return Replayed(actions=tuple(replay), missing=tuple(missing))
+        return p.ReconnectSnapshot(
+            snapshots=tuple(snapshots), missing=tuple(missing), windows=resumed
+        )
+    return Replayed(actions=tuple(replay), missing=tuple(missing), windows=resumed)
 
 
 @attrs.frozen(kw_only=True)
@@ -136,12 +150,86 @@ class Replayed:
 
     actions: tuple[dict[str, Any], ...]
     missing: tuple[str, ...]
+    windows: p.ChannelWindows | None = None
     type: str = "replay"
+
+
+async def resume_windows(
+    conn: "Connection", checkpoints: tuple[p.ChannelCheckpoint, ...], subscribed: set[str]
+) -> p.ChannelWindows:
+    """The client's windowed subscriptions, resumed with the limits they had
+    and fresh counters: replay after the applied checkpoint where the replay
+    buffer still holds it, else a snapshot, through the window's frames. One
+    the host no longer has (unknown limits, a channel gone, not among the
+    subscriptions) is left out: the client disposes it."""
+    server = conn.server
+    items = []
+    for checkpoint in checkpoints:
+        uri = checkpoint.channel
+        assert conn.client_id is not None
+        flow = _taken_over(conn, uri) or server.remembered_windows.take(conn.client_id, uri)
+        if flow is None or uri not in subscribed:
+            continue
+        if uri in conn.channels:
+            conn.leave(uri)
+        window = conn.windows[uri] = windows.Window(conn, uri, flow, conn.limits.windows)
+        try:
+            snapshot = await subscribe_to(conn, uri)
+        except RpcError:
+            conn.windows.pop(uri, None)
+            continue
+        seen = checkpoint.last_applied_server_seq
+        envelopes = None if seen is None else server.sequencer.since(seen, {uri})
+        if envelopes is None:
+            recovery = "snapshot"
+            bootstrap = [windows.snapshot_message(snapshot)]
+            after: int | None = snapshot.from_seq
+        else:
+            recovery = "replay"
+            bootstrap = [rpc.notification("action", envelope) for envelope in envelopes]
+            after = envelopes[-1]["serverSeq"] if envelopes else seen
+        windows.start_after_answer(window, bootstrap, after)
+        items.append(p.ChannelWindow(channel=uri, flow_control=flow, recovery=recovery))
+    return p.ChannelWindows(items=tuple(items))
+
+
+def _taken_over(conn: "Connection", uri: str) -> p.ChannelFlowControl | None:
+    """The window the client's older connection still holds on `uri` (its
+    close not yet seen here): it ends there, and its limits go on here."""
+    for other in list(conn.server.connections):
+        window = other.windows.get(uri)
+        if other is not conn and other.client_id == conn.client_id and window is not None:
+            other.leave(uri)
+            return window.flow
+    return None
 
 
 # -- subscriptions -----------------------------------------------------------------------
 async def subscribe(conn: "Connection", params: p.SubscribeParams) -> p.SubscribeResult:
+    if params.flow_control is not None and windows.offered(conn, params.flow_control):
+        return await subscribe_windowed(conn, params.channel, params.flow_control)
+    if params.channel in conn.windows:  # an ordinary subscription replaces the windowed one
+        conn.leave(params.channel)
     return p.SubscribeResult(snapshot=await subscribe_to(conn, params.channel))
+
+
+async def subscribe_windowed(
+    conn: "Connection", uri: str, offer: p.SubscribeFlowControl
+) -> p.SubscribeResult:
+    """Accept a flow-control offer (server/windows.py): the answer carries the
+    limits and no snapshot; the snapshot follows in frames, then channel/ready."""
+    flow = windows.accepted(uri, offer, conn.limits.windows, conn.limits.frame_bytes)
+    if uri in conn.channels:  # one subscription a channel: this one replaces it
+        conn.leave(uri)
+    window = conn.windows[uri] = windows.Window(conn, uri, flow, conn.limits.windows)
+    try:
+        snapshot = await subscribe_to(conn, uri)
+    except BaseException:
+        if conn.windows.get(uri) is window:  # not subscribed: no window stays behind
+            conn.leave(uri)
+        raise
+    windows.start_after_answer(window, [windows.snapshot_message(snapshot)], snapshot.from_seq)
+    return p.SubscribeResult(flow_control=flow)
 
 
 async def subscribe_to(conn: "Connection", uri: str) -> p.Snapshot:
@@ -151,7 +239,7 @@ async def subscribe_to(conn: "Connection", uri: str) -> p.Snapshot:
         raise RpcError(JsonRpcErrorCode.INVALID_PARAMS, "too many subscriptions on this connection")
     if uri == ROOT:
         conn.join(uri)
-        state = root_state(sorted(server.host.services.providers))
+        state = root_state(server.available_providers())
         return p.Snapshot(resource=ROOT, state=state, from_seq=server.sequencer.seq)
     if uri.startswith(SESSION_PREFIX):
         session = await server.registry.session(uri[len(SESSION_PREFIX) :], conn.identity)
@@ -162,7 +250,7 @@ async def subscribe_to(conn: "Connection", uri: str) -> p.Snapshot:
         _, chat = await server.registry.chat(uri[len(CHAT_PREFIX) :], conn.identity)
         channel = await server.channels.channel(chat)
         conn.join(uri)
-        channel.subscribers.add(conn)
+        channel.subscribers.add(conn.sink(uri))
         return channel.snapshot(legacy_steering=conn.legacy_steering)
     raise RpcError(JsonRpcErrorCode.NOT_FOUND, f"unknown channel {uri}")
 
@@ -310,9 +398,30 @@ def dispatch_action(conn: "Connection", params: p.DispatchActionParams, sent: An
     conn.enqueue(params, sent["action"])
 
 
+def channel_frame(conn: "Connection", params: p.ChannelFrameParams, sent: Any) -> None:
+    window = conn.windows.get(params.channel)
+    if window is not None:
+        window.receive(params)
+
+
+def channel_credit(conn: "Connection", params: p.ChannelCreditParams, sent: Any) -> None:
+    window = conn.windows.get(params.channel)
+    if window is not None:  # none: reset or unsubscribed meanwhile (stale credit is harmless)
+        window.credit(params.consumed_bytes)
+
+
+def channel_reset(conn: "Connection", params: p.ChannelResetParams, sent: Any) -> None:
+    """The client aborts a windowed subscription: it ends."""
+    if params.channel in conn.windows:
+        conn.leave(params.channel)
+
+
 NOTIFICATIONS: dict[str, Notification] = {
     "unsubscribe": Notification(handler=unsubscribe),
     "dispatchAction": Notification(handler=dispatch_action, adapt=actions.older_shapes),
+    "channel/frame": Notification(handler=channel_frame),
+    "channel/credit": Notification(handler=channel_credit),
+    "channel/reset": Notification(handler=channel_reset),
 }
 """The client's notifications the server acts on; a dispatched action is
 queued on its connection and taken in order by server/actions.py."""

@@ -128,5 +128,9 @@ def session_state(summary: SessionSummary, chat_ids: list[str]) -> SessionState:
     )
 
 
+def agents(providers: list[str]) -> tuple[AgentInfo, ...]:
+    return tuple(AgentInfo(provider=p, display_name=p) for p in providers)
+
+
 def root_state(providers: list[str]) -> RootState:
-    return RootState(agents=tuple(AgentInfo(provider=p, display_name=p) for p in providers))
+    return RootState(agents=agents(providers))

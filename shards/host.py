@@ -24,7 +24,7 @@ import attrs
 from agenthost.actors.aio import AsyncHost
 from agenthost.actors.calls import HostCore
 from agenthost.actors.clock import Clock, SystemClock
-from agenthost.actors.context import Departures
+from agenthost.actors.context import Departures, ProviderHealth
 from agenthost.actors.limits import HostLimits
 from agenthost.actors.surface import DEFAULT_TIMEOUT, Host
 from agenthost.shards.front import FrontLoop, Locate, RemoteRef, Router, ShardLink
@@ -55,6 +55,10 @@ class FrontServices:
     # Sessions that left a shard's memory, as every shard tells its fronts
     # (shards/shard.py, invariant 4): Host.on_session_left on a front.
     departures: Departures = attrs.Factory(Departures)
+    # Which providers are unavailable, as the front knows it: the shards'
+    # supervisors do not tell their fronts yet, so none is (root/agentsChanged
+    # is not sent for a shard's provider past its restart limit).
+    health: ProviderHealth = attrs.Factory(ProviderHealth)
 
 
 class Front:

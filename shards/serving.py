@@ -53,6 +53,7 @@ class _Scripted:
                 shape=self.shape,  # type: ignore[arg-type]
                 echo_deltas=self.deltas,
                 delta_s=self.delta_ms / 1000,
+                records=0,  # in a shard process: nobody reads them
             )
         }
 

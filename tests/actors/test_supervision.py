@@ -85,3 +85,50 @@ def test_a_send_right_after_the_cool_down_waits_for_the_provider_to_reconnect(
         outcome = chat.send("back").result(timeout=10)
         assert outcome.state is OutcomeState.COMPLETE, outcome.error
         host.stop()
+
+
+def test_a_provider_is_unavailable_while_a_connection_of_it_cools_down_and_watchers_hear_both_ends(
+    db_path: Path,
+) -> None:
+    clock = FakeClock()
+    provider = ScriptedProvider().on("boom", Say("x"), Crash())
+    policy = RestartPolicy(intensity=1, period=60, backoff_min=0.0, backoff_max=0.0, cooldown=30)
+    heard: list[frozenset[str]] = []
+    with use_runtime(DeterministicRunner()) as runner:
+        host = Host.start(
+            store=SqliteStore(db_path),
+            providers={"scripted": provider},
+            clock=clock,
+            restart_policy=policy,
+        )
+        host.on_providers_changed(heard.append)
+        chat = host.create_session().chat()
+        assert chat.send("boom").result(timeout=10).state is OutcomeState.ERROR  # restarted
+        assert host.unavailable_providers() == frozenset() and heard == []
+        assert chat.send("boom").result(timeout=10).state is OutcomeState.ERROR  # past the limit
+        assert host.unavailable_providers() == {"scripted"}
+        assert heard == [frozenset({"scripted"})]
+        runner.run()
+        clock.advance(policy.cooldown)
+        runner.run()
+        assert host.unavailable_providers() == frozenset()
+        assert heard == [frozenset({"scripted"}), frozenset()]
+        host.stop()
+
+
+def test_provider_health_reports_only_the_changes_of_availability() -> None:
+    from agenthost.actors.context import ProviderHealth
+
+    health = ProviderHealth()
+    heard: list[frozenset[str]] = []
+    stop = health.watch(heard.append)
+    health.cooling("a", +1)
+    health.cooling("a", +1)  # a second connection of it: still the same news
+    health.cooling("b", +1)
+    health.cooling("a", -1)
+    assert heard == [frozenset({"a"}), frozenset({"a", "b"})]
+    health.cooling("a", -1)
+    assert heard[-1] == frozenset({"b"}) and health.unavailable() == {"b"}
+    stop()
+    health.cooling("b", -1)
+    assert len(heard) == 3

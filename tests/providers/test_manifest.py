@@ -100,6 +100,21 @@ def test_a_host_runs_turns_on_a_manifests_providers(
         assert chat.send("hi").result(timeout=10).state is OutcomeState.COMPLETE
 
 
+@pytest.mark.parametrize(("records", "kept"), [("", []), ("records = 2\n", ["b", "c"])])
+def test_a_manifests_scripted_provider_keeps_records_only_when_asked(
+    manifest: Any, db_path: Path, clock: FakeClock, records: str, kept: list[str]
+) -> None:
+    """Served, nobody reads them: each would hold its send's history (whole chats)."""
+    entry = '[providers.fake]\nkind = "scripted"\n' + records
+    (provider,) = load_manifest(manifest(entry)).values()
+    assert isinstance(provider, ScriptedProvider)
+    with Host.start(store=SqliteStore(db_path), providers={"fake": provider}, clock=clock) as host:
+        chat = host.create_session(provider="fake").chat()
+        for text in ("a", "b", "c"):
+            assert chat.send(text).result(timeout=10).state is OutcomeState.COMPLETE
+    assert provider.prompts == kept
+
+
 def test_a_missing_key_variable_names_the_entry_key_and_variable(
     manifest: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -141,6 +156,7 @@ def test_an_unknown_key_names_the_entry_and_key_never_its_value(
         ('kind = "openai"\nmodel = ""', "model"),
         ('kind = "openai"', "model"),
         ('kind = "scripted"\nshape = "' + SECRET + '"', "shape"),
+        ('kind = "scripted"\nrecords = -1', "records"),
         ('kind = "copilot"\ncli_path = 7', "cli_path"),
         ('kind = "' + SECRET + '"', "kind"),
         ('model = "m"', "kind"),

@@ -26,12 +26,22 @@ class RpcFailed(Exception):
         self.code = error.get("code")
 
 
+class Received(dict[str, Any]):
+    """A notification as parsed, with its frame's `text` as it arrived and its
+    place in the order of everything received (cleared with the notifications)."""
+
+    text: str = ""
+    order: int = 0
+
+
 class AhpClient:
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
         self.notifications: list[dict[str, Any]] = []
+        self._received = itertools.count()
+        self.answered_at = -1  # the place of the latest response among what was received
         self._responses: dict[Any, dict[str, Any]] = {}
         self._arrived = asyncio.Condition()
         self._reader = asyncio.get_running_loop().create_task(self._read())
@@ -43,11 +53,15 @@ class AhpClient:
                 if frame.type is not aiohttp.WSMsgType.TEXT:
                     continue
                 message = json.loads(frame.data)
+                order = next(self._received)
                 async with self._arrived:
                     if "id" in message and "method" not in message:
                         self._responses[message["id"]] = message
+                        self.answered_at = order
                     else:
-                        self.notifications.append(message)
+                        received = Received(message)
+                        received.text, received.order = frame.data, order
+                        self.notifications.append(received)
                     self._arrived.notify_all()
         finally:
             self.closed.set()

@@ -33,7 +33,7 @@ from agenthost.messages.state import PendingMessage
 from agenthost.messages.wire import camel
 from agenthost.server.actions import CHAT_ACTIONS, SESSION_ACTIONS
 from agenthost.server.ahp import Limits
-from agenthost.server.requests import REQUESTS
+from agenthost.server.requests import NOTIFICATIONS, REQUESTS
 from agenthost.server.serve import ServeConfig, serve
 from tests.server.ahp_client import TOKEN, TOKENS, WAIT_S
 
@@ -310,7 +310,7 @@ def test_a_wrong_type_for_any_field_of_any_method_is_answered_naming_it(
     if request and wrong.method not in REQUESTS:
         assert [e["error"]["code"] for e in errors(received)] == [-32601]  # not offered
         return
-    if not request and wrong.method not in ("unsubscribe", "dispatchAction"):
+    if not request and wrong.method not in NOTIFICATIONS:
         assert received == []  # a notification this server does not take: not answered
         return
     [answer] = errors(received)
