@@ -399,7 +399,6 @@ def serve(
         host=host, port=port, drain_s=drain_s, limits=limits, allowed_hosts=tuple(allowed_host)
     )
     host_limits = HostLimits(message_bytes=max_message_bytes)
-    new = " (created now)" if chosen.created else ""
     many = shards is not None and (fronts or 1) > 1
 
     def ready(url: str) -> None:
@@ -410,6 +409,7 @@ def serve(
         else:
             print(f"agenthost: tokens from {token_file}; open {url} and paste yours")
         names = ", ".join(sorted(configured))
+        new = " (created now)" if chosen.created else ""  # known once the store opened
         print(f"agenthost: store {chosen.location}{new}; providers: {names}")
         if shards is not None:
             where = ray_address or "a Ray cluster on this machine"
