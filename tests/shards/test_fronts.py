@@ -3,6 +3,7 @@ client sees across connections that land on different fronts
 (server/fronts.py; tests/shards/test_fronts_ray.py runs the processes)."""
 
 import asyncio
+import concurrent.futures
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -13,7 +14,7 @@ import pytest
 
 from agenthost.actors.context import Departure
 from agenthost.server.channels import Sequencer
-from agenthost.server.fronts import SEQ_BITS, front_seq_base
+from agenthost.server.fronts import SEQ_BITS, count_front_start, front_seq_base
 from agenthost.server.serve import ServeConfig, serve
 from agenthost.shards import ShardedHost
 from tests.server.ahp_client import (
@@ -96,6 +97,16 @@ def test_front_starts_number_server_seq_in_ranges_of_their_own() -> None:
     assert envelope["serverSeq"] == bases[1] + 1
     assert sequencer.since(bases[1], {"ahp-session:/s"}) == [envelope]
     assert sequencer.since(bases[0] + 5, {"ahp-session:/s"}) is None  # another front's seq
+
+
+def test_front_starts_counted_at_once_in_the_store_get_numbers_of_their_own(
+    local_shards: LocalShards,
+) -> None:
+    local_shards.start("s0")  # its store made the schema
+    spec = local_shards.options.store
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        counted = list(pool.map(lambda _: count_front_start(spec), range(16)))
+    assert sorted(counted) == list(range(1, 17))
 
 
 def test_a_reconnect_that_lands_on_the_other_front_gets_snapshots_never_a_replay(
