@@ -25,6 +25,8 @@ Invariants:
    for the sessions a lost shard held as far as this link sent calls for
    them, from the link itself (Departure.FAILED), so a front's tables never
    keep a session that is in no shard's memory.
+6. A provider is unavailable on the front (Host.unavailable_providers, and
+   root/agentsChanged) while any connected shard says it is unavailable there.
 """
 
 import asyncio
@@ -81,6 +83,7 @@ from agenthost.shards.wire import (
     DetachRemote,
     Events,
     FrameWriter,
+    ProvidersChanged,
     Relay,
     RemoteChat,
     RemoteSession,
@@ -194,6 +197,7 @@ class ShardLink:
         # sessions this link sent calls for and the shard has not said left its
         # memory: they leave with the shard if it is lost (invariant 5)
         self._sessions: set[str] = set()
+        self._unavailable: frozenset[str] = frozenset()  # the shard's, as it said
         self._connecting: asyncio.Task[None] | None = None
         self._ready: list[asyncio.Future[None]] = []
         self.gone = False
@@ -342,6 +346,8 @@ class ShardLink:
                 self.router.departures.left(session_id, why)
             case Relay(notice=notice):
                 self.router.relayed.arrived(notice)
+            case ProvidersChanged(unavailable=unavailable):
+                self._providers(unavailable)
             case TicketEnded(ticket=no, outcome=outcome, error=error):
                 watched = self._tickets.pop(no, None)
                 if watched is None:
@@ -350,6 +356,16 @@ class ShardLink:
                     watched.ticket.fail(error)
                 elif outcome is not None:
                     watched.ticket.resolve(outcome)
+
+    def _providers(self, unavailable: frozenset[str]) -> None:
+        """The shard's unavailable providers now: the front's health counts a
+        provider unavailable while any shard says so (invariant 6)."""
+        health = self.router.health
+        for provider in unavailable - self._unavailable:
+            health.cooling(provider, +1)
+        for provider in self._unavailable - unavailable:
+            health.cooling(provider, -1)
+        self._unavailable = unavailable
 
     def _settle(self, pending: Pending, reply: Reply) -> None:
         error = reply.error
@@ -426,6 +442,7 @@ class ShardLink:
             else:
                 self._io.loop.create_task(self._settle_from_state(watched))
         self.router.lost(self)
+        self._providers(frozenset())  # a shard that comes back says its own again
         sessions, self._sessions = self._sessions, set()
         for session_id in sessions:  # they left the dead shard's memory with it
             self.router.departures.left(session_id, Departure.FAILED)

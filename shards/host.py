@@ -55,9 +55,8 @@ class FrontServices:
     # Sessions that left a shard's memory, as every shard tells its fronts
     # (shards/shard.py, invariant 4): Host.on_session_left on a front.
     departures: Departures = attrs.Factory(Departures)
-    # Which providers are unavailable, as the front knows it: the shards'
-    # supervisors do not tell their fronts yet, so none is (root/agentsChanged
-    # is not sent for a shard's provider past its restart limit).
+    # Which providers are unavailable: on any shard, as the shards tell their
+    # fronts (shards/front.py, invariant 6).
     health: ProviderHealth = attrs.Factory(ProviderHealth)
 
 
@@ -89,6 +88,7 @@ class Front:
             supervisor=RemoteRef(self.router, SupervisorTarget()),
             limits=limits or HostLimits(),
             departures=self.router.departures,
+            health=self.router.health,
         )
         self.core = HostCore(self.services)  # type: ignore[arg-type]
         self._on_stop = on_stop

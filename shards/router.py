@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from agenthost.actors.context import Departures
+from agenthost.actors.context import Departures, ProviderHealth
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.protocol import AdoptSession, GetCounters, ImportRecord, LoadSession
 from agenthost.actors.session import ChatInfo
@@ -107,6 +107,7 @@ class Router:
         # who hears that a session left a shard's memory (the front's services')
         self.departures = Departures()
         self.relayed = Relayed()  # who hears what other fronts relay
+        self.health = ProviderHealth()  # the shards' unavailable providers, counted
         for link in links:
             link.router = self
 

@@ -19,7 +19,9 @@ Invariants:
 3. Nothing here blocks the loop: every wait is an awaited runtime future.
 4. Every front connected hears each session that leaves this shard's memory
    (SessionLeft), as an in-process host's watchers do (Host.on_session_left),
-   and each notice another front relays through this shard (Relay).
+   and each notice another front relays through this shard (Relay); and
+   which of its providers are unavailable (ProvidersChanged: on connect, and
+   on each change).
 """
 
 import asyncio
@@ -50,6 +52,7 @@ from agenthost.shards.wire import (
     FrameWriter,
     HandshakeError,
     HostTarget,
+    ProvidersChanged,
     Relay,
     RemoteChat,
     RemoteSession,
@@ -135,7 +138,18 @@ class ShardServer:
             with contextlib.suppress(RuntimeError):  # the loop has closed
                 loop.call_soon_threadsafe(self._left, session_id, why)
 
-        self._unwatch = self.core.services.departures.watch(left)
+        def health(unavailable: frozenset[str]) -> None:  # on the supervisor's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(self._health, unavailable)
+
+        unleft = self.core.services.departures.watch(left)
+        unhealth = self.core.services.health.watch(health)
+
+        def unwatch() -> None:
+            unleft()
+            unhealth()
+
+        self._unwatch = unwatch
         self._server = await asyncio.start_server(self._serve, self._bind, self._port)
         host, port = self._server.sockets[0].getsockname()[:2]
         self.address = (host, port)
@@ -146,6 +160,10 @@ class ShardServer:
         for peer in self._peers:
             if peer is not sender:
                 peer.send(relay)
+
+    def _health(self, unavailable: frozenset[str]) -> None:
+        for peer in self._peers:
+            peer.send(ProvidersChanged(unavailable=unavailable))
 
     def _left(self, session_id: str, why: Departure) -> None:
         """A session left this shard's memory: every front hears it (invariant 4)."""
@@ -173,6 +191,9 @@ class ShardServer:
             return
         peer = _Peer(self, FrameWriter(writer))
         self._peers.add(peer)
+        unavailable = self.core.services.health.unavailable()
+        if unavailable:  # what this front cannot know otherwise (invariant 4)
+            peer.send(ProvidersChanged(unavailable=unavailable))
         try:
             await read_batches(reader, peer.handle)
         finally:

@@ -148,6 +148,14 @@ class SessionLeft:
 
 
 @attrs.frozen
+class ProvidersChanged:
+    """The providers unavailable on the shard now (past its supervisor's
+    restart limit): sent when that changes, and on each front's connect."""
+
+    unavailable: frozenset[str]
+
+
+@attrs.frozen
 class Relay:
     """A notice one front hands its fellow fronts (plain data): a Tell to a
     shard's HostTarget, which sends it on to every other front connected."""

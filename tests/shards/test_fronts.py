@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from agenthost.actors.context import Departure
-from agenthost.server.channels import Sequencer
+from agenthost.server.channels import ROOT, Sequencer
 from agenthost.server.fronts import SEQ_BITS, count_front_start, front_seq_base
 from agenthost.server.serve import ServeConfig, serve
 from agenthost.shards import ShardedHost
@@ -231,5 +231,35 @@ def test_a_session_added_or_removed_on_one_front_reaches_its_owners_root_on_the_
             # what front b offered bob with alice's notices is queued before this answer
             await bob.call("ping")
             assert not [n for n in bob.notifications if n.get("method", "").startswith("root/")]
+
+    on_two_fronts(local_shards, body)
+
+
+def test_a_provider_unavailable_on_a_shard_leaves_every_fronts_agents_until_it_is_back(
+    local_shards: LocalShards,
+) -> None:
+    """A shard tells its fronts which of its providers are unavailable (its
+    supervisor's health is set here as the supervisor would, past its restart
+    limit): root/agentsChanged on both fronts, and again once it is back."""
+
+    def agents(names: list[str]) -> Callable[[dict[str, Any]], bool]:
+        changed = action_of("root/agentsChanged")
+        return lambda n: (
+            changed(n) and [a["provider"] for a in n["params"]["action"]["agents"]] == names
+        )
+
+    async def body(fa: Server, fb: Server, a: ShardedHost, b: ShardedHost) -> None:
+        health = local_shards.shards["s1"].host.core.services.health
+        async with fa.client() as on_a, fb.client() as on_b:
+            for client in (on_a, on_b):
+                await client.initialize(client_id=f"c-{id(client)}", initialSubscriptions=[ROOT])
+            health.cooling("scripted", +1)
+            for client in (on_a, on_b):
+                await client.wait_for(agents([]))
+            assert a.aio.unavailable_providers() == frozenset({"scripted"})
+            health.cooling("scripted", -1)
+            for client in (on_a, on_b):
+                await client.wait_for(agents(["scripted"]))
+            assert b.aio.unavailable_providers() == frozenset()
 
     on_two_fronts(local_shards, body)
