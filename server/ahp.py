@@ -16,7 +16,9 @@ its own module:
 - server/channels.py: the chat channels and the one serverSeq;
 - server/windows.py: AHP 1.1's windowed delivery (frames within credit);
 - server/clients.py: client ids and the grace after a client left;
-- server/views.py: the host's values as the wire shows them.
+- server/views.py: the host's values as the wire shows them;
+- server/fronts.py: a sharded server's several front processes on one port
+  (each an AhpServer whose serverSeq starts at a base of its own).
 
 Rules kept by the parts (see each module): a session is visible only to the
 identity that created it; an accepted client action drives its side effect

@@ -17,6 +17,9 @@ Invariants:
    switch (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 makes it take the loopback
    address as the node's) before it is imported, and every port it opens is
    in the range given.
+5. Shard actors are named (`RayShards.names`, a prefix of this start's own,
+   in the `agenthost` namespace), so another process of the cluster (an AHP
+   front of `serve --fronts`: server/fronts.py) finds them (`join_shards`).
 """
 
 import asyncio
