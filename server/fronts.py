@@ -328,7 +328,8 @@ async def serve_fronts(
             stop = asyncio.Event()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        ready(f"http://{spec.config.host}:{port}/")
+        shown = f"[{spec.config.host}]" if ":" in spec.config.host else spec.config.host
+        ready(f"http://{shown}:{port}/")
         await stop.wait()
         log.info("fronts_stopping", fronts=count)
         await fronts.stop(spec.config.drain_s)
