@@ -343,7 +343,8 @@ def serve(
     Also /healthz and /metrics. Prints the store, the providers and a URL
     that opens the page signed in. With --shards, the sessions live on N
     shard processes that Ray runs (and restarts), and this process routes
-    to them. Limits are in bytes.
+    to them (with --fronts M, M front processes on the one port do).
+    Limits are in bytes.
     """
     from agenthost.actors import HostLimits
     from agenthost.providers import ScriptedProvider

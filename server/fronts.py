@@ -69,6 +69,7 @@ below 2**53, an integer JSON and JavaScript carry exactly."""
 FRONT_START_S = 120.0
 STOP_MARGIN_S = 15.0
 RESTART_DELAY_S = 1.0
+RESTART_MAX_DELAY_S = 30.0
 
 
 def front_seq_base(start: int) -> int:
@@ -240,10 +241,11 @@ class Fronts:
     async def _supervise(self, front: _Front) -> None:
         """Start a front again when it dies while the server runs (invariant 5)."""
         await _exited(front.process)
+        delay = RESTART_DELAY_S
         while not self.stopping:
             await asyncio.to_thread(front.process.join, 5.0)  # reaped: its exit code
             log.warning("front_died", front=front.index, exit_code=front.process.exitcode)
-            await asyncio.sleep(RESTART_DELAY_S)
+            await asyncio.sleep(delay)
             if self.stopping:
                 return
             again = self._spawn(front.index)
@@ -251,13 +253,12 @@ class Fronts:
             self.restarts += 1
             try:
                 await self._ready(again)
-            except FrontFailed as failed:
+                delay = RESTART_DELAY_S
+            except FrontFailed as failed:  # again, later: a start that fails waits longer
                 log.error("front_restart_failed", front=front.index, error=str(failed))
+                delay = min(delay * 2, RESTART_MAX_DELAY_S)
             front = again
             await _exited(front.process)
-
-    def pids(self) -> list[int]:
-        return [front.process.pid for front in self.fronts]
 
     async def stop(self, drain_s: float = 0.0) -> None:
         """SIGTERM to each front; wait for its drain and a margin; then SIGKILL."""
@@ -308,7 +309,6 @@ async def serve_fronts(
     count: int,
     ready: Callable[[str], None] = lambda url: None,
     stop: asyncio.Event | None = None,
-    started: Callable[[Fronts], None] = lambda fronts: None,
 ) -> None:
     """Serve with `count` front processes until `stop` is set (or SIGTERM or
     SIGINT); then stop them, drained. The caller stops the shards after.
@@ -323,7 +323,6 @@ async def serve_fronts(
         spec = attrs.evolve(spec, config=attrs.evolve(spec.config, port=port))
         fronts = Fronts(spec, count)
         await fronts.start()
-        started(fronts)
         if stop is None:
             stop = asyncio.Event()
             for sig in (signal.SIGTERM, signal.SIGINT):
