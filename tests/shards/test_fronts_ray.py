@@ -22,7 +22,7 @@ import pytest
 from agenthost.server.fronts import SEQ_BITS
 from agenthost.shards.ray_shards import LOOPBACK_ENV
 from tests.fakes.stores import postgres_schema_url
-from tests.server.ahp_client import TOKEN, AhpClient, action_of
+from tests.server.ahp_client import TOKEN, AhpClient, action_of, fetched_turns
 
 os.environ.update(LOOPBACK_ENV)  # before ray is imported: a local cluster on loopback only
 pytest.importorskip("ray", reason="ray is not installed (pip install 'agenthost[scale]')")
@@ -174,8 +174,7 @@ def test_two_front_processes_on_one_port_serve_reconnects_and_a_front_killed(
                 if "t-long" not in ids:  # still running: its end comes, once
                     assert state["activeTurn"]["id"] == "t-long"
                     await again.wait_for(action_of("chat/turnComplete", turnId="t-long"))
-                    listed = await again.call("fetchTurns", {"channel": chats["a"]})
-                    ids = [t["id"] for t in listed["turns"]]
+                    ids = [t["id"] for t in await fetched_turns(again, chats["a"])]
                 assert ids == ["t-a", "t-long"]
                 ends = [
                     n
