@@ -185,6 +185,9 @@ class ChatCore(HostedActor):
         # While the session decides to leave memory: client commands held meanwhile.
         self._closing: list[tuple[Any, RuntimeFuture]] | None = None
         self._turn_seq = len(state.turns)
+        # A pending message is stored after every other (a position past each one
+        # stored): removals leave gaps, so the list's length is not one.
+        self._next_position = 0
         self._tracker: Ref | None = None
         self._drain: Ref | None = None
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
@@ -220,8 +223,11 @@ class ChatCore(HostedActor):
         self.send(self._drain, UseTracker(tracker=self._tracker))
         # Restored steering was meant for a turn that died with the process: it
         # heads the queue, which waits (as after any failed turn) for a success.
-        for pending in reversed(self._state.steering_messages):
+        restored = self._state.steering_messages
+        for pending in reversed(restored):
             self._to_queue(pending)
+        if self._state.queued_messages and not restored:
+            self._save_queue_positions()  # stored with gaps, perhaps: new ones go after
 
     def _hydrate(self) -> None:
         """Contributions restore what they keep, before the chat is listed."""
@@ -358,19 +364,15 @@ class ChatCore(HostedActor):
             id=pending_id or new_id(), kind=kind, message=message, turn_id=turn_id
         )
         self._apply(self._stamp(PendingMessageAdded(pending=pending)), origin=origin)
-        position = len(
-            self._state.steering_messages
-            if kind is PendingKind.STEERING
-            else self._state.queued_messages
-        )
         self._write(
             SavePending(
                 session_id=self.session_id,
                 chat_id=self.chat_id,
                 pending=pending,
-                position=position - 1,
+                position=self._next_position,
             )
         )
+        self._next_position += 1
         return pending
 
     def _remove_pending(
@@ -385,7 +387,9 @@ class ChatCore(HostedActor):
         self._write(DeletePending(chat_id=self.chat_id, pending_id=pending.id))
 
     def _save_queue_positions(self) -> None:
-        for position, pending in enumerate(self._state.queued_messages):
+        """The queue's stored order made its order now (positions 0 to n - 1)."""
+        queued = self._state.queued_messages
+        for position, pending in enumerate(queued):
             self._write(
                 SavePending(
                     session_id=self.session_id,
@@ -394,6 +398,7 @@ class ChatCore(HostedActor):
                     position=position,
                 )
             )
+        self._next_position = max(self._next_position, len(queued))
 
     def _to_queue(self, pending: PendingMessage) -> None:
         """A steering message the provider cannot take becomes the head of the queue."""

@@ -6,14 +6,17 @@ One run, on one local Ray cluster (started here, loopback only, ports from
   ShardedHost of N shards, for N = 1 and 2;
 - over AHP: `agenthost serve --shards N --ray-address <the cluster>` in a
   process of its own, driven by `load --url`'s driver from here;
+- over AHP with fronts (mode `fronts`): `serve --shards 2 --fronts 2`, two
+  front processes on the one port, driven the same way;
 - a kill: 2 shards in process, one killed with SIGKILL when 30% of the turns
   ended; every turn the client saw complete must be stored complete, once,
   and after every session's next use no turn is left running.
 
 CPU: every process's user+system time (psutil) from the first turn's end to
 the last's, divided by the turns between: the front (this process in process,
-the serve process over AHP; the load driver over AHP is the client and is
-not counted), each shard, Ray's own processes (GCS, raylet, agents, idle
+the serve process over AHP; with --fronts each front process, front-N, and
+the serve process that supervises them, serve; the load driver over AHP is
+the client and is not counted), each shard, Ray's own processes (GCS, raylet, agents, idle
 workers), and the PostgreSQL backends of the run (by application_name). The
 machine's other work is not in it; wall-clock turns/s is, so run it quiet.
 """
@@ -75,6 +78,7 @@ class Figures:
     cpu: Cpu
     ok: bool
     violations: tuple[str, ...] = ()
+    fronts: int = 1
 
     def per_turn_us(self, part: str | None = None) -> float:
         seconds = self.cpu.total if part is None else self.cpu.parts.get(part, 0.0)
@@ -84,8 +88,11 @@ class Figures:
 class Meter:
     """Snapshots of the run's processes' CPU (see the module docstring)."""
 
-    def __init__(self, front: int, schema: str, dsn: str, client: int | None = None) -> None:
+    def __init__(
+        self, front: int, schema: str, dsn: str, client: int | None = None, fronts: int = 1
+    ) -> None:
         self.front = front
+        self.fronts = fronts
         self.schema = schema
         self.dsn = dsn
         self.client = client
@@ -95,8 +102,8 @@ class Meter:
     def processes(self) -> dict[int, str]:
         """pid -> its part: front, shard-N, ray, postgres."""
         me = psutil.Process()
-        parts: dict[int, str] = {self.front: "front"}
-        shards = []
+        parts: dict[int, str] = {self.front: "front" if self.fronts == 1 else "serve"}
+        shards, fronts = [], []
         for child in [*me.children(recursive=True), *_children(self.front)]:
             if child.pid in (self.front, self.client):
                 continue
@@ -106,10 +113,14 @@ class Meter:
                 continue
             if "ShardActor" in line:
                 shards.append(child.pid)
+            elif "spawn_main" in line and child.ppid() == self.front:
+                fronts.append(child.pid)  # a front process of serve --fronts
             else:
                 parts.setdefault(child.pid, "ray")
         for n, pid in enumerate(sorted(set(shards))):
             parts[pid] = f"shard-{n}"
+        for n, pid in enumerate(sorted(set(fronts))):
+            parts[pid] = f"front-{n}"
         for pid in _backends(self.dsn, self.schema):
             parts[pid] = "postgres"
         return parts
@@ -266,7 +277,9 @@ def _kill_violations(records: list[ChatRecord]) -> Iterator[str]:
                 yield f"chat {record.index}: {prompt!r} completed but is not stored complete"
 
 
-def over_ahp(local: Any, base: str, chats: int, turns: int, shards: int) -> Figures:
+def over_ahp(
+    local: Any, base: str, chats: int, turns: int, shards: int, fronts: int = 1
+) -> Figures:
     token = secrets.token_hex(16)
     with schema(base) as (url, name), _token_file(token) as tokens:
         server = subprocess.Popen(
@@ -283,6 +296,12 @@ def over_ahp(local: Any, base: str, chats: int, turns: int, shards: int) -> Figu
                 url,
                 "--token-file",
                 tokens,
+                # 2,000 chats at once: past the per-identity quotas' defaults
+                "--session-creations-per-minute",
+                "0",
+                "--max-resident-sessions",
+                "0",
+                *(["--fronts", str(fronts)] if fronts > 1 else []),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -293,7 +312,7 @@ def over_ahp(local: Any, base: str, chats: int, turns: int, shards: int) -> Figu
             config = LoadConfig(
                 chats=chats, turns=turns, url=f"ws://127.0.0.1:{SERVE_PORT}/ahp", token=token
             )
-            meter = Meter(server.pid, name, base, client=os.getpid())
+            meter = Meter(server.pid, name, base, client=os.getpid(), fronts=fronts)
             progress = Progress(meter, chats * turns)
             report = asyncio.run(load_remote(config, progress))
             cpu = progress.cpu or meter.end()
@@ -305,7 +324,14 @@ def over_ahp(local: Any, base: str, chats: int, turns: int, shards: int) -> Figu
                 server.kill()
                 server.wait(10)
     return Figures(
-        "over AHP", shards, chats * turns - 1, report.turns_per_s, cpu, report.ok, report.violations
+        "over AHP",
+        shards,
+        chats * turns - 1,
+        report.turns_per_s,
+        cpu,
+        report.ok,
+        report.violations,
+        fronts,
     )
 
 
@@ -336,7 +362,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--chats", type=int, default=2000)
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES)
-    parser.add_argument("--modes", default="process,ahp,kill")
+    parser.add_argument("--modes", default="process,ahp,fronts,kill")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
@@ -353,6 +379,8 @@ def main(argv: list[str]) -> None:
                 )
             if "ahp" in modes:
                 results.append(over_ahp(local, args.postgres, args.chats, args.turns, shards))
+        if "fronts" in modes:  # 2 shards x 2 front processes
+            results.append(over_ahp(local, args.postgres, args.chats, args.turns, 2, fronts=2))
         if "kill" in modes:
             results.append(in_process(local, args.postgres, args.chats, args.turns, 2, True))
     finally:
@@ -366,6 +394,7 @@ def _as_dict(figures: Figures) -> dict[str, Any]:
     return {
         "mode": figures.mode,
         "shards": figures.shards,
+        "fronts": figures.fronts,
         "turns_per_s": round(figures.turns_per_s),
         "cpu_us_per_turn": {
             k: round(v / max(figures.turns, 1) * 1e6) for k, v in figures.cpu.parts.items()
@@ -380,12 +409,13 @@ def show(results: list[Figures]) -> None:
     console = Console()
     parts = sorted({part for r in results for part in r.cpu.parts}, key=_part_order)
     table = Table(title="shards: turns/s and CPU µs a turn (all processes), one run")
-    for column in ("run", "shards", "turns/s", "CPU/turn", *parts, "invariants"):
+    for column in ("run", "shards", "fronts", "turns/s", "CPU/turn", *parts, "invariants"):
         table.add_column(column, justify="left" if column in ("run", "invariants") else "right")
     for r in results:
         table.add_row(
             r.mode,
             str(r.shards),
+            str(r.fronts),
             f"{r.turns_per_s:,.0f}",
             f"{r.per_turn_us():,.0f}",
             *(f"{r.per_turn_us(p):,.0f}" for p in parts),
@@ -393,16 +423,26 @@ def show(results: list[Figures]) -> None:
         )
     console.print(table)
     for mode in ("in process", "over AHP"):
-        one = next((r for r in results if r.mode == mode and r.shards == 1), None)
-        two = next((r for r in results if r.mode == mode and r.shards == 2), None)
+        one = next((r for r in results if (r.mode, r.shards, r.fronts) == (mode, 1, 1)), None)
+        two = next((r for r in results if (r.mode, r.shards, r.fronts) == (mode, 2, 1)), None)
         if one and two:
             console.print(
                 f"{mode}: 2 shards / 1: turns/s {two.turns_per_s / one.turns_per_s:.2f}x"
                 f" (target >= 1.3x), CPU a turn {two.per_turn_us() / one.per_turn_us():.2f}x"
                 " (target <= 1.5x)"
             )
+    one_front = next(
+        (r for r in results if (r.mode, r.shards, r.fronts) == ("over AHP", 2, 1)), None
+    )
+    two_fronts = next((r for r in results if r.fronts == 2), None)
+    if one_front and two_fronts:
+        console.print(
+            f"over AHP, 2 shards: 2 fronts / 1: turns/s"
+            f" {two_fronts.turns_per_s / one_front.turns_per_s:.2f}x, CPU a turn"
+            f" {two_fronts.per_turn_us() / one_front.per_turn_us():.2f}x"
+        )
 
 
 def _part_order(part: str) -> tuple[int, str]:
-    order = {"front": 0, "ray": 8, "postgres": 9}
-    return order.get(part, 1), part
+    order = {"front": 0, "serve": 0, "ray": 8, "postgres": 9}
+    return order.get(part, 0 if part.startswith("front-") else 1), part

@@ -16,6 +16,14 @@ import attrs
 from agenthost.messages.errors import OpenStrEnum
 from agenthost.messages.fields import Json, as_object, unique_pairs, wire_name
 
+# AHP channel URIs
+ROOT_CHANNEL = "ahp-root://"
+SESSION_SCHEME = "ahp-session:"
+CHAT_SCHEME = "ahp-chat:"
+
+Timestamp = int | str
+"""A summary's createdAt / modifiedAt: protocol versions send ms or ISO-8601; kept as sent."""
+
 
 def _is_object(instance: object, attribute: object, value: Json) -> None:
     if not isinstance(value.value, Mapping):

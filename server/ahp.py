@@ -19,7 +19,9 @@ its own module:
 - server/channels.py: the chat channels and the one serverSeq;
 - server/windows.py: AHP 1.1's windowed delivery (frames within credit);
 - server/clients.py: client ids and the grace after a client left;
-- server/views.py: the host's values as the wire shows them.
+- server/views.py: the host's values as the wire shows them;
+- server/fronts.py: a sharded server's several front processes on one port
+  (each an AhpServer whose serverSeq starts at a base of its own).
 
 Rules kept by the parts (see each module): a session is visible only to the
 identity that created it; an accepted client action drives its side effect
@@ -57,7 +59,7 @@ from agenthost.messages.events import (
 from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
 from agenthost.messages.session_events import AgentsChanged
 from agenthost.server.authentication import RESOURCE
-from agenthost.server.broadcasts import Listeners, SummaryChecks
+from agenthost.server.broadcasts import Listeners, RootNotice, SummaryChecks
 from agenthost.server.channels import CHAT_PREFIX, ChannelTable, Sequencer, chat_uri, session_uri
 from agenthost.server.clients import Clients
 from agenthost.server.connection import CLOSE_WAIT_S, Connection
@@ -122,6 +124,7 @@ class AhpServer:
         origins: tuple[str, ...] = (),
         static_dir: str | None = None,
         hosts: HostAllowlist | None = None,
+        seq_base: int = 0,
     ) -> None:
         self.host: AsyncHost = host if isinstance(host, AsyncHost) else host.aio
         self.tokens = dict(tokens)
@@ -129,7 +132,8 @@ class AhpServer:
         self.origins = origins
         self.static_dir = static_dir
         self.hosts = hosts or HostAllowlist.of()
-        self.sequencer = Sequencer(self.limits.replay, self.limits.replay_bytes)
+        # seq_base: where this server's serverSeq starts (a sharded front's own range)
+        self.sequencer = Sequencer(self.limits.replay, self.limits.replay_bytes, seq_base)
         self.metrics = Metrics()
         self.connections: set[Connection] = set()
         self.remembered_windows = Remembered(self.limits.windows.remembered)
@@ -140,7 +144,10 @@ class AhpServer:
             clock.now,
         )
         self.registry = Registry(self.host, self.quotas.admit_resident)
-        self.listeners = Listeners(self.sequencer)
+        # A sharded host of several fronts relays root notices to the others
+        # (AsyncShardedHost.relay; an in-process host has none).
+        relay = getattr(self.host, "relay", None)
+        self.listeners = Listeners(self.sequencer, relay)
         self.summaries = SummaryChecks(self.registry, self.listeners, self.spawn)
         self.channels = ChannelTable(
             self.sequencer,
@@ -169,19 +176,28 @@ class AhpServer:
         self.hosts = self.hosts.listening_on(port)
 
     async def start(self) -> None:
-        """(on the app's startup) Hear of every session that leaves memory, and
-        of every change to one that is resident, and of providers that become
-        unavailable or come back."""
+        """(on the app's startup) Hear of every session that leaves memory, of
+        every change to one that is resident, of providers that become
+        unavailable or come back, and (a sharded host's front) of what the
+        other fronts relay."""
         left = self.host.on_session_left(self._session_left)
         changed = self.host.on_session_changed(self.summaries.may_have_changed)
         health = self.host.on_providers_changed(self._providers_changed)
+        relayed = getattr(self.host, "on_relayed", None)
+        unrelay = relayed(self._relayed) if relayed is not None else (lambda: None)
 
         def unwatch() -> None:
             left()
             changed()
             health()
+            unrelay()
 
         self._unwatch = unwatch
+
+    def _relayed(self, notice: object) -> None:
+        """Another front's notice (a sharded host's): a root notification."""
+        if isinstance(notice, RootNotice):
+            self.listeners.relayed(notice)
 
     def available_providers(self) -> list[str]:
         """The root's agents: the host's providers but those unavailable now."""

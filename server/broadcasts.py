@@ -3,12 +3,15 @@ session channel actions and the root's session notifications.
 
 `Listeners` maps a channel to the connections subscribed to it. The root is
 per identity (`listening_key`): an identity's root notifications reach only
-its own connections. `SummaryChecks` runs when the host says a session may
-have changed (`AsyncHost.on_session_changed`, and the chat events the
-channels see): it sends root/sessionSummaryChanged when the session's
-summary changed, to its owner's connections on the root (only what changed), and the session
-actions that carry the session channel's subscribers from the state they
-were shown to the session's state now (server/session_sync.py), whatever
+its own connections. On a sharded server of several fronts, root/sessionAdded
+and root/sessionRemoved are relayed to the other fronts too (`RootNotice`,
+best effort: shards/router.py), so the identity's connections there hear them.
+`SummaryChecks` runs when the host says a session may have changed
+(`AsyncHost.on_session_changed`, and the chat events the channels see): it
+sends root/sessionSummaryChanged when the session's summary changed, to its
+owner's connections on the root of this front (only what changed), and the
+session actions that carry the session channel's subscribers from the state
+they were shown to the session's state now (server/session_sync.py), whatever
 changed it: a title the host derived, the read flag, a chat created,
 disposed or changing status, the input the session waits for.
 
@@ -71,11 +74,27 @@ def listening_key(identity: str, uri: str) -> str:
     return f"{ROOT} {identity}" if uri == ROOT else uri
 
 
+RELAYED = frozenset({"root/sessionAdded", "root/sessionRemoved"})
+"""The root notifications other fronts hear too (a summary change is checked
+where its chat's channel is open, for the root listeners there)."""
+
+
+@attrs.frozen
+class RootNotice:
+    """A root notification for `identity`'s connections on another front."""
+
+    identity: str
+    frame: dict[str, Any]
+
+
 class Listeners:
     """Channel -> the connections subscribed to it."""
 
-    def __init__(self, sequencer: Sequencer) -> None:
+    def __init__(
+        self, sequencer: Sequencer, relay: Callable[[RootNotice], None] | None = None
+    ) -> None:
         self._sequencer = sequencer
+        self._relay = relay  # to the other fronts (a sharded host's), if any
         self._by_key: dict[str, set[Listener]] = {}
 
     def join(self, identity: str, uri: str, listener: Listener) -> None:
@@ -99,10 +118,19 @@ class Listeners:
     def root(self, identity: str, method: str, params: Any) -> None:
         """A root notification (typed params), to the identity's connections on the root."""
         listeners = self.of(identity, ROOT)
-        if listeners:
+        relayed = self._relay is not None and method in RELAYED
+        if listeners or relayed:
             frame = rpc.notification(method, params)
             for listener in listeners:
                 listener.offer(frame)
+            if relayed:
+                assert self._relay is not None
+                self._relay(RootNotice(identity=identity, frame=frame))
+
+    def relayed(self, notice: RootNotice) -> None:
+        """Another front's root notification, to the identity's connections here."""
+        for listener in self.of(notice.identity, ROOT):
+            listener.offer(notice.frame)
 
     def session_action(
         self, session_id: str, action: Any, origin: ActionOrigin | None = None

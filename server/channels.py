@@ -151,15 +151,22 @@ class Sequencer:
     """The server's one serverSeq counter and its replay buffer, bounded in
     envelopes (`replay`) and in bytes (`replay_bytes`). A closed chat channel's
     envelopes leave it at once: no replay reaches them (its client gets a
-    snapshot), and they would keep its chat's text in memory."""
+    snapshot), and they would keep its chat's text in memory.
 
-    def __init__(self, replay: int, replay_bytes: int | None = None) -> None:
-        self.seq = 0
+    `base` is the seq before this sequencer's first: a sharded server's fronts
+    each take a base of their own (shards/fronts.py), so no front holds
+    another's numbers and a `lastSeenServerSeq` below a front's base (seen on
+    another front, or before this one started) is answered with snapshots,
+    never with this front's envelopes."""
+
+    def __init__(self, replay: int, replay_bytes: int | None = None, base: int = 0) -> None:
+        self.base = base
+        self.seq = base
         self._buffer: deque[Recorded] = deque()
         self._replay = replay
         self._replay_bytes = replay_bytes
         self.buffered_bytes = 0
-        self._evicted = 0  # the newest seq dropped for room: no replay reaches back past it
+        self._evicted = base  # the newest seq dropped for room: no replay reaches back past it
         # open chat channel -> the seq its events are stamped after; a replay
         # of it from before that would miss what the chat did meanwhile
         self._recorded_from: dict[str, int] = {}
@@ -215,8 +222,9 @@ class Sequencer:
 
     def since(self, last_seen: int, channels: set[str]) -> list[dict[str, Any]] | None:
         """The envelopes of `channels` after `last_seen`, or None when the buffer
-        no longer reaches back that far or a channel was not recorded all along."""
-        if last_seen > self.seq or last_seen < self._evicted:
+        no longer reaches back that far, a channel was not recorded all along, or
+        `last_seen` is not a seq of this sequencer (below its base)."""
+        if last_seen > self.seq or last_seen < self._evicted or last_seen < self.base:
             return None
         for channel in channels:
             if channel.startswith(CHAT_PREFIX):

@@ -9,7 +9,6 @@ calls.
 
 import asyncio
 import enum
-import errno
 import json
 import logging
 import socket
@@ -34,6 +33,7 @@ from agenthost.server.cli_errors import (
     count,
     error_line,
     is_usage_error,
+    listen_error,
     one_line_errors,
     options,
     usage_line,
@@ -45,7 +45,6 @@ from agenthost.server.cli_store import (
     refusal,
     refuse_unshared,
     start_host,
-    start_shards,
 )
 
 if TYPE_CHECKING:
@@ -111,6 +110,7 @@ def main_options(
     ),
 ) -> None:
     options.debug = debug
+    options.log_level = log_level.value
     configure_logging(log_level.value)
 
 
@@ -118,14 +118,6 @@ app.command("load")(load)
 
 
 # -- sessions, export, import, serve ---------------------------------------------------------
-def _listen_error(host: str, port: int, error: OSError) -> CliError:
-    if error.errno == errno.EADDRINUSE:
-        why = "the address is in use (another server? --port 0 takes any free port)"
-    else:
-        why = error.strerror or str(error)
-    return CliError(f"cannot listen on {host}:{port}", why)
-
-
 def _check_listen(host: str, port: int) -> None:
     """Refuse an address serve could not listen on before a store is made for it
     (the server binds it again moments later)."""
@@ -134,7 +126,7 @@ def _check_listen(host: str, port: int) -> None:
     try:
         socket.create_server((host, port)).close()
     except OSError as error:
-        raise _listen_error(host, port, error) from None
+        raise listen_error(host, port, error) from None
 
 
 def _providers(manifest: Path | None) -> dict[str, Any] | None:
@@ -329,6 +321,12 @@ def serve(
         None,
         help="with --shards: join this Ray cluster, shards on its nodes (default: a local one)",
     ),
+    fronts: int | None = typer.Option(
+        None,
+        min=1,
+        help="with --shards: M AHP front processes on the one port (SO_REUSEPORT; default 1,"
+        " this process)",
+    ),
     max_message_bytes: int = typer.Option(
         1 << 20, min=1, help="a message's text, UTF-8 (HostLimits.message_bytes)"
     ),
@@ -345,7 +343,8 @@ def serve(
     Also /healthz and /metrics. Prints the store, the providers and a URL
     that opens the page signed in. With --shards, the sessions live on N
     shard processes that Ray runs (and restarts), and this process routes
-    to them. Limits are in bytes.
+    to them (with --fronts M, M front processes on the one port do).
+    Limits are in bytes.
     """
     from agenthost.actors import HostLimits
     from agenthost.providers import ScriptedProvider
@@ -367,6 +366,10 @@ def serve(
         )
     if ray_address is not None and shards is None:
         raise typer.BadParameter("give --shards N to run shards on it", param_hint="--ray-address")
+    if fronts is not None and shards is None:
+        raise typer.BadParameter(
+            "give --shards N: the fronts route to shards", param_hint="--fronts"
+        )
     if shards is not None:
         refuse_unshared(store)
     # Served, nobody reads what the scripted provider was sent: it keeps none.
@@ -397,13 +400,7 @@ def serve(
         host=host, port=port, drain_s=drain_s, limits=limits, allowed_hosts=tuple(allowed_host)
     )
     host_limits = HostLimits(message_bytes=max_message_bytes)
-    if shards is not None:
-        assert store is not None
-        names = tuple(sorted(configured))
-        running = start_shards(store, providers, names, shards, ray_address, host_limits)
-    else:
-        running = start_host(chosen, configured, say_created=False, limits=host_limits)
-    new = " (created now)" if chosen.created else ""
+    many = shards is not None and (fronts or 1) > 1
 
     def ready(url: str) -> None:
         print(f"agenthost: serving AHP at {url.replace('http', 'ws', 1)}ahp  (web page: {url})")
@@ -413,17 +410,38 @@ def serve(
         else:
             print(f"agenthost: tokens from {token_file}; open {url} and paste yours")
         names = ", ".join(sorted(configured))
+        new = " (created now)" if chosen.created else ""  # known once the store opened
         print(f"agenthost: store {chosen.location}{new}; providers: {names}")
         if shards is not None:
             where = ray_address or "a Ray cluster on this machine"
             print(f"agenthost: {shards} shards on {where}")
+        if many:
+            print(f"agenthost: {fronts} front processes on the one port")
         print("agenthost: Ctrl+C stops it (running turns may finish first)")
         sys.stdout.flush()
 
+    names = tuple(sorted(configured))
+    if shards is not None:
+        assert store is not None
+        from agenthost.server.fronts import serve_sharded
+
+        serve_sharded(
+            store,
+            providers,
+            names,
+            (shards, fronts or 1),
+            ray_address,
+            host_limits,
+            config,
+            tokens,
+            ready,
+        )
+        return
+    running = start_host(chosen, configured, say_created=False, limits=host_limits)
     try:
         asyncio.run(run_server(running, tokens, config, ready))
     except OSError as error:
-        raise _listen_error(host, port, error) from None
+        raise listen_error(host, port, error) from None
     finally:
         running.stop()
 

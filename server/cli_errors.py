@@ -13,6 +13,7 @@ store`) prints its help and then one line naming the commands, and exits 2,
 as click does for a group that needs a command.
 """
 
+import errno
 import functools
 import sys
 from collections.abc import Callable
@@ -43,6 +44,7 @@ class Options:
     """The global options of this run (set by the command line's callback)."""
 
     debug: bool = False
+    log_level: str = "warning"  # handed to processes this one starts (serve --fronts)
 
 
 options = Options()
@@ -126,3 +128,11 @@ def _command_needed(context: Any) -> str:
     listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
     where = context.command_path.removeprefix("agenthost").strip()
     return f"{where + ': ' if where else ''}a command is needed: {listed}"
+
+
+def listen_error(host: str, port: int, error: OSError) -> CliError:
+    if error.errno == errno.EADDRINUSE:
+        why = "the address is in use (another server? --port 0 takes any free port)"
+    else:
+        why = error.strerror or str(error)
+    return CliError(f"cannot listen on {host}:{port}", why)

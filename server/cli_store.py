@@ -25,6 +25,8 @@ from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.server.cli_errors import USAGE, CliError
 
 if TYPE_CHECKING:
+    from agenthost.shards import ShardOptions
+    from agenthost.shards.ray_shards import RayShards
     from agenthost.store import Store
 
 
@@ -141,18 +143,44 @@ def start_shards(
     """A sharded host over `count` shards on Ray, each with the manifest's
     providers (read in the shard) or the scripted one, and `limits` (HostLimits)
     on each shard and the front; one line if it cannot."""
-    from agenthost.shards import ShardOptions
     from agenthost.shards.ray_shards import start_sharded
+
+    options = _shard_options(store, manifest, names, limits)
+    try:
+        return start_sharded(options, count, ray_address=ray_address)
+    except AgentHostError as error:
+        raise CliError("--shards", error.message, code=USAGE) from None
+
+
+def _shard_options(
+    store: str, manifest: Path | None, names: tuple[str, ...], limits: Any
+) -> "ShardOptions":
+    from agenthost.shards import ShardOptions
     from agenthost.shards.serving import ManifestProviders, scripted_providers
 
     factory = scripted_providers() if manifest is None else ManifestProviders(str(manifest))
-    options = ShardOptions(
+    return ShardOptions(
         store=store,
         providers=factory,
         provider_names=names,
         host_options={} if limits is None else {"limits": limits},
     )
+
+
+def start_ray_shards(
+    store: str,
+    manifest: Path | None,
+    names: tuple[str, ...],
+    count: int,
+    ray_address: str | None,
+    limits: Any = None,
+) -> "RayShards":
+    """`count` shards on Ray and no front (the fronts are processes of their
+    own: server/fronts.py); one line if it cannot."""
+    from agenthost.shards.ray_shards import RayShards
+
+    options = _shard_options(store, manifest, names, limits)
     try:
-        return start_sharded(options, count, ray_address=ray_address)
+        return RayShards(count, options, ray_address=ray_address)
     except AgentHostError as error:
         raise CliError("--shards", error.message, code=USAGE) from None

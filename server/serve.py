@@ -30,6 +30,10 @@ class ServeConfig:
     drain_s: float = 30.0
     limits: Limits = attrs.field(factory=Limits)
     allowed_hosts: tuple[str, ...] = ()  # names beside loopback and the bound address
+    # A sharded server's fronts (shards/fronts.py): each listens on the same
+    # port (SO_REUSEPORT) and numbers its serverSeq from a base of its own.
+    reuse_port: bool = False
+    seq_base: int = 0
 
 
 def read_tokens(path: Path) -> dict[str, str]:
@@ -74,7 +78,14 @@ async def serve(
     """Serve until `stop` is set, or (when no `stop` is given) SIGTERM or SIGINT;
     then drain and return."""
     hosts = HostAllowlist.of(config.host, allowed=config.allowed_hosts)
-    server = AhpServer(host, tokens, limits=config.limits, static_dir=web_dir(), hosts=hosts)
+    server = AhpServer(
+        host,
+        tokens,
+        limits=config.limits,
+        static_dir=web_dir(),
+        hosts=hosts,
+        seq_base=config.seq_base,
+    )
     runner = web.AppRunner(
         server.app(),
         handle_signals=False,
@@ -84,7 +95,7 @@ async def serve(
         keepalive_timeout=config.limits.header_timeout_s,
     )
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port)
+    site = web.TCPSite(runner, config.host, config.port, reuse_port=config.reuse_port or None)
     await site.start()
     if stop is None:
         stop = asyncio.Event()

@@ -20,6 +20,13 @@ Invariants:
    execution_abandoned); one that had not started fails with SHARD_LOST.
 4. All link state lives on the front's loop thread; other threads reach it
    through LoopCalls (one wake-up per burst).
+5. Whoever watches the front's departures (Host.on_session_left) hears of
+   each session that left a shard's memory: from the shard (SessionLeft), or,
+   for the sessions a lost shard held as far as this link sent calls for
+   them, from the link itself (Departure.FAILED), so a front's tables never
+   keep a session that is in no shard's memory.
+6. A provider is unavailable on the front (Host.unavailable_providers, and
+   root/agentsChanged) while any connected shard says it is unavailable there.
 """
 
 import asyncio
@@ -35,6 +42,7 @@ import tenacity
 
 from agenthost.actors.chat import SteerReply
 from agenthost.actors.chat_core import Attach, Detach
+from agenthost.actors.context import Departure
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.host import SessionInfo
@@ -61,7 +69,14 @@ from agenthost.messages.commands import (
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import Lagged
 from agenthost.providers.base import LoopCalls
-from agenthost.shards.router import Pending, RemoteRef, Router, chat_info, exc_info_of
+from agenthost.shards.router import (
+    Pending,
+    RemoteRef,
+    Router,
+    chat_info,
+    exc_info_of,
+    routed_session,
+)
 from agenthost.shards.wire import (
     AttachRemote,
     Call,
@@ -69,10 +84,13 @@ from agenthost.shards.wire import (
     DetachRemote,
     Events,
     FrameWriter,
+    ProvidersChanged,
+    Relay,
     RemoteChat,
     RemoteSession,
     RemoteTicket,
     Reply,
+    SessionLeft,
     SessionTarget,
     Target,
     Tell,
@@ -178,12 +196,21 @@ class ShardLink:
         self._sub_numbers: dict[int, int] = {}  # id(subscription) -> its number
         self._sub_chats: dict[int, ChatTarget] = {}
         self._tickets: dict[int, _Watched] = {}
+        # sessions this link sent calls for and the shard has not said left its
+        # memory: they leave with the shard if it is lost (invariant 5)
+        self._sessions: set[str] = set()
+        self._unavailable: frozenset[str] = frozenset()  # the shard's, as it said
         self._connecting: asyncio.Task[None] | None = None
         self._ready: list[asyncio.Future[None]] = []
         self.gone = False
         self.epoch = 0
         self.router: Router  # set by the Router it joins
         self.log = log.bind(shard_id=shard_id)
+
+    @property
+    def connected(self) -> bool:
+        """(The loop's thread.) Connected to its shard now."""
+        return self._writer is not None and not self.gone
 
     # -- from any thread -----------------------------------------------------------------
     def send(self, pending: Pending) -> None:
@@ -203,6 +230,9 @@ class ShardLink:
             return
         no = next(self._numbers)
         message = pending.message
+        session_id = routed_session(pending.target, message)
+        if session_id is not None:
+            self._sessions.add(session_id)
         if isinstance(message, Attach):
             sub = no
             self._subs[sub] = message.subscription
@@ -313,6 +343,13 @@ class ShardLink:
                     self._sub_numbers.pop(id(subscription), None)
                     self._sub_chats.pop(sub, None)
                     subscription.close()
+            case SessionLeft(session_id=session_id, why=why):
+                self._sessions.discard(session_id)
+                self.router.departures.left(session_id, why)
+            case Relay(notice=notice):
+                self.router.relayed.arrived(notice)
+            case ProvidersChanged(unavailable=unavailable):
+                self._providers(unavailable)
             case TicketEnded(ticket=no, outcome=outcome, error=error):
                 watched = self._tickets.pop(no, None)
                 if watched is None:
@@ -321,6 +358,16 @@ class ShardLink:
                     watched.ticket.fail(error)
                 elif outcome is not None:
                     watched.ticket.resolve(outcome)
+
+    def _providers(self, unavailable: frozenset[str]) -> None:
+        """The shard's unavailable providers now: the front's health counts a
+        provider unavailable while any shard says so (invariant 6)."""
+        health = self.router.health
+        for provider in unavailable - self._unavailable:
+            health.cooling(provider, +1)
+        for provider in self._unavailable - unavailable:
+            health.cooling(provider, -1)
+        self._unavailable = unavailable
 
     def _settle(self, pending: Pending, reply: Reply) -> None:
         error = reply.error
@@ -397,6 +444,10 @@ class ShardLink:
             else:
                 self._io.loop.create_task(self._settle_from_state(watched))
         self.router.lost(self)
+        self._providers(frozenset())  # a shard that comes back says its own again
+        sessions, self._sessions = self._sessions, set()
+        for session_id in sessions:  # they left the dead shard's memory with it
+            self.router.departures.left(session_id, Departure.FAILED)
         if self._waiting:
             self._connect()
 

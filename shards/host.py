@@ -15,6 +15,7 @@ Invariants:
 """
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,6 +24,7 @@ import attrs
 from agenthost.actors.aio import AsyncHost
 from agenthost.actors.calls import HostCore
 from agenthost.actors.clock import Clock, SystemClock
+from agenthost.actors.context import Departures, ProviderHealth
 from agenthost.actors.limits import HostLimits
 from agenthost.actors.surface import DEFAULT_TIMEOUT, Host
 from agenthost.shards.front import FrontLoop, Locate, RemoteRef, Router, ShardLink
@@ -50,6 +52,12 @@ class FrontServices:
     # What the front checks before a call leaves for a shard (a message's text,
     # a subscription's bytes); the shards check their own as well.
     limits: HostLimits = attrs.Factory(HostLimits)
+    # Sessions that left a shard's memory, as every shard tells its fronts
+    # (shards/shard.py, invariant 4): Host.on_session_left on a front.
+    departures: Departures = attrs.Factory(Departures)
+    # Which providers are unavailable: on any shard, as the shards tell their
+    # fronts (shards/front.py, invariant 6).
+    health: ProviderHealth = attrs.Factory(ProviderHealth)
 
 
 class Front:
@@ -79,6 +87,8 @@ class Front:
             worktrees=RemoteRef(self.router, WorktreesTarget()),
             supervisor=RemoteRef(self.router, SupervisorTarget()),
             limits=limits or HostLimits(),
+            departures=self.router.departures,
+            health=self.router.health,
         )
         self.core = HostCore(self.services)  # type: ignore[arg-type]
         self._on_stop = on_stop
@@ -171,6 +181,22 @@ class AsyncShardedHost(AsyncHost):
     def __init__(self, front: Front) -> None:
         self._front = front
         self._core = front.core
+
+    def relay(self, notice: Any) -> None:
+        """Hand `notice` (plain data) to every other front of these shards, best
+        effort (shards/router.py, invariant 3)."""
+        self._front.io.call(self._front.router.relay, notice)
+
+    def on_relayed(self, callback: Callable[[Any], None]) -> Callable[[], None]:
+        """`callback(notice)` on the running loop (the one this is called on) for
+        each notice another front relays. Returns the function that stops it."""
+        loop = asyncio.get_running_loop()
+
+        def hop(notice: Any) -> None:  # on the front's loop thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(callback, notice)
+
+        return self._front.router.relayed.watch(hop)
 
     @property
     def front(self) -> Front:

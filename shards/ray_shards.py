@@ -17,6 +17,9 @@ Invariants:
    switch (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 makes it take the loopback
    address as the node's) before it is imported, and every port it opens is
    in the range given.
+5. Shard actors are named (`RayShards.names`, a prefix of this start's own,
+   in the `agenthost` namespace), so another process of the cluster (an AHP
+   front of `serve --fronts`: server/fronts.py) finds them (`join_shards`).
 """
 
 import asyncio
@@ -39,6 +42,7 @@ log = structlog.get_logger(__name__)
 LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 DEFAULT_PORTS = 24000
 SHARD_START_S = 120.0
+NAMESPACE = "agenthost"
 
 
 def import_ray(*, loopback: bool) -> Any:
@@ -154,6 +158,28 @@ class ShardActor:
         self._shard.stop()
 
 
+def locate_actor(actor: Any) -> Locate:
+    """Where a shard actor listens now (Ray waits out its restart)."""
+
+    async def where() -> Address:
+        address: Address = await asyncio.wrap_future(actor.address.remote().future())
+        return address
+
+    return where
+
+
+def join_shards(ray_address: str, names: Mapping[str, str]) -> Mapping[str, Locate]:
+    """(Another process of the cluster: an AHP front.) Join the cluster as a
+    driver and find the named shard actors: shard id -> where it is now."""
+    loopback = ray_address.split(":")[0] in ("127.0.0.1", "localhost")
+    ray = import_ray(loopback=loopback)
+    ray.init(address=ray_address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
+    return {
+        shard_id: locate_actor(ray.get_actor(name, namespace=NAMESPACE))
+        for shard_id, name in names.items()
+    }
+
+
 def _actor_class(ray: Any) -> Any:
     return ray.remote(max_restarts=-1, max_task_retries=-1, num_cpus=0)(ShardActor)
 
@@ -184,11 +210,19 @@ class RayShards:
             self._own_ray = LocalRay(ports=ports)
             self.ray = self._own_ray.ray
         self._joined = ray_address is not None
+        if ray_address is not None:
+            self.address = ray_address
+        else:
+            self.address = (local or self._own_ray).address  # type: ignore[union-attr]
         actor = _actor_class(self.ray)
         self.ids = [f"shard-{n}" for n in range(count)]
+        # Named, so another process on the cluster (an AHP front: shards/fronts.py)
+        # can find them; this start's own prefix keeps two starts on one cluster apart.
+        run = secrets.token_hex(4)
+        self.names = {shard_id: f"agenthost-{run}-{shard_id}" for shard_id in self.ids}
         self.actors: dict[str, Any] = {}
         for n, shard_id in enumerate(self.ids):
-            settings: dict[str, Any] = {}
+            settings: dict[str, Any] = {"name": self.names[shard_id], "namespace": NAMESPACE}
             if n < len(placement):
                 settings["resources"] = dict(placement[n])
             elif ray_address is not None:
@@ -201,13 +235,7 @@ class RayShards:
             raise
 
     def locate(self, shard_id: str) -> Locate:
-        actor = self.actors[shard_id]
-
-        async def where() -> Address:
-            address: Address = await asyncio.wrap_future(actor.address.remote().future())
-            return address
-
-        return where
+        return locate_actor(self.actors[shard_id])
 
     def pid(self, shard_id: str) -> int:
         return int(self.ray.get(self.actors[shard_id].pid.remote(), timeout=SHARD_START_S))

@@ -14,16 +14,24 @@ Invariants:
    every front routes it alike and a shard's loss moves only its sessions.
 2. A call that is not about one session (listings, client bindings) goes to
    any live shard: they share one store. Counters are every shard's, added.
+3. A notice relayed to the other fronts (`relay`) goes through one connected
+   shard, which sends it to every other front connected to it (every front
+   connects to every shard); it is best effort, never retried.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import structlog
 
+from agenthost.actors.context import Departures, ProviderHealth
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.protocol import AdoptSession, GetCounters, ImportRecord, LoadSession
 from agenthost.actors.session import ChatInfo
@@ -33,6 +41,7 @@ from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.shards.wire import (
     ChatTarget,
     HostTarget,
+    Relay,
     RemoteChat,
     SessionTarget,
     SupervisorTarget,
@@ -41,6 +50,8 @@ from agenthost.shards.wire import (
 
 if TYPE_CHECKING:
     from agenthost.shards.front import ShardLink
+
+log = structlog.get_logger(__name__)
 
 
 @attrs.define(eq=False)
@@ -93,6 +104,10 @@ class Router:
         self.links = {link.shard_id: link for link in links}
         self._live = sorted(self.links)
         self._pins: dict[str, str] = {}  # session id -> the shard its lease names
+        # who hears that a session left a shard's memory (the front's services')
+        self.departures = Departures()
+        self.relayed = Relayed()  # who hears what other fronts relay
+        self.health = ProviderHealth()  # the shards' unavailable providers, counted
         for link in links:
             link.router = self
 
@@ -126,6 +141,16 @@ class Router:
         link._send(pending)
         return True
 
+    def relay(self, notice: Any) -> None:
+        """(The loop's thread.) Hand `notice` to the other fronts through one
+        connected shard; best effort: with none connected, or a shard lost with
+        it in flight, it is dropped (invariant 3)."""
+        for shard in self._live:
+            link = self.links[shard]
+            if link.connected:
+                link._tell(HostTarget(), Relay(notice=notice))
+                return
+
     def lost(self, link: ShardLink) -> None:
         for session_id in [s for s, owner in self._pins.items() if owner == link.shard_id]:
             del self._pins[session_id]
@@ -136,6 +161,37 @@ class Router:
         owner is stale)."""
         self._live = [shard for shard in self._live if shard != link.shard_id]
         self.lost(link)
+
+
+class Relayed:
+    """Who hears the notices other fronts relay (callbacks on the front's loop
+    thread: hand them on, never block)."""
+
+    def __init__(self) -> None:
+        self._watchers: dict[int, Callable[[Any], None]] = {}
+        self._ids = itertools.count()
+        self._lock = threading.Lock()  # watched from the server's loop, told on the front's
+
+    def watch(self, watcher: Callable[[Any], None]) -> Callable[[], None]:
+        """Add a watcher; the function returned removes it."""
+        key = next(self._ids)
+        with self._lock:
+            self._watchers[key] = watcher
+
+        def unwatch() -> None:
+            with self._lock:
+                self._watchers.pop(key, None)
+
+        return unwatch
+
+    def arrived(self, notice: Any) -> None:
+        with self._lock:
+            watchers = list(self._watchers.values())
+        for watcher in watchers:
+            try:
+                watcher(notice)
+            except Exception:
+                log.exception("relay_watcher_failed")
 
 
 class RemoteRef:

@@ -17,13 +17,18 @@ Invariants:
    one write. A slow front is bounded by the subscription's own queue: the
    pump waits for the socket, the queue fills, the subscriber gets Lagged.
 3. Nothing here blocks the loop: every wait is an awaited runtime future.
+4. Every front connected hears each session that leaves this shard's memory
+   (SessionLeft), as an in-process host's watchers do (Host.on_session_left),
+   and each notice another front relays through this shard (Relay); and
+   which of its providers are unavailable (ProvidersChanged: on connect, and
+   on each change).
 """
 
 import asyncio
 import contextlib
 import itertools
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import structlog
@@ -31,6 +36,7 @@ import structlog
 from agenthost.actors import calls
 from agenthost.actors.calls import ChatHandle, HostCore, SessionHandle, run_async
 from agenthost.actors.chat import SteerReply
+from agenthost.actors.context import Departure
 from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.host import SessionInfo
 from agenthost.actors.protocol import AdoptSession
@@ -46,10 +52,13 @@ from agenthost.shards.wire import (
     FrameWriter,
     HandshakeError,
     HostTarget,
+    ProvidersChanged,
+    Relay,
     RemoteChat,
     RemoteSession,
     RemoteTicket,
     Reply,
+    SessionLeft,
     SessionTarget,
     StoreTarget,
     SupervisorTarget,
@@ -82,6 +91,7 @@ class ShardServer:
         self._sessions: dict[str, SessionHandle] = {}
         self._chats: dict[tuple[str, str], ChatHandle] = {}
         self._peers: set[_Peer] = set()
+        self._unwatch: Callable[[], None] = lambda: None
         self.address: tuple[str, int] | None = None
 
     # -- lifecycle (the caller's thread) ---------------------------------------------
@@ -122,12 +132,46 @@ class ShardServer:
         thread.join(timeout)
 
     async def _listen(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def left(session_id: str, why: Departure) -> None:  # on the host actor's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(self._left, session_id, why)
+
+        def health(unavailable: frozenset[str]) -> None:  # on the supervisor's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(self._health, unavailable)
+
+        unleft = self.core.services.departures.watch(left)
+        unhealth = self.core.services.health.watch(health)
+
+        def unwatch() -> None:
+            unleft()
+            unhealth()
+
+        self._unwatch = unwatch
         self._server = await asyncio.start_server(self._serve, self._bind, self._port)
         host, port = self._server.sockets[0].getsockname()[:2]
         self.address = (host, port)
         log.info("shard_listening", host=host, port=port)
 
+    def relay(self, relay: Relay, sender: "_Peer") -> None:
+        """A front's notice for its fellows: to every other front connected."""
+        for peer in self._peers:
+            if peer is not sender:
+                peer.send(relay)
+
+    def _health(self, unavailable: frozenset[str]) -> None:
+        for peer in self._peers:
+            peer.send(ProvidersChanged(unavailable=unavailable))
+
+    def _left(self, session_id: str, why: Departure) -> None:
+        """A session left this shard's memory: every front hears it (invariant 4)."""
+        for peer in self._peers:
+            peer.send(SessionLeft(session_id=session_id, why=why))
+
     async def _close(self) -> None:
+        self._unwatch()
         if self._server is not None:
             self._server.close()
         for peer in list(self._peers):
@@ -147,6 +191,9 @@ class ShardServer:
             return
         peer = _Peer(self, FrameWriter(writer))
         self._peers.add(peer)
+        unavailable = self.core.services.health.unavailable()
+        if unavailable:  # what this front cannot know otherwise (invariant 4)
+            peer.send(ProvidersChanged(unavailable=unavailable))
         try:
             await read_batches(reader, peer.handle)
         finally:
@@ -237,10 +284,15 @@ class _Peer:
         self._subs: dict[int, Subscription] = {}
         self._tickets = itertools.count(1)
 
+    def send(self, frame: Any) -> None:
+        self._writer.send(frame)
+
     def handle(self, frame: Any) -> None:
         match frame:
             case Call():
                 self._spawn(self._answer(frame))
+            case Tell(message=Relay() as relay):
+                self._server.relay(relay, self)
             case Tell(message=DetachRemote(sub=sub)):
                 subscription = self._subs.pop(sub, None)
                 if subscription is not None:

@@ -29,6 +29,7 @@ from typing import Any
 
 import attrs
 
+from agenthost.actors.context import Departure
 from agenthost.messages.commands import TurnOutcome
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.events import ChatEvent
@@ -135,6 +136,31 @@ class TicketEnded:
     ticket: int
     outcome: TurnOutcome | None = None
     error: BaseException | None = None
+
+
+@attrs.frozen
+class SessionLeft:
+    """A session left the shard's memory (Host.on_session_left): every front
+    connected hears it, so an AHP server on any front drops what it kept of it."""
+
+    session_id: str
+    why: Departure
+
+
+@attrs.frozen
+class ProvidersChanged:
+    """The providers unavailable on the shard now (past its supervisor's
+    restart limit): sent when that changes, and on each front's connect."""
+
+    unavailable: frozenset[str]
+
+
+@attrs.frozen
+class Relay:
+    """A notice one front hands its fellow fronts (plain data): a Tell to a
+    shard's HostTarget, which sends it on to every other front connected."""
+
+    notice: Any
 
 
 # -- stand-ins in replies ----------------------------------------------------------------------

@@ -433,6 +433,33 @@ class PostgresStore(SqlStore):
             raise store_error("the store is not open")
         return self._db
 
+    def count_start(self, name: str) -> int:
+        """One more start of `name` (an AHP front), counted in the shards table's
+        row of that name in one statement (two starting at once get two numbers);
+        answers the count. Any thread: a connection of its own, closed after.
+
+        Raises:
+            AgentHostError: STORE_ERROR when the store cannot be reached or has no
+                shards table (no shard opened it yet).
+        """
+        now_ms = int(time.time() * 1000)
+        db = self._connect()
+        try:
+            with db:
+                self._use_schema(db)
+                row = db.execute(
+                    "INSERT INTO shards (id, epoch, started_at) VALUES (%s, 1, %s)"
+                    " ON CONFLICT (id) DO UPDATE SET epoch = shards.epoch + 1,"
+                    " started_at = excluded.started_at RETURNING epoch",
+                    (name, now_ms),
+                ).fetchone()
+        except psycopg.Error as exc:
+            raise self._refused(f"cannot count a start ({_one_line(exc)})", "check it") from None
+        finally:
+            db.close()
+        assert row is not None
+        return int(row[0])
+
     # -- checks and backups -------------------------------------------------------------
     def check(self) -> StoreReport:
         """Check the store without changing it: reachable, ours, its schema

@@ -388,3 +388,52 @@ def test_pending_messages_survive_a_restart(db_path: Path) -> None:
         assert [t.user_text for t in chat.state().turns] == ["first", "go", "steer", "b", "a"]
     finally:
         host.stop()
+
+
+def test_a_message_queued_after_removals_is_restored_behind_the_ones_before_it(
+    db_path: Path,
+) -> None:
+    """Found by the lifecycle machine: a new message was stored at the queue's
+    length, and removals leave gaps, so it came back ahead of an older one."""
+    provider = ScriptedProvider().on("first", Gate("never"))
+    host = start(db_path, provider)
+    session = host.create_session()
+    chat = session.chat()
+    chat.send("first")
+    provider.wait_reached("never")
+    a, b, c = (chat.send(text) for text in ("a", "b", "c"))
+    assert chat.remove_pending(a.pending_id) and chat.remove_pending(b.pending_id)
+    d = chat.send("d")
+    host.stop()
+    host = start(db_path, ScriptedProvider())
+    try:
+        restored = host.open_session(session.id).chat().state()
+        assert [m.id for m in restored.queued_messages] == [c.pending_id, d.pending_id]
+    finally:
+        host.stop()
+
+
+def test_a_restored_queue_with_gaps_takes_a_new_message_at_its_end(db_path: Path) -> None:
+    provider = ScriptedProvider().on("first", Gate("never"))
+    host = start(db_path, provider)
+    session = host.create_session()
+    chat = session.chat()
+    chat.send("first")
+    provider.wait_reached("never")
+    a, b, c = (chat.send(text) for text in ("a", "b", "c"))
+    assert chat.remove_pending(a.pending_id) and chat.remove_pending(b.pending_id)
+    host.stop()  # c is stored at position 2, alone
+    for step in ("d", "check"):
+        gated = ScriptedProvider().on("again", Gate("never"))
+        host = start(db_path, gated)
+        try:
+            chat = host.open_session(session.id).chat()
+            if step == "d":
+                chat.send("again")  # runs: the restored queue waits for a success
+                gated.wait_reached("never")
+                d = chat.send("d")
+            else:
+                ids = [m.id for m in chat.state().queued_messages]
+                assert ids == [c.pending_id, d.pending_id]
+        finally:
+            host.stop()

@@ -11,6 +11,7 @@ from agenthost.messages import rpc
 from agenthost.messages.common import ProtectedResourceMetadata
 from agenthost.messages.errors import JsonRpcErrorCode, ValidationError
 from agenthost.messages.events import TurnStarted
+from agenthost.messages.parts import UserMessage
 from agenthost.messages.wire import to_wire
 
 SESSION = "ahp-session:/s1"
@@ -207,7 +208,7 @@ def test_each_error_code_is_declared_once_and_protocol_names_the_same_one() -> N
 
 
 def test_an_action_envelope_carries_a_typed_action() -> None:
-    action = TurnStarted(turn_id="t", message=p.UserMessage(text="hi"))
+    action = TurnStarted(turn_id="t", message=UserMessage(text="hi"))
     envelope = rpc.notification(
         "action", p.ActionEnvelope(channel=CHAT, action=action, server_seq=4)
     )

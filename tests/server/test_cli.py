@@ -499,3 +499,13 @@ def test_export_beside_a_running_turn_leaves_that_turn_to_its_host(
         assert (stored.state.value, stored.assistant_text) == ("complete", "held")
     finally:
         reopened.stop()
+
+
+def test_serve_refuses_fronts_without_shards_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    store = tmp_path / "never.db"
+    code, _, err = agenthost(capsys, "serve", "--port", "0", "--fronts", "2", "--store", str(store))
+    assert code == 2
+    one_line(err, "--fronts", "--shards")
+    assert not store.exists()  # refused before a store is made for it

@@ -2,10 +2,12 @@
 on a new store object takes its name, the old one lingers like a zombie)."""
 
 import asyncio
+import threading
 from collections.abc import Callable
 
 import pytest
 
+from agenthost.actors.context import Departure
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.messages.events import ChatSnapshot, Lagged
 from agenthost.messages.state import TurnState
@@ -144,3 +146,30 @@ def test_a_session_another_shard_holds_is_followed_there(
     both = sharded("a", "b")
     assert both.open_session(session_id).chat().state().turns[0].assistant_text == "echo: hi"
     assert local_shards.shards["a"].host.counters()["resident"] == 0
+
+
+def test_the_sessions_of_a_lost_shard_leave_the_fronts_tables(
+    local_shards: LocalShards,
+) -> None:
+    """A shard that dies tells nobody: the front's link says its sessions left
+    (failed), as the shard would have, so an AHP server's tables and quotas
+    let go of them."""
+    local_shards.start("a")
+    host = local_shards.front("a")
+    left: list[tuple[str, Departure]] = []
+    heard = threading.Event()
+
+    def departed(session_id: str, why: Departure) -> None:  # on the front's loop thread
+        left.append((session_id, why))
+        heard.set()
+
+    unwatch = host.on_session_left(departed)
+    try:
+        session = host.create_session(session_id="lost-one")
+        assert session.chat().send("hi").result(timeout=10).text == "echo: hi"
+        local_shards.crash("a")
+        assert heard.wait(10)
+        assert left == [("lost-one", Departure.FAILED)]
+    finally:
+        unwatch()
+        host.stop()
