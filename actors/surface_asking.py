@@ -1,4 +1,4 @@
-"""What a Chat (actors/surface.py) says to what its turn asks: answers to
+"""What a Chat (actors/surface_chat.py) says to what its turn asks: answers to
 permissions, questions and client tools, a client tool's content and held
 result, input answers synced while a request is open, resuming a turn that
 stopped at a resumable error, and the chat's read and archived flags. A
