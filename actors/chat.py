@@ -2,11 +2,13 @@
 
 Client commands (send, steer, remove, edit and reorder pending messages,
 answer, cancel, truncate, draft, read-only) and the queue drain's steering
-outcomes, on top of ChatCore (actors/chat_core.py), which holds the state
-and starts and ends turns. Provider work goes through the chat's
-TurnTrackerActor; steering bookkeeping and which pending message runs next
-through its QueueDrainActor. While the session decides to leave memory, the
-chat holds client commands and answers them once it stays.
+outcomes, on top of ChatSteering (actors/chat_steering.py: what becomes of
+steering), ChatInputs (actors/chat_inputs.py) and ChatCore
+(actors/chat_core.py), which holds the state and starts and ends turns.
+Provider work goes through the chat's TurnTrackerActor; steering bookkeeping
+and which pending message runs next through its QueueDrainActor. While the
+session decides to leave memory, the chat holds client commands and answers
+them once it stays.
 """
 
 from collections import deque
@@ -18,7 +20,8 @@ import structlog
 
 from agenthost.actors.admission import Origin
 from agenthost.actors.chat_core import Attach
-from agenthost.actors.chat_inputs import INPUT_COMMANDS, ChatInputs, synced_into
+from agenthost.actors.chat_inputs import INPUT_COMMANDS, synced_into
+from agenthost.actors.chat_steering import STEERING_BUSY, ChatSteering
 from agenthost.actors.chosen_ids import check_new_ids, not_cancellable, queued_turn
 from agenthost.actors.contributions import Accept, TurnEndReason
 from agenthost.actors.futures import RuntimeFuture
@@ -33,22 +36,14 @@ from agenthost.actors.protocol import (
     ClientToolsChanged,
     Diagnose,
     EndTurn,
-    HandOverSteering,
     PrepareRelease,
-    RecordSteering,
     ReleaseAborted,
     ReleaseVote,
-    RemovalOutcome,
     RemoveSteering,
     ReportStatus,
-    RequeueSteering,
     SpawnSubagentChat,
     StartNext,
     StartProviderTurn,
-    StartSteeringTurn,
-    SteeringCancelled,
-    SteeringRemovalSettled,
-    TrackSteering,
 )
 from agenthost.actors.publisher import Publication
 from agenthost.actors.queue_policy import NextKind, started_from
@@ -78,9 +73,6 @@ from agenthost.messages.events import (
     QueuedMessagesReordered,
     ReadOnlyChanged,
     RemovalReason,
-    SteeringNotWithdrawn,
-    SteeringRecorded,
-    SteeringWithdrawn,
     Truncated,
     TurnCancelled,
     TurnCompleted,
@@ -90,8 +82,6 @@ from agenthost.messages.ids import new_id
 from agenthost.messages.reducers import delta_runs, ended_parts, joined_delta, reduce_chat
 from agenthost.messages.state import (
     ChatState,
-    MessageOrigin,
-    OriginKind,
     PendingKind,
     PendingMessage,
     Turn,
@@ -99,21 +89,13 @@ from agenthost.messages.state import (
     UserMessage,
 )
 from agenthost.store.records import (
-    DeletePending,
     SaveAssistantText,
     SaveChatMeta,
-    SaveSteeringRecorded,
     SaveTurnEnded,
 )
 from agenthost.store.records import TruncateChat as TruncateStoredChat
 
 log = structlog.get_logger(__name__)
-
-STEERING_BUSY = "Cannot change a steering message while it is being processed"
-STEERING_NOT_WITHDRAWN = AgentHostError(
-    code=ErrorCode.INVALID_ARGUMENT,
-    message="The model already had this steering message; it stays until the model reads it.",
-)
 
 
 @attrs.frozen
@@ -162,7 +144,7 @@ def _end_reason(turn: Turn) -> TurnEndReason:
     return TurnEndReason.ERROR
 
 
-class ChatActor(ChatInputs):
+class ChatActor(ChatSteering):
     """A chat's actor: ChatCore, and the handlers of what it hears (those about
     what a turn asks of its clients in ChatInputs)."""
 
@@ -486,112 +468,6 @@ class ChatActor(ChatInputs):
             assistant_chars=len(stable),
         )
         self._admission.turn_ended(_end_reason(turn), turn, self._state, None)
-
-    # -- steering --------------------------------------------------------------------------
-    def _hand_over(self, pending: PendingMessage) -> None:
-        """Steering for the running turn: the queue drain tracks it (first, so it
-        knows it before the tracker reports), the tracker hands it over."""
-        self.send(self._drain, TrackSteering(pending_id=pending.id, text=pending.text))
-        self.send(
-            self._tracker,
-            HandOverSteering(
-                pending_id=pending.id, text=pending.text, for_turn=self._state.active_turn_id
-            ),
-        )
-
-    @handles(SteeringCancelled)
-    def _steering_cancelled(self, message: SteeringCancelled) -> None:
-        """A cancel ended the turn these were for: the host's own removal."""
-        for pending_id in message.pending_ids:
-            pending = self._pending(pending_id)
-            if pending is not None:
-                self._remove_pending(pending, RemovalReason.CANCELLED)
-            self._answer_removal(pending_id, True)
-        self._drain_point()
-
-    @handles(RecordSteering)
-    def _record_steering(self, message: RecordSteering) -> None:
-        pending = self._pending(message.pending_id) or PendingMessage(
-            id=message.pending_id, kind=PendingKind.STEERING, message=UserMessage(text=message.text)
-        )
-        active = self._state.active_turn
-        if active is None or active.id != message.turn_id:
-            self._log.warning("steering_record_ignored", pending_id=message.pending_id)
-            return
-        recorded = attrs.evolve(
-            pending,
-            message=UserMessage(text=message.text, origin=MessageOrigin(kind=OriginKind.STEERING)),
-        )
-        self._apply(self._stamp(SteeringRecorded(turn_id=message.turn_id, pending=recorded)))
-        self._write(DeletePending(chat_id=self.chat_id, pending_id=message.pending_id))
-        active = self._state.active_turn
-        self._write(
-            SaveSteeringRecorded(
-                chat_id=self.chat_id,
-                turn_id=message.turn_id,
-                pending_id=message.pending_id,
-                text=message.text,
-                position=len(active.steering) - 1 if active else 0,
-            )
-        )
-        self._answer_removal(message.pending_id, False)
-
-    @handles(StartSteeringTurn)
-    def _start_steering_turn(self, message: StartSteeringTurn) -> None:
-        pending = self._pending(message.pending_id)
-        if pending is not None:
-            self._remove_pending(pending, RemovalReason.CONSUMED)
-        steering = UserMessage(text=message.text, origin=MessageOrigin(kind=OriginKind.STEERING))
-        self._start_turn(steering, from_pending=message.pending_id, turn_id=message.turn_id)
-        self._answer_removal(message.pending_id, False)
-
-    @handles(SteeringRemovalSettled)
-    def _removal_settled(self, message: SteeringRemovalSettled) -> None:
-        pending = self._pending(message.pending_id)
-        outcome = message.outcome
-        removal = PendingMessageRemoved(kind=PendingKind.STEERING, pending_id=message.pending_id)
-        if outcome is RemovalOutcome.REJECTED:
-            error = AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=STEERING_BUSY)
-            self._admission.refused(self._stamp(removal), self._state, Origin(), error)
-            self._answer_removal(message.pending_id, error)
-            return
-        if outcome in (RemovalOutcome.WITHDRAWN, RemovalOutcome.DROPPED):
-            if pending is not None:
-                reason = (
-                    RemovalReason.WITHDRAWN
-                    if outcome is RemovalOutcome.WITHDRAWN
-                    else RemovalReason.CLIENT
-                )
-                self._remove_pending(pending, reason)
-            if outcome is RemovalOutcome.WITHDRAWN:
-                self._apply(self._stamp(SteeringWithdrawn(pending_id=message.pending_id)))
-            self._answer_removal(message.pending_id, True)
-            self._drain_point()
-            return
-        if outcome is RemovalOutcome.NOT_WITHDRAWN:
-            self._log.warning("steering_not_withdrawn", pending_id=message.pending_id)
-            self._apply(self._stamp(SteeringNotWithdrawn(pending_id=message.pending_id)))
-            self._admission.refused(
-                self._stamp(removal), self._state, Origin(), STEERING_NOT_WITHDRAWN
-            )
-        self._answer_removal(message.pending_id, False)
-
-    def _answer_removal(self, pending_id: str, answer: bool | AgentHostError) -> None:
-        """Those removing `pending_id` hear how it ended, once that is published."""
-        for future in self._waiting.removals.pop(pending_id, []):
-            self._publisher.add(
-                Publication(after_write=0, state=self._state, reply=future, value=answer)
-            )
-        self._publish_ready()
-
-    @handles(RequeueSteering)
-    def _requeue(self, message: RequeueSteering) -> None:
-        pending = self._pending(message.pending_id)
-        if pending is None or pending.kind is not PendingKind.STEERING:
-            return
-        self._to_queue(pending)
-        self._answer_removal(pending.id, False)
-        self._drain_point()
 
     # -- leaving memory --------------------------------------------------------------------------
     def on_stop(self) -> None:
