@@ -74,6 +74,7 @@ from agenthost.messages.commands import (
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import (
+    ActiveClient,
     ChatState,
     ChatStatus,
     ClientTool,
@@ -315,9 +316,15 @@ class AsyncSession:
         return await run_async(calls.session_call(self._handle, message), timeout)
 
     async def set_client_tools(
-        self, client_id: str, tools: Sequence[ClientTool], *, timeout: float = DEFAULT_TIMEOUT
+        self,
+        client_id: str,
+        tools: Sequence[ClientTool],
+        *,
+        shown: ActiveClient | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        await self._call(SetClientTools(client_id=client_id, tools=tuple(tools)), timeout)
+        message = SetClientTools(client_id=client_id, tools=tuple(tools), shown=shown)
+        await self._call(message, timeout)
 
     async def remove_client(self, client_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         await self._call(RemoveClient(client_id=client_id), timeout)

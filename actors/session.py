@@ -26,6 +26,7 @@ import attrs
 import structlog
 
 from agenthost.actors.chat import ChatActor
+from agenthost.actors.client_tools import client_set, tool_owners
 from agenthost.actors.clock import TimerHandle
 from agenthost.actors.context import Services
 from agenthost.actors.contributions import ChatKey, Dispatch, Dispatcher
@@ -71,6 +72,7 @@ from agenthost.messages.commands import (
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
+    ActiveClientRemoved,
     ConfigChanged,
     IsArchivedChanged,
     IsReadChanged,
@@ -85,7 +87,6 @@ from agenthost.messages.state import (
     ChatState,
     ChatStatus,
     ChatSummary,
-    ClientTool,
     SessionState,
     SessionSummary,
     Worktree,
@@ -130,7 +131,7 @@ class SessionActor(HostedActor):
         # reference.
         self._resume: frozenset[str] | None = None if restored else frozenset(resumed)
         self.created_at = created_at
-        self._entry = state or SessionState()
+        self._entry = attrs.evolve(state, active_clients=()) if state else SessionState()
         self._read_only = set(read_only)
         self._default_chat = chat_ids[0] if chat_ids else ""
         self._turns: dict[str, int] = {
@@ -140,7 +141,6 @@ class SessionActor(HostedActor):
         self._initial = tuple(zip(chat_ids, chats, strict=True))
         self._chats: dict[str, Ref] = {}
         self._waiting: set[str] = set(chat_ids)
-        self._clients: dict[str, tuple[ClientTool, ...]] = {}
         self._statuses: dict[str, int] = {}
         self._subscribers: dict[str, int] = {}
         self._asked = _StatusAsked(reporting=services.lifecycle.max_resident is not None)
@@ -305,7 +305,7 @@ class SessionActor(HostedActor):
             state=state,
             session=self.actor_ref,
             resume=self._resume is None or chat_id in self._resume,
-            client_tools=self._owners(),
+            client_tools=tool_owners(self._entry),
             session_state=self._entry,
             default=chat_id == self._default_chat,
             read_only=chat_id in self._read_only,
@@ -357,27 +357,19 @@ class SessionActor(HostedActor):
         if not self._waiting:
             self.send(self.services.host, SessionReady(session_id=self.session_id))
 
-    def _owners(self) -> tuple[tuple[str, str], ...]:
-        """Tool name -> the client that executes it (the latest registration wins)."""
-        owners: dict[str, str] = {}
-        for client_id, tools in self._clients.items():
-            for tool in tools:
-                owners[tool.name] = client_id
-        return tuple(sorted(owners.items()))
-
     def _tell_chats(self, message: object) -> None:
         for ref in self._chats.values():
             self.send(ref, message)
 
     @handles(SetClientTools)
     def _set_client_tools(self, message: SetClientTools) -> None:
-        self._clients[message.client_id] = message.tools
-        self._tell_chats(ClientToolsChanged(owners=self._owners()))
+        self._act(client_set(message), message.client_id, from_client=True)
+        self._tell_chats(ClientToolsChanged(owners=tool_owners(self._entry)))
 
     @handles(RemoveClient)
     def _remove_client(self, message: RemoveClient) -> None:
-        self._clients.pop(message.client_id, None)
-        self._tell_chats(ClientToolsChanged(owners=self._owners()))
+        self._act(ActiveClientRemoved(client_id=message.client_id), None, from_client=False)
+        self._tell_chats(ClientToolsChanged(owners=tool_owners(self._entry)))
         self._tell_chats(ClientRemoved(client_id=message.client_id))
 
     @handles(ChatStatusChanged)

@@ -11,6 +11,7 @@ import attrs
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.inputs import Answers, InputAnswer, unique_answers
 from agenthost.messages.state import (
+    ActiveClient,
     Attachment,
     ChatSummary,
     ClientTool,
@@ -226,10 +227,13 @@ class GetDiagnostics:
 
 @attrs.frozen(kw_only=True)
 class SetClientTools:
-    """A client (any id the embedder or server chooses) executes these tools."""
+    """A client (any id the embedder or server chooses) executes these tools.
+    `shown`: the session state's entry for it beyond its id and tools (AHP's
+    SessionActiveClient: displayName, _meta, customizations)."""
 
     client_id: str
     tools: tuple[ClientTool, ...]
+    shown: ActiveClient | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -54,6 +54,8 @@ from agenthost.messages.inputs import AnswerState, InputResponseKind
 from agenthost.messages.parts import UserMessage
 from agenthost.messages.protocol import ActionOrigin, DispatchActionParams
 from agenthost.messages.session_events import (
+    ActiveClientRemoved,
+    ActiveClientSet,
     ConfigChanged,
     IsArchivedChanged,
     IsReadChanged,
@@ -408,11 +410,36 @@ async def _config_changed(ctx: SessionAction, action: ConfigChanged) -> None:
     await ctx.session.set_config(dict(action.config))
 
 
+def _own_client(ctx: SessionAction, client_id: str) -> str:
+    if ctx.conn.client_id is None:
+        raise bad_param("clientId", "this connection has no clientId (initialize gives one)")
+    if client_id != ctx.conn.client_id:
+        raise bad_param("clientId", "a client sets or removes only its own activeClient")
+    return client_id
+
+
+async def _active_client_set(ctx: SessionAction, action: ActiveClientSet) -> None:
+    """The dispatching client executes these tools for the session (calls to them
+    wait for its chat/toolCallComplete); it leaves them when it goes (the
+    client grace, server/clients.py) or removes itself."""
+    client = action.active_client
+    client_id = _own_client(ctx, client.client_id)
+    await ctx.session.set_client_tools(client_id, client.tools, shown=client)
+    ctx.conn.server.clients.touched(client_id, ctx.session.id)
+
+
+async def _active_client_removed(ctx: SessionAction, action: ActiveClientRemoved) -> None:
+    """The client's tools leave the session: every call it left parked fails."""
+    await ctx.session.remove_client(_own_client(ctx, action.client_id))
+
+
 SESSION_ACTIONS: dict[type, SessionHandler] = {
     SessionTitleChanged: _title_changed,
     IsReadChanged: _read_changed,
     IsArchivedChanged: _archived_changed,
     ConfigChanged: _config_changed,
+    ActiveClientSet: _active_client_set,
+    ActiveClientRemoved: _active_client_removed,
 }
 """Session actions a client may dispatch; after one applies it goes out on the
 session channel with its origin, and the owner's root hears of the summary."""
