@@ -3,33 +3,46 @@
 Pure functions over the tracker's record of the active turn (they note the
 turn's tool calls on it); the tracker stamps and queues what they return.
 A tool call that needs no permission is ready (confirmed "not-needed") as it
-starts; one that needs it waits for the permission request that follows.
+starts; one that needs it waits for the permission request that follows. A
+call whose input streams is started (status streaming, chat/toolCallDelta for
+each piece) and is ready, or waits, once the provider starts it again whole.
 """
 
 from agenthost.actors.active_turn import ActiveTurn
 from agenthost.messages.events import (
     ChatEvent,
     ToolCallCompleted,
+    ToolCallDelta,
     ToolCallReady,
     ToolCallStarted,
     UsageReported,
 )
 from agenthost.messages.provider import ToolCallCompleted as ProviderToolCallCompleted
 from agenthost.messages.provider import ToolCallStarted as ProviderToolCallStarted
-from agenthost.messages.provider import UsageUpdated
+from agenthost.messages.provider import ToolInputDelta, UsageUpdated
 from agenthost.messages.state import Usage
 
 
 def tool_started(turn: ActiveTurn, event: ProviderToolCallStarted) -> tuple[ChatEvent, ...]:
-    turn.tool_calls[event.tool_call_id] = event.name
-    started = ToolCallStarted(
-        turn_id=turn.turn_id,
-        tool_call_id=event.tool_call_id,
-        tool_name=event.name,
-        display_name=event.name,
-    )
+    call_id = event.tool_call_id
+    if call_id in turn.streaming_calls:  # its input is whole now: only ready follows
+        started: tuple[ChatEvent, ...] = ()
+        turn.streaming_calls.discard(call_id)
+    else:
+        turn.tool_calls[call_id] = event.name
+        started = (
+            ToolCallStarted(
+                turn_id=turn.turn_id,
+                tool_call_id=call_id,
+                tool_name=event.name,
+                display_name=event.name,
+            ),
+        )
+    if event.streaming:
+        turn.streaming_calls.add(call_id)
+        return started
     if event.needs_permission:
-        return (started,)
+        return started
     ready = ToolCallReady(
         turn_id=turn.turn_id,
         tool_call_id=event.tool_call_id,
@@ -37,7 +50,20 @@ def tool_started(turn: ActiveTurn, event: ProviderToolCallStarted) -> tuple[Chat
         tool_input=event.arguments,
         confirmed="not-needed",
     )
-    return (started, ready)
+    return (*started, ready)
+
+
+def tool_input_delta(turn: ActiveTurn, event: ToolInputDelta) -> ToolCallDelta | None:
+    """A piece of a streaming call's input; None for a call not streaming (the
+    reducer would drop it too)."""
+    if event.tool_call_id not in turn.streaming_calls:
+        return None
+    return ToolCallDelta(
+        turn_id=turn.turn_id,
+        tool_call_id=event.tool_call_id,
+        content=event.content,
+        invocation_message=event.invocation_message,
+    )
 
 
 def tool_completed(turn: ActiveTurn, event: ProviderToolCallCompleted) -> ToolCallCompleted:

@@ -100,6 +100,7 @@ from agenthost.messages.provider import (
     ReplyMessage,
     ReplyReasoning,
     SubagentStarted,
+    ToolInputDelta,
     UsageUpdated,
     UserMessageEcho,
 )
@@ -349,6 +350,10 @@ class TurnTrackerActor(HostedActor):
             case ProviderToolCallStarted():
                 for action in turn_events.tool_started(turn, event):
                     self._out.apply(action)
+            case ToolInputDelta():
+                delta = turn_events.tool_input_delta(turn, event)
+                if delta is not None:
+                    self._out.apply(delta)
             case SubagentStarted():
                 self._subagents.spawn(turn, event)
             case ProviderToolCallCompleted():

@@ -2,8 +2,8 @@
 
 Host -> provider: ProviderSend, ProviderSteer, ProviderWithdraw, ProviderCancel,
 ProviderResume, ProviderAnswer. Provider -> host: UserMessageEcho, ReplyDelta,
-ReplyReasoning, ReplyMessage, UsageUpdated, ToolCallStarted, ToolCallCompleted,
-HostRequestOpened, Idle, CallSettled, ConnectionFailed, ProviderRefReported.
+ReplyReasoning, ReplyMessage, UsageUpdated, ToolCallStarted, ToolInputDelta,
+ToolCallCompleted, HostRequestOpened, Idle, CallSettled, ConnectionFailed, ProviderRefReported.
 
 What the host asks the user for carries AHP 1.1's shapes: a permission the
 confirmation options the provider offers (ConfirmationOption, messages/common.py)
@@ -193,13 +193,27 @@ class UsageUpdated:
 @attrs.frozen(kw_only=True)
 class ToolCallStarted:
     """A tool call began. Without `needs_permission` it runs at once; with it a
-    HostRequestOpened(permission) follows."""
+    HostRequestOpened(permission) follows. With `streaming` its input is still
+    coming: ToolInputDelta events follow, then this call's ToolCallStarted
+    again without `streaming`, with the whole input, makes it ready as above."""
 
     turn_id: str
     tool_call_id: str
     name: str
     arguments: str = "{}"
     needs_permission: bool = False
+    streaming: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ToolInputDelta:
+    """A piece of a streaming call's input (`content`, appended), and what the
+    call says it is doing meanwhile (`invocation_message`, replacing)."""
+
+    turn_id: str
+    tool_call_id: str
+    content: str | None = None
+    invocation_message: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -301,6 +315,7 @@ ProviderEvent = (
     | ReplyMessage
     | UsageUpdated
     | ToolCallStarted
+    | ToolInputDelta
     | ToolCallCompleted
     | HostRequestOpened
     | SubagentStarted

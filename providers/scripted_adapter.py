@@ -33,6 +33,7 @@ from agenthost.messages.provider import (
     SubagentStarted,
     ToolCallCompleted,
     ToolCallStarted,
+    ToolInputDelta,
     UsageUpdated,
     UserMessageEcho,
 )
@@ -217,8 +218,9 @@ class ScriptedAdapter(ProviderAdapter):
                         code=ErrorCode.PROVIDER_ERROR, message=reason, resumable=resumable
                     )
                     raise ProviderCallError(error, taken=not before_start)
-                case ToolCall(name, arguments, needs_permission, options, editable):
+                case ToolCall(name, arguments, needs_permission, options, editable) as step:
                     call_id = self.backend.next_id()
+                    await self._stream_input(key, call_id, step)
                     self._emit(
                         ToolCallStarted(
                             turn_id=key,
@@ -358,6 +360,27 @@ class ScriptedAdapter(ProviderAdapter):
             return
         result = await subagent()
         self._emit(ToolCallCompleted(turn_id=key, tool_call_id=call_id, result=result))
+
+    async def _stream_input(self, key: str, call_id: str, step: ToolCall) -> None:
+        """A call whose input the model streams: started streaming, then its pieces."""
+        if not step.chunks:
+            return
+        self._emit(
+            ToolCallStarted(
+                turn_id=key, tool_call_id=call_id, name=step.name, arguments="", streaming=True
+            )
+        )
+        for i, chunk in enumerate(step.chunks):
+            self._emit(
+                ToolInputDelta(
+                    turn_id=key,
+                    tool_call_id=call_id,
+                    content=chunk,
+                    invocation_message=f"{step.name}: {i + 1} of {len(step.chunks)}",
+                )
+            )
+            if i == 0 and step.stream_gate is not None:
+                await self.backend.wait_gate(step.stream_gate)
 
     async def _ask(self, request: HostRequestOpened) -> ProviderAnswer:
         return await self._requests.ask(request, self._emit)

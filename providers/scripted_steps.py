@@ -86,13 +86,17 @@ class ToolCall:
     """A tool the model runs; with `needs_permission` it first asks the host,
     offering `options` (an option of kind deny is a denial) and, where
     `editable`, taking an edited input, which the tool then runs with (its
-    result says what it ran with)."""
+    result says what it ran with). With `chunks`, the model streams the input
+    first, in those pieces (they join into `arguments`), waiting at
+    `stream_gate` (if given) after the first."""
 
     name: str
     arguments: str = "{}"
     needs_permission: bool = True
     options: tuple[ConfirmationOption, ...] = ()
     editable: bool = False
+    chunks: tuple[str, ...] = ()
+    stream_gate: str | None = None
 
 
 @attrs.frozen

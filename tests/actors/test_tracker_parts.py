@@ -381,3 +381,25 @@ def test_a_completed_tool_call_and_usage_name_the_hosts_turn() -> None:
     assert turn_events.usage(turn, used) == UsageReported(
         turn_id="host-turn", usage=Usage(prompt_tokens=3, completion_tokens=5)
     )
+
+
+# -- streamed tool input ---------------------------------------------------------------
+def test_a_streaming_call_is_started_then_ready_once_whole_and_only_its_deltas_go_out() -> None:
+    from agenthost.actors.turn_events import tool_input_delta, tool_started
+    from agenthost.messages.provider import ToolCallStarted, ToolInputDelta
+
+    turn = active()
+    plain = ToolCallStarted(turn_id="t1", tool_call_id="c1", name="ls")
+    assert [a.wire_type for a in tool_started(turn, plain)] == [
+        "chat/toolCallStart",
+        "chat/toolCallReady",
+    ]
+    assert tool_input_delta(turn, ToolInputDelta(turn_id="t1", tool_call_id="c1")) is None
+    streaming = ToolCallStarted(turn_id="t1", tool_call_id="c2", name="w", streaming=True)
+    assert [a.wire_type for a in tool_started(turn, streaming)] == ["chat/toolCallStart"]
+    piece = tool_input_delta(turn, ToolInputDelta(turn_id="t1", tool_call_id="c2", content="{"))
+    assert piece is not None and piece.content == "{"
+    whole = ToolCallStarted(turn_id="t1", tool_call_id="c2", name="w", arguments="{}")
+    [ready] = tool_started(turn, whole)
+    assert ready.wire_type == "chat/toolCallReady" and ready.tool_input == "{}"  # type: ignore[attr-defined]
+    assert tool_input_delta(turn, ToolInputDelta(turn_id="t1", tool_call_id="c2")) is None
