@@ -65,6 +65,7 @@ from agenthost.messages.state import PendingKind
 from agenthost.messages.wire import to_wire
 from agenthost.server.channels import CHAT_PREFIX, SESSION_PREFIX, ChatChannel
 from agenthost.server.errors import HOST_LATE, RpcError, bad_param, invalid_params, is_not_found
+from agenthost.server.refusals import REFUSED
 from agenthost.server.views import RESERVED_CONFIG
 
 if TYPE_CHECKING:
@@ -175,8 +176,12 @@ def _origin_of(origin: dict[str, Any]) -> ActionOrigin:
 
 
 def _not_dispatchable(action: Any) -> RpcError:
-    kind = getattr(action, "wire_type", None) or getattr(action, "type", "?")
-    return RpcError(JsonRpcErrorCode.INVALID_PARAMS, f"{kind!r} cannot be dispatched by a client")
+    """Refused: with its own reason where server/refusals.py has one."""
+    reason = REFUSED.get(type(action))
+    if reason is None:
+        kind = getattr(action, "wire_type", None) or getattr(action, "type", "?")
+        reason = f"{kind!r} cannot be dispatched by a client"
+    return RpcError(JsonRpcErrorCode.INVALID_PARAMS, reason)
 
 
 def reject(conn: "Connection", uri: str, action: Any, origin: Any, reason: str) -> None:
