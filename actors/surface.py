@@ -45,6 +45,7 @@ from agenthost.messages.commands import (
     SetSessionFlags,
 )
 from agenthost.messages.state import (
+    ActiveClient,
     ChatStatus,
     ClientTool,
     SessionState,
@@ -318,10 +319,18 @@ class Session:
         return run_sync(calls.session_call(self._handle, message), timeout)
 
     def set_client_tools(
-        self, client_id: str, tools: Sequence[ClientTool], *, timeout: float = DEFAULT_TIMEOUT
+        self,
+        client_id: str,
+        tools: Sequence[ClientTool],
+        *,
+        shown: ActiveClient | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        """Register the tools `client_id` executes; calls to them wait for its results."""
-        self._call(SetClientTools(client_id=client_id, tools=tuple(tools)), timeout)
+        """Register the tools `client_id` executes; calls to them wait for its results.
+        The session state's `active_clients` shows it (`shown`: its display name,
+        _meta, customizations)."""
+        message = SetClientTools(client_id=client_id, tools=tuple(tools), shown=shown)
+        self._call(message, timeout)
 
     def remove_client(self, client_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Forget a client: every call it left parked fails, and new calls to its

@@ -6,10 +6,17 @@ A tool call that needs no permission is ready (confirmed "not-needed") as it
 starts; one that needs it waits for the permission request that follows. A
 call whose input streams is started (status streaming, chat/toolCallDelta for
 each piece) and is ready, or waits, once the provider starts it again whole.
+
+The chat's activity (chat/activityChanged) is what the host knows the turn is
+doing: "Thinking" while reasoning streams, "Running <tool>" while a call that
+needs no permission runs, "Preparing <tool>" while a call's input streams;
+cleared by reply text, a call's end, a call that waits for permission (the
+host is not told when it then runs) and the turn's end.
 """
 
 from agenthost.actors.active_turn import ActiveTurn
 from agenthost.messages.events import (
+    ActivityChanged,
     ChatEvent,
     ToolCallCompleted,
     ToolCallDelta,
@@ -75,3 +82,21 @@ def tool_completed(turn: ActiveTurn, event: ProviderToolCallCompleted) -> ToolCa
 def usage(turn: ActiveTurn, event: UsageUpdated) -> UsageReported:
     reported = Usage(prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens)
     return UsageReported(turn_id=turn.turn_id, usage=reported)
+
+
+THINKING = "Thinking"
+
+
+def tool_activity(event: ProviderToolCallStarted) -> str | None:
+    """The activity a call's start leaves the chat in (None: unknown, cleared)."""
+    if event.streaming:
+        return f"Preparing {event.name}"
+    return None if event.needs_permission else f"Running {event.name}"
+
+
+def activity(turn: ActiveTurn, now: str | None) -> tuple[ActivityChanged, ...]:
+    """chat/activityChanged when the activity is not what was last sent."""
+    if turn.activity == now:
+        return ()
+    turn.activity = now
+    return (ActivityChanged(activity=now),)

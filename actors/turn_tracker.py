@@ -330,6 +330,7 @@ class TurnTrackerActor(HostedActor):
         if type(event) is ReplyDelta and event.subagent_id is None:  # most of a stream
             turn = self._turn
             if turn is not None and event.turn_id == turn.key:
+                self._activity(turn, None)
                 self._out.actions(turn.stream.delta(event.text))
             return
         match event:
@@ -350,6 +351,7 @@ class TurnTrackerActor(HostedActor):
             case ProviderToolCallStarted():
                 for action in turn_events.tool_started(turn, event):
                     self._out.apply(action)
+                self._activity(turn, turn_events.tool_activity(event))
             case ToolInputDelta():
                 delta = turn_events.tool_input_delta(turn, event)
                 if delta is not None:
@@ -360,11 +362,14 @@ class TurnTrackerActor(HostedActor):
                 self._subagents.tool_completed(event.tool_call_id)
                 if event.tool_call_id not in turn.result_confirmed:  # ended by the user's word
                     self._out.apply(turn_events.tool_completed(turn, event))
+                self._activity(turn, None)
             case HostRequestOpened():
                 self._desk.opened(turn, event)
             case ReplyDelta():
+                self._activity(turn, None)
                 self._out.actions(turn.stream.delta(event.text))
             case ReplyReasoning():
+                self._activity(turn, turn_events.THINKING)
                 self._out.actions(turn.stream.reasoning(event.text))
             case UsageUpdated():
                 self._out.apply(turn_events.usage(turn, event))
@@ -378,6 +383,10 @@ class TurnTrackerActor(HostedActor):
             case CallSettled():
                 turn.settled = event
                 self._close_if_abandoned(turn)
+
+    def _activity(self, turn: ActiveTurn, now: str | None) -> None:
+        for action in turn_events.activity(turn, now):
+            self._out.apply(action)
 
     def _stable(self, turn: ActiveTurn) -> None:
         """Assistant text became stable (a message ended, or the stream did): persist it."""
@@ -405,6 +414,7 @@ class TurnTrackerActor(HostedActor):
         self._subagents.end_with(turn, action)
         self._desk.turn_ended(turn)
         self._stable(turn)  # the stream's end flushes what is left (rule 3)
+        self._activity(turn, None)
         self._turn = None
         self._steering.cancelled = turn.turn_id if isinstance(action, TurnCancelled) else None
         self._out.message(EndTurn(action=action, finish_reason=turn.finish_reason))
