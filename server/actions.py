@@ -415,11 +415,12 @@ async def _config_changed(ctx: SessionAction, action: ConfigChanged) -> None:
     await ctx.session.set_config(dict(action.config))
 
 
-def _own_client(ctx: SessionAction, client_id: str) -> str:
-    if ctx.conn.client_id is None:
-        raise bad_param("clientId", "this connection has no clientId (initialize gives one)")
-    if client_id != ctx.conn.client_id:
-        raise bad_param("clientId", "a client sets or removes only its own activeClient")
+def own_client(conn: "Connection", client_id: str, field: str = "clientId") -> str:
+    """`client_id`, if it is the connection's own; else refused saying why."""
+    if conn.client_id is None:
+        raise bad_param(field, "this connection has no clientId (initialize gives one)")
+    if client_id != conn.client_id:
+        raise bad_param(field, "a client sets or removes only its own activeClient")
     return client_id
 
 
@@ -428,14 +429,14 @@ async def _active_client_set(ctx: SessionAction, action: ActiveClientSet) -> Non
     wait for its chat/toolCallComplete); it leaves them when it goes (the
     client grace, server/clients.py) or removes itself."""
     client = action.active_client
-    client_id = _own_client(ctx, client.client_id)
+    client_id = own_client(ctx.conn, client.client_id)
     await ctx.session.set_client_tools(client_id, client.tools, shown=client)
     ctx.conn.server.clients.touched(client_id, ctx.session.id)
 
 
 async def _active_client_removed(ctx: SessionAction, action: ActiveClientRemoved) -> None:
     """The client's tools leave the session: every call it left parked fails."""
-    await ctx.session.remove_client(_own_client(ctx, action.client_id))
+    await ctx.session.remove_client(own_client(ctx.conn, action.client_id))
 
 
 SESSION_ACTIONS: dict[type, SessionHandler] = {

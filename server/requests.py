@@ -338,6 +338,9 @@ async def create_session(conn: "Connection", params: p.CreateSessionParams) -> C
     session_id = _session_id(uri)
     provider = params.provider or sorted(server.host.services.providers)[0]
     config = session_config.checked(params.config)  # refused before anything is created
+    client = params.active_client
+    if client is not None:
+        actions.own_client(conn, client.client_id, "activeClient.clientId")
     if server.registry.owner(session_id) is not None or await server.registry.find(session_id):
         raise RpcError(JsonRpcErrorCode.SESSION_ALREADY_EXISTS, f"session {session_id} exists")
     with server.quotas.creating(conn.identity, server.registry.resident_of(conn.identity)):
@@ -353,6 +356,9 @@ async def create_session(conn: "Connection", params: p.CreateSessionParams) -> C
         await server.sessions_owned(session, conn.identity)
         if config:
             await session.set_config(config)
+        if client is not None:  # as session/activeClientSet would
+            await session.set_client_tools(client.client_id, client.tools, shown=client)
+            server.clients.touched(client.client_id, session_id)
     server.listeners.session_action(session_id, SessionReady())
     state, _ = await server.summaries.joined(session, conn.identity, lambda: None, added=True)
     server.registry.note_chats(

@@ -9,10 +9,12 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
 from agenthost.actors import Host
 from agenthost.providers.scripted import ClientToolCall, Say, ScriptedProvider
 from agenthost.server.ahp import Limits
-from tests.server.ahp_client import AhpClient, Server, action_of, running
+from tests.server.ahp_client import AhpClient, RpcFailed, Server, action_of, running
 from tests.server.test_chat_actions import by_origin, completion, turn
 
 
@@ -133,3 +135,27 @@ def test_a_client_that_leaves_is_removed_from_the_session_after_the_grace(
             assert await active_clients(watcher, uri) == []
 
     run(host, body, Limits(client_tool_grace_s=0.2))
+
+
+def test_create_session_with_the_clients_own_active_client_sets_it(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as browser:
+            await browser.initialize(client_id="browser")
+            uri = f"ahp-session:/{uuid.uuid4()}"
+            mine = active("browser", "fetch")["activeClient"]
+            created = await browser.call("createSession", {"channel": uri, "activeClient": mine})
+            [shown] = created["state"]["activeClients"]
+            assert shown["clientId"] == "browser" and [t["name"] for t in shown["tools"]] == [
+                "fetch"
+            ]
+            other = f"ahp-session:/{uuid.uuid4()}"
+            theirs = active("someone", "fetch")["activeClient"]
+            with pytest.raises(RpcFailed) as refused:
+                await browser.call("createSession", {"channel": other, "activeClient": theirs})
+            assert "only its own activeClient" in str(refused.value)
+            listed = await browser.call("listSessions")
+            assert [s["resource"] for s in listed["items"]] == [uri]  # nothing was created
+
+    run(host, body)
