@@ -18,6 +18,10 @@ their turns (`sends`). Invariants:
 4. A key cancelled before its run started is interrupted when the run starts.
 5. The model's thinking is reported once: as it streams (thinking deltas), or
    whole from the message's thinking blocks where it did not stream.
+6. A tool_use block that streams (with partial messages) is started streaming
+   at its block's start and its input_json_delta pieces follow; the call is
+   started whole, once, by whichever comes first of the assistant message's
+   tool_use block and the permission callback (both as before).
 """
 
 import asyncio
@@ -38,6 +42,7 @@ from agenthost.messages.provider import (
     Settlement,
     ToolCallCompleted,
     ToolCallStarted,
+    ToolInputDelta,
     UserMessageEcho,
 )
 from agenthost.providers.base import ProviderCallError
@@ -71,6 +76,7 @@ class Run:
     tools: set[str] = attrs.field(factory=set)
     cancelled: bool = False
     thought: bool = False  # the message under way streamed its thinking
+    streaming: dict[Any, str] = attrs.field(factory=dict)  # block index -> tool call streaming
 
 
 class ClaudeTurns:
@@ -106,6 +112,8 @@ class ClaudeTurns:
                 if event.get("type") == "message_start":
                     events += self._release(run, finish_reason=None)
                     run.thought = False
+                    run.streaming = {}
+                events += self._tool_input(run, event)
                 delta = event.get("delta") or {}
                 if event.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
                     events.append(ReplyDelta(turn_id=run.key, text=delta.get("text", "")))
@@ -152,6 +160,29 @@ class ClaudeTurns:
             case sdk.ResultMessage():
                 events = self.begin(frame.user_message_uuids or ())
                 return events + self._end(frame)
+        return []
+
+    def _tool_input(self, run: Run, event: dict[str, Any]) -> list[ProviderEvent]:
+        """A tool_use block as it streams (invariant 6): started streaming at its
+        block's start, each input_json_delta a piece of its input."""
+        kind, index = event.get("type"), event.get("index")
+        block = event.get("content_block") or {}
+        if kind == "content_block_start" and block.get("type") == "tool_use":
+            call_id, name = block.get("id"), block.get("name")
+            if not isinstance(call_id, str) or not isinstance(name, str) or call_id in run.tools:
+                return []
+            run.streaming[index] = call_id
+            return [
+                ToolCallStarted(
+                    turn_id=run.key, tool_call_id=call_id, name=name, arguments="", streaming=True
+                )
+            ]
+        delta = event.get("delta") or {}
+        call_id = run.streaming.get(index)
+        if kind == "content_block_delta" and delta.get("type") == "input_json_delta" and call_id:
+            piece = delta.get("partial_json")
+            if isinstance(piece, str) and piece:
+                return [ToolInputDelta(turn_id=run.key, tool_call_id=call_id, content=piece)]
         return []
 
     def _current(self) -> Run:

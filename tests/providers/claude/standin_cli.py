@@ -27,9 +27,11 @@ Steps of a reply (an unscripted prompt is answered "echo: <prompt>"):
                                    the model's thinking: a message whose thinking block
                                    streams chunk by chunk as thinking deltas (with
                                    "streamed": false, only the whole message comes)
-    {"tool": name, "input": {..}, "ask": true, "suggestions": [..]}
+    {"tool": name, "input": {..}, "ask": true, "suggestions": [..], "streamed": [..]}
                                    a tool call (asking permission over can_use_tool
-                                   first, with those permission suggestions); a tool
+                                   first, with those permission suggestions; with
+                                   "streamed", its tool_use block streams first, as
+                                   input_json_delta pieces joining into the input); a tool
                                    boundary: user messages that arrived meanwhile
                                    are taken into the turn. AskUserQuestion, asked,
                                    is the CLI's question tool: its result is the
@@ -383,7 +385,28 @@ class Cli:
             "name": step["tool"],
             "input": step.get("input", {}),
         }
-        out(self.tagged(self.assistant(f"msg_{uuid.uuid4().hex[:12]}", [block]), uuids))
+        message_id = f"msg_{uuid.uuid4().hex[:12]}"
+        if self.partial and step.get("streamed"):
+            start = {"type": "tool_use", "id": call_id, "name": step["tool"], "input": {}}
+            events: list[dict[str, Any]] = [
+                {"type": "message_start", "message": {"id": message_id, "model": MODEL}},
+                {"type": "content_block_start", "index": 0, "content_block": start},
+                *(
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    }
+                    for piece in step["streamed"]
+                ),
+                {"type": "content_block_stop", "index": 0},
+                {"type": "message_stop"},
+            ]
+            for i, event in enumerate(events):
+                frame = self.stream_event(event)
+                out(self.tagged(frame, uuids) if i == 0 else frame)
+            uuids = None
+        out(self.tagged(self.assistant(message_id, [block]), uuids))
         allowed, message = True, f"ran {step['tool']}"
         if step.get("ask"):
             allowed, message = self.ask(step, call_id)

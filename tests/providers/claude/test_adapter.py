@@ -25,6 +25,7 @@ from agenthost.messages.provider import (
     ReplyMessage,
     ToolCallCompleted,
     ToolCallStarted,
+    ToolInputDelta,
     UserMessageEcho,
 )
 from agenthost.providers import ClaudeProvider, RetryPolicy
@@ -105,6 +106,33 @@ def test_each_assistant_message_becomes_stable_once_and_tools_run_between(
         ("done", "end_turn"),
     ]
     assert events.seen[-1] == Idle(turn_id="t1")
+
+
+def test_a_tool_use_block_that_streams_is_started_streaming_then_whole(standin: StandIn) -> None:
+    pieces = ['{"path"', ': "x"}']
+    step = {"tool": "Read", "input": {"path": "x"}, "streamed": pieces}
+    standin.script({"go": [step, {"say": ["done"]}]})
+    events = Events()
+
+    async def scenario() -> None:
+        adapter = await opened(standin.provider(), events)
+        try:
+            await adapter.send(send("t1", "go"))
+        finally:
+            await adapter.dispose()
+
+    run(scenario)
+    streaming, whole = events.of(ToolCallStarted)
+    assert (streaming.name, streaming.streaming, streaming.arguments) == ("Read", True, "")
+    assert whole.tool_call_id == streaming.tool_call_id and not whole.streaming
+    assert json.loads(whole.arguments) == {"path": "x"}
+    assert events.of(ToolInputDelta) == [
+        ToolInputDelta(turn_id="t1", tool_call_id=streaming.tool_call_id, content=p) for p in pieces
+    ]
+    kinds = [type(e).__name__ for e in events.seen]
+    assert kinds.index("ToolInputDelta") < kinds.index(
+        "ToolCallStarted", kinds.index("ToolInputDelta")
+    )
 
 
 def test_steering_taken_in_at_a_tool_boundary_is_folded_into_the_running_turn(
