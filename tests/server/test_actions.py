@@ -47,7 +47,15 @@ def test_only_client_actions_have_handlers() -> None:
         "session/isReadChanged",
         "session/isArchivedChanged",
         "session/configChanged",
+        "session/activeClientSet",
+        "session/activeClientRemoved",
     }
+
+
+def test_no_refused_action_has_a_handler() -> None:
+    from agenthost.server.refusals import REFUSED
+
+    assert not set(REFUSED) & {*CHAT_ACTIONS, *SESSION_ACTIONS}
 
 
 def test_a_client_tools_result_is_its_text_content_or_its_json() -> None:

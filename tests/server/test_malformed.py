@@ -85,6 +85,8 @@ BASE_ACTIONS: dict[str, dict[str, Any]] = {
     "session/isReadChanged": {"isRead": True},
     "session/isArchivedChanged": {"isArchived": True},
     "session/configChanged": {"config": {}},
+    "session/activeClientSet": {"activeClient": {"clientId": "c", "tools": []}},
+    "session/activeClientRemoved": {"clientId": "c"},
 }
 """Valid actions of every type a client may dispatch."""
 
