@@ -254,12 +254,16 @@ class RemoteChat:
         params: dict[str, Any] = {"channel": self.channel, "limit": PAGE}
         while True:  # AHP 1.1: each page arrives as chat/turnsLoaded, newest page first
             self.loaded.clear()
-            await self.connection.call("fetchTurns", params, timeout)
-            if not self.loaded:
+            answer = await self.connection.call("fetchTurns", params, timeout)
+            if isinstance(answer, dict) and "turns" in answer:  # a server of before 1.1:
+                turns.extend(answer["turns"])  # the page in the answer, oldest first
+                cursor = answer.get("nextCursor")
+            elif self.loaded:
+                page = self.loaded[-1]
+                turns[:0] = page.get("turns") or []
+                cursor = page.get("turnsNextCursor")
+            else:
                 raise LoadError(f"chat {self.index}: fetchTurns sent no chat/turnsLoaded")
-            page = self.loaded[-1]
-            turns[:0] = page.get("turns") or []
-            cursor = page.get("turnsNextCursor")
             if cursor is None:
                 break
             params = {"channel": self.channel, "cursor": cursor, "limit": PAGE}

@@ -5,6 +5,7 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import attrs
 from typer.testing import CliRunner
@@ -124,3 +125,39 @@ def test_a_wrong_token_or_no_server_is_a_clear_error(host: Host) -> None:
     assert refused.exit_code == 1 and "cannot connect" in refused.output
     missing = CliRunner().invoke(app, ["load", "--url", url, "--token", ""])
     assert missing.exit_code != 0 and "token" in missing.output
+
+
+def test_the_remote_driver_reads_turns_back_from_a_server_of_before_1_1() -> None:
+    """A server of before AHP 1.1 (the baseline `turn-cpu --ahp` measures) answers
+    fetchTurns with the page itself, oldest first, paged forward by nextCursor."""
+    from agenthost.server.load import ChatRecord
+    from agenthost.server.load_remote import RemoteChat
+
+    def turn(n: int) -> dict[str, Any]:
+        text = f"echo: p{n}"
+        return {
+            "id": f"t{n}",
+            "message": {"text": f"p{n}"},
+            "responseParts": [{"kind": "markdown", "id": f"m{n}", "content": text}],
+            "state": "complete",
+        }
+
+    class OldServer:
+        def __init__(self) -> None:
+            self.chats: dict[str, Any] = {}
+            self.asked: list[dict[str, Any]] = []
+
+        async def call(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+            self.asked.append(params)
+            if method == "subscribe":
+                return {"snapshot": {"state": {"turns": [turn(0), turn(1), turn(2)]}}}
+            if "cursor" not in params:
+                return {"turns": [turn(0), turn(1)], "nextCursor": "2"}
+            return {"turns": [turn(2)]}
+
+    server = OldServer()
+    chat = RemoteChat(server, 0, "ahp-chat:/c", timeout=5.0)  # type: ignore[arg-type]
+    record = ChatRecord(index=0)
+    asyncio.run(chat.collect(record, timeout=5.0))
+    assert [user for user, _, _ in record.stored] == ["p0", "p1", "p2"]
+    assert server.asked[1]["cursor"] == "2"
