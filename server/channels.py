@@ -137,6 +137,20 @@ class Subscriber(Protocol):
     def offer(self, message: dict[str, Any]) -> None: ...
 
 
+SEQ_BITS = 37
+"""A front start's serverSeq range: 2**37 numbers (about 160 days of 10,000
+actions a second), under a start count of 16 bits: every serverSeq stays
+below 2**53, an integer JSON and JavaScript carry exactly."""
+
+
+def front_seq_base(start: int) -> int:
+    """The serverSeq base of server start number `start` (1, 2, ...): never 0,
+    and the 65,535 latest starts' ranges are disjoint. A sharded server's fronts
+    count their starts in the store (server/fronts.py); a plain `serve` picks
+    one at random (`server.serve.fresh_seq_base`)."""
+    return ((start - 1) % ((1 << 16) - 1) + 1) << SEQ_BITS
+
+
 @attrs.frozen
 class Recorded:
     """An envelope in the replay buffer, and what it weighs (messages/sizes.py)."""

@@ -56,26 +56,17 @@ from typing import Any
 import attrs
 import structlog
 
+from agenthost.server.channels import front_seq_base
 from agenthost.server.serve import ServeConfig
 
 log = structlog.get_logger(__name__)
 
 FRONT_COUNTER = "ahp-fronts"
 """The shards table's row that counts front starts (store/postgres.py, count_start)."""
-SEQ_BITS = 37
-"""A front start's serverSeq range: 2**37 numbers (about 160 days of 10,000
-actions a second), under a start count of 16 bits: every serverSeq stays
-below 2**53, an integer JSON and JavaScript carry exactly."""
 FRONT_START_S = 120.0
 STOP_MARGIN_S = 15.0
 RESTART_DELAY_S = 1.0
 RESTART_MAX_DELAY_S = 30.0
-
-
-def front_seq_base(start: int) -> int:
-    """The serverSeq base of front start number `start` (1, 2, ...): never 0
-    (a plain server's), and the 65,535 latest starts' ranges are disjoint."""
-    return ((start - 1) % ((1 << 16) - 1) + 1) << SEQ_BITS
 
 
 def count_front_start(store: str) -> int:

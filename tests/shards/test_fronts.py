@@ -13,8 +13,8 @@ import aiohttp
 import pytest
 
 from agenthost.actors.context import Departure
-from agenthost.server.channels import ROOT, Sequencer
-from agenthost.server.fronts import SEQ_BITS, count_front_start, front_seq_base
+from agenthost.server.channels import ROOT, SEQ_BITS, Sequencer, front_seq_base
+from agenthost.server.fronts import count_front_start
 from agenthost.server.serve import ServeConfig, serve
 from agenthost.shards import ShardedHost
 from tests.server.ahp_client import (

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from agenthost.server.fronts import SEQ_BITS
+from agenthost.server.channels import SEQ_BITS
 from agenthost.shards.ray_shards import LOOPBACK_ENV
 from tests.fakes.stores import postgres_schema_url
 from tests.server.ahp_client import TOKEN, AhpClient, action_of, fetched_turns
