@@ -159,6 +159,7 @@ def serving(system: System, folder: Path) -> Iterator[tuple[str, str, int]]:
     manifest = folder / "providers.toml"
     manifest.write_text(f'[providers.scripted]\nkind = "scripted"\necho_deltas = {DELTAS}\n')
     port = _free_port()
+    (folder / system.name).mkdir()  # serve makes no folder for its store
     command = [sys.executable, "-c", "from agenthost.server.cli import main; main()", "serve"]
     command += ["--port", str(port), "--token-file", str(folder / "tokens")]
     command += ["--store", f"sqlite:///{folder / system.name / 'agenthost.db'}"]
