@@ -9,9 +9,8 @@ statuses may have changed, so what they show of it can follow.
 """
 
 import enum
-import itertools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -20,6 +19,7 @@ from pykka import ActorRef
 
 from agenthost.actors.clock import Clock
 from agenthost.actors.limits import HostLimits
+from agenthost.actors.watchers import Watchers
 from agenthost.providers.base import Provider, ProviderLoop, RetryPolicy
 
 log = structlog.get_logger(__name__)
@@ -98,71 +98,32 @@ class Departure(enum.Enum):
     FAILED = "failed"  # it could not be restored: its rows stay untouched
 
 
-class Departures:
-    """Who hears that a session left memory. The host actor tells them, on its
-    own thread: a watcher must not block (hand the notice to your own loop or
-    actor). Thread-safe; a watcher that raises is logged and skipped."""
+class Departures(Watchers[[str, Departure]]):
+    """Who hears that a session left memory (`watch`). The host actor tells them
+    (`left`), on its own thread: a watcher must not block (hand the notice to
+    your own loop or actor). Thread-safe; a watcher that raises is logged and
+    skipped."""
 
     def __init__(self) -> None:
-        self._watchers: dict[int, Callable[[str, Departure], None]] = {}
-        self._ids = itertools.count()
-        self._lock = threading.Lock()
-
-    def watch(self, watcher: Callable[[str, Departure], None]) -> Callable[[], None]:
-        """Add a watcher; the function returned removes it."""
-        key = next(self._ids)
-        with self._lock:
-            self._watchers[key] = watcher
-
-        def unwatch() -> None:
-            with self._lock:
-                self._watchers.pop(key, None)
-
-        return unwatch
+        super().__init__("departure_watcher_failed")
 
     def left(self, session_id: str, why: Departure) -> None:
-        with self._lock:
-            watchers = list(self._watchers.values())
-        for watcher in watchers:
-            try:
-                watcher(session_id, why)
-            except Exception:
-                log.exception("departure_watcher_failed", session_id=session_id)
+        self.tell(session_id, why)
 
 
-class SessionChanges:
+class SessionChanges(Watchers[[str]]):
     """Who hears that a session may have changed (its entry, its chats, a chat's
-    status). The session actor tells them, on its own thread: a watcher must
-    not block (hand the notice to your own loop). Thread-safe; a watcher that
-    raises is logged and skipped. With no watcher a change costs one check."""
+    status). The session actor tells them (`changed`), on its own thread: a
+    watcher must not block (hand the notice to your own loop). Thread-safe; a
+    watcher that raises is logged and skipped. With no watcher a change costs
+    one check."""
 
     def __init__(self) -> None:
-        self._watchers: dict[int, Callable[[str], None]] = {}
-        self._ids = itertools.count()
-        self._lock = threading.Lock()
-
-    def watch(self, watcher: Callable[[str], None]) -> Callable[[], None]:
-        """Add a watcher; the function returned removes it."""
-        key = next(self._ids)
-        with self._lock:
-            self._watchers[key] = watcher
-
-        def unwatch() -> None:
-            with self._lock:
-                self._watchers.pop(key, None)
-
-        return unwatch
+        super().__init__("change_watcher_failed")
 
     def changed(self, session_id: str) -> None:
-        if not self._watchers:
-            return
-        with self._lock:
-            watchers = list(self._watchers.values())
-        for watcher in watchers:
-            try:
-                watcher(session_id)
-            except Exception:
-                log.exception("change_watcher_failed", session_id=session_id)
+        if self.watched:
+            self.tell(session_id)
 
 
 class ProviderHealth:
@@ -176,25 +137,13 @@ class ProviderHealth:
 
     def __init__(self) -> None:
         self._cooling: dict[str, int] = {}  # provider -> its connections in cool-down
-        self._watchers: dict[int, Callable[[frozenset[str]], None]] = {}
-        self._ids = itertools.count()
         self._lock = threading.Lock()
+        self._watchers: Watchers[[frozenset[str]]] = Watchers("provider_health_watcher_failed")
+        self.watch = self._watchers.watch
 
     def unavailable(self) -> frozenset[str]:
         with self._lock:
             return frozenset(self._cooling)
-
-    def watch(self, watcher: Callable[[frozenset[str]], None]) -> Callable[[], None]:
-        """Add a watcher; the function returned removes it."""
-        key = next(self._ids)
-        with self._lock:
-            self._watchers[key] = watcher
-
-        def unwatch() -> None:
-            with self._lock:
-                self._watchers.pop(key, None)
-
-        return unwatch
 
     def cooling(self, provider: str, delta: int) -> None:
         """One more (+1) or one fewer (-1) of the provider's connections cools down."""
@@ -207,12 +156,8 @@ class ProviderHealth:
                 self._cooling.pop(provider, None)
             changed = before != (provider in self._cooling)
             unavailable = frozenset(self._cooling)
-            watchers = list(self._watchers.values()) if changed else []
-        for watcher in watchers:
-            try:
-                watcher(unavailable)
-            except Exception:
-                log.exception("provider_health_watcher_failed", provider=provider)
+        if changed:
+            self._watchers.tell(unavailable)
 
 
 @attrs.frozen(kw_only=True)

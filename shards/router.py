@@ -23,9 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
-import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -35,6 +32,7 @@ from agenthost.actors.context import Departures, ProviderHealth
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.protocol import AdoptSession, GetCounters, ImportRecord, LoadSession
 from agenthost.actors.session import ChatInfo
+from agenthost.actors.watchers import Watchers
 from agenthost.actors.worktree import CreateWorktree, RemoveWorktree
 from agenthost.messages.commands import CreateSession, DisposeSession
 from agenthost.messages.errors import AgentHostError, ErrorCode
@@ -163,35 +161,15 @@ class Router:
         self.lost(link)
 
 
-class Relayed:
-    """Who hears the notices other fronts relay (callbacks on the front's loop
-    thread: hand them on, never block)."""
+class Relayed(Watchers[[Any]]):
+    """Who hears the notices other fronts relay (`arrived`: callbacks on the
+    front's loop thread, watched from the server's: hand them on, never block)."""
 
     def __init__(self) -> None:
-        self._watchers: dict[int, Callable[[Any], None]] = {}
-        self._ids = itertools.count()
-        self._lock = threading.Lock()  # watched from the server's loop, told on the front's
-
-    def watch(self, watcher: Callable[[Any], None]) -> Callable[[], None]:
-        """Add a watcher; the function returned removes it."""
-        key = next(self._ids)
-        with self._lock:
-            self._watchers[key] = watcher
-
-        def unwatch() -> None:
-            with self._lock:
-                self._watchers.pop(key, None)
-
-        return unwatch
+        super().__init__("relay_watcher_failed")
 
     def arrived(self, notice: Any) -> None:
-        with self._lock:
-            watchers = list(self._watchers.values())
-        for watcher in watchers:
-            try:
-                watcher(notice)
-            except Exception:
-                log.exception("relay_watcher_failed")
+        self.tell(notice)
 
 
 class RemoteRef:
