@@ -164,8 +164,10 @@ class Recorded:
 class Sequencer:
     """The server's one serverSeq counter and its replay buffer, bounded in
     envelopes (`replay`) and in bytes (`replay_bytes`). A closed chat channel's
-    envelopes leave it at once: no replay reaches them (its client gets a
-    snapshot), and they would keep its chat's text in memory.
+    envelopes are never replayed (its client gets a snapshot), and leave the
+    buffer once they are half of it: they would keep its chat's text in memory,
+    and dropping each channel's at its close visited the whole buffer each time
+    (4% of the server's CPU under a load).
 
     `base` is the seq before this sequencer's first: a sharded server's fronts
     each take a base of their own (shards/fronts.py), so no front holds
@@ -184,6 +186,13 @@ class Sequencer:
         # open chat channel -> the seq its events are stamped after; a replay
         # of it from before that would miss what the chat did meanwhile
         self._recorded_from: dict[str, int] = {}
+        self._counts: dict[str, int] = {}  # channel -> its envelopes in the buffer
+        # closed channel -> the seq it closed at: its envelopes up to it are never
+        # replayed (a replay of it starts from a snapshot) and leave the buffer
+        # once such envelopes are half of it (`_dead`: about how many), each
+        # visited once whatever the channels that close
+        self._closed_at: dict[str, int] = {}
+        self._dead = 0
 
     @property
     def recording(self) -> int:
@@ -200,9 +209,22 @@ class Sequencer:
         replays from a snapshot."""
         self._recorded_from.pop(channel, None)
         self.seq += 1
-        if any(r.channel == channel for r in self._buffer):
-            self._buffer = deque(r for r in self._buffer if r.channel != channel)
-            self.buffered_bytes = sum(r.size for r in self._buffer)
+        held = self._counts.get(channel, 0)
+        if held:
+            self._closed_at[channel] = self.seq
+            self._dead += held
+            if 2 * self._dead >= len(self._buffer):
+                self._drop_closed()
+
+    def _drop_closed(self) -> None:
+        """Rid the buffer of closed channels' envelopes (their text with them)."""
+        closed = self._closed_at
+        self._buffer = deque(r for r in self._buffer if r.seq > closed.get(r.channel, self.base))
+        self._counts = {}
+        for r in self._buffer:
+            self._counts[r.channel] = self._counts.get(r.channel, 0) + 1
+        self.buffered_bytes = sum(r.size for r in self._buffer)
+        self._closed_at, self._dead = {}, 0
 
     def unrecorded(self, channel: str, action: dict[str, Any]) -> dict[str, Any]:
         """The envelope of an action for one connection alone (chat/turnsLoaded):
@@ -224,6 +246,7 @@ class Sequencer:
         if origin is not None:
             envelope["origin"] = origin
         self._buffer.append(Recorded(self.seq, channel, envelope, size))
+        self._counts[channel] = self._counts.get(channel, 0) + 1
         self.buffered_bytes += size
         limit = self._replay_bytes
         while len(self._buffer) > self._replay or (
@@ -232,6 +255,13 @@ class Sequencer:
             dropped = self._buffer.popleft()
             self.buffered_bytes -= dropped.size
             self._evicted = dropped.seq
+            left = self._counts[dropped.channel] - 1
+            if left:
+                self._counts[dropped.channel] = left
+            else:
+                del self._counts[dropped.channel]
+            if dropped.seq <= self._closed_at.get(dropped.channel, self.base):
+                self._dead -= 1
         return envelope
 
     def since(self, last_seen: int, channels: set[str]) -> list[dict[str, Any]] | None:

@@ -29,3 +29,25 @@ def test_a_closed_channel_s_envelopes_leave_the_buffer_and_the_others_still_repl
     assert sequencer.buffered_bytes == 30
     assert [e["action"]["n"] for e in sequencer.since(0, {B}) or []] == [0, 1, 2]
     assert sequencer.since(0, {A}) is None  # closed: its client takes a snapshot
+
+
+def test_closed_channels_envelopes_go_together_and_a_reopened_one_keeps_its_new_ones() -> None:
+    """Dropping each channel's envelopes at its close visited the whole buffer
+    every time; they go together, once they are half of it, and are never
+    replayed meanwhile."""
+    sequencer = Sequencer(100)
+    for channel in (A, B):
+        sequencer.opened(channel)
+    for n in range(3):
+        sequencer.stamp(A, {"n": n}, size=1)
+    for n in range(4):
+        sequencer.stamp(B, {"n": n}, size=1)
+    sequencer.closed(A)  # 3 of 7: they wait
+    assert sequencer.buffered_bytes == 7 and sequencer.since(0, {A}) is None
+    sequencer.opened(A)
+    reopened = sequencer.seq
+    sequencer.stamp(A, {"n": "again"}, size=1)
+    assert [e["action"]["n"] for e in sequencer.since(reopened, {A}) or []] == ["again"]
+    sequencer.closed(B)  # now 7 of 8 are closed channels': they go, A's new one stays
+    assert sequencer.buffered_bytes == 1
+    assert [e["action"]["n"] for e in sequencer.since(reopened, {A}) or []] == ["again"]
