@@ -24,6 +24,14 @@ from agenthost.server.hosts import HostAllowlist
 log = structlog.get_logger(__name__)
 
 
+def fresh_seq_base() -> int:
+    """A serve's serverSeq range, one of 65,535 picked at random: a client's
+    lastSeenServerSeq from an earlier run of this server (restarted under it)
+    lies outside it, but for a 1 in 65,535 chance, and is answered with
+    snapshots rather than this run's envelopes, which it never saw."""
+    return front_seq_base(secrets.randbelow(65_535) + 1)
+
+
 @attrs.frozen(kw_only=True)
 class ServeConfig:
     host: str = "127.0.0.1"
@@ -34,15 +42,7 @@ class ServeConfig:
     # A sharded server's fronts (shards/fronts.py): each listens on the same
     # port (SO_REUSEPORT) and numbers its serverSeq from a base of its own.
     reuse_port: bool = False
-    seq_base: int = attrs.field(factory=lambda: fresh_seq_base())
-
-
-def fresh_seq_base() -> int:
-    """A serve's serverSeq range, one of 65,535 picked at random: a client's
-    lastSeenServerSeq from an earlier run of this server (restarted under it)
-    lies outside it, but for a 1 in 65,535 chance, and is answered with
-    snapshots rather than this run's envelopes, which it never saw."""
-    return front_seq_base(secrets.randbelow(65_535) + 1)
+    seq_base: int = attrs.field(factory=fresh_seq_base)
 
 
 def read_tokens(path: Path) -> dict[str, str]:
