@@ -2,7 +2,9 @@
 
 A plain object the ChatActor holds (its thread only). It builds what each
 hook is given from the chat's facts (its key, the session entry, default,
-read-only, driven by a parent's stream) and calls the host's dispatcher.
+read-only, driven by a parent's stream) and calls the host's dispatcher, less
+the contributions the session turned off (resolved when the session's
+customizations change, not per hook call).
 """
 
 from typing import Any
@@ -23,6 +25,7 @@ from agenthost.actors.contributions import (
     TurnEnd,
     TurnEndReason,
 )
+from agenthost.actors.contributions.customizations import disabled
 from agenthost.actors.contributions.dispatcher import OutgoingResult
 from agenthost.actors.contributions.queue_drain import sender_of
 from agenthost.messages.errors import AgentHostError, ErrorCode
@@ -57,13 +60,30 @@ class Admission:
         read_only: bool,
         driven: bool,
     ) -> None:
-        self._dispatcher = dispatcher
+        self._root = dispatcher  # every contribution the host runs
+        self._dispatcher = dispatcher.without(disabled(session.customizations))
         self._mementos = mementos  # the host's MementoCache
         self.chat = chat
-        self.session = session  # the session entry as the chat last heard it
+        self._session = session
         self.default = default
         self.read_only = read_only
         self.driven = driven  # a subagent's chat: its parent's turn drives it
+
+    @property
+    def session(self) -> SessionState:
+        """The session entry as the chat last heard it."""
+        return self._session
+
+    @session.setter
+    def session(self, state: SessionState) -> None:
+        if state.customizations is not self._session.customizations:
+            self._dispatcher = self._root.without(disabled(state.customizations))
+        self._session = state
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The contributions that run for this chat (its session's, turned on)."""
+        return self._dispatcher
 
     def refuse_if_driven(self) -> None:
         if self.driven:

@@ -69,10 +69,12 @@ from agenthost.messages.commands import (
     SetDraft,
     SetReadOnly,
     SetSessionFlags,
+    ToggleCustomization,
     TruncateChat,
     TurnDiagnostics,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
+from agenthost.messages.session_events import CustomizationToggled
 from agenthost.messages.state import (
     ActiveClient,
     ChatState,
@@ -388,6 +390,19 @@ class AsyncSession:
         change = SetSessionFlags(config=tuple(sorted(values.items())))
         summary: SessionSummary = await self._call(change, timeout)
         return summary
+
+    async def toggle_customization(
+        self,
+        action: CustomizationToggled,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> CustomizationToggled:
+        """As Session.toggle_customization, for a client's action as it came
+        (`enabled`, or `enablement`)."""
+        command = ToggleCustomization(action=action, client_id=client_id)
+        applied: CustomizationToggled = await self._call(command, timeout)
+        return applied
 
     async def config(self, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
         return dict((await self._call(GetSessionState(), timeout)).config)

@@ -232,7 +232,7 @@ class ChatCore(HostedActor):
     def _hydrate(self) -> None:
         """Contributions restore what they keep, before the chat is listed."""
         state = self._state
-        contributions = self.services.contributions
+        contributions = self._admission.dispatcher
         key = self._admission.chat
         turns = contributions.hydrate_turns(state.turns, key)
         title, draft = contributions.hydrate_chat(state.title, state.draft, key)

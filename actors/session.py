@@ -30,6 +30,7 @@ from agenthost.actors.client_tools import client_set, tool_owners
 from agenthost.actors.clock import TimerHandle
 from agenthost.actors.context import Services
 from agenthost.actors.contributions import ChatKey, Dispatch, Dispatcher
+from agenthost.actors.contributions.customizations import customizations, disabled, toggled
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
@@ -57,6 +58,7 @@ from agenthost.actors.protocol import (
     Write,
 )
 from agenthost.actors.runtime import handles
+from agenthost.actors.session_entry import flag_actions
 from agenthost.actors.worktree import RemoveWorktree
 from agenthost.messages.commands import (
     CreateChat,
@@ -69,15 +71,12 @@ from agenthost.messages.commands import (
     RemoveClient,
     SetClientTools,
     SetSessionFlags,
+    ToggleCustomization,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     ActiveClientRemoved,
-    ConfigChanged,
-    IsArchivedChanged,
-    IsReadChanged,
     SessionEvent,
-    SessionTitleChanged,
 )
 from agenthost.messages.ids import new_id
 from agenthost.messages.reducers import reduce_session
@@ -96,7 +95,6 @@ from agenthost.store.records import DeleteChat, DeleteSession, SaveChat
 
 log = structlog.get_logger(__name__)
 
-MAX_TITLE = 200
 _IN_PROGRESS = int(ChatStatus.IN_PROGRESS)
 
 
@@ -131,13 +129,17 @@ class SessionActor(HostedActor):
         # reference.
         self._resume: frozenset[str] | None = None if restored else frozenset(resumed)
         self.created_at = created_at
-        self._entry = attrs.evolve(state, active_clients=()) if state else SessionState()
+        entry = state or SessionState()
+        # The contributions, as its customizations, with the decisions it was stored with.
+        self._root: Dispatcher = services.contributions
+        listed = customizations(self._root, entry.customizations)
+        self._entry = attrs.evolve(entry, active_clients=(), customizations=listed)
         self._read_only = set(read_only)
         self._default_chat = chat_ids[0] if chat_ids else ""
         self._turns: dict[str, int] = {
             c: len(s.turns) for c, s in zip(chat_ids, chats, strict=True)
         }
-        self._contributions: Dispatcher = services.contributions
+        self._contributions = self._root.without(disabled(listed))  # those turned on
         self._initial = tuple(zip(chat_ids, chats, strict=True))
         self._chats: dict[str, Ref] = {}
         self._waiting: set[str] = set(chat_ids)
@@ -419,6 +421,8 @@ class SessionActor(HostedActor):
         action = attrs.evolve(action, session_id=self.session_id)
         if not rejection:
             self._entry = reduce_session(before, action, self.services.clock.wall_ms())
+            if self._entry.customizations is not before.customizations:
+                self._contributions = self._root.without(disabled(self._entry.customizations))
         self._contributions.action_done(
             Dispatch(
                 chat=ChatKey(session_id=self.session_id),
@@ -444,26 +448,22 @@ class SessionActor(HostedActor):
     @handles(SetSessionFlags)
     def _set_flags(self, message: SetSessionFlags) -> SessionSummary:
         """A client's change to the entry: each field is one session action."""
-        actions: list[tuple[SessionEvent, str]] = []
-        if message.title is not None:
-            title = " ".join(message.title.split())
-            bad = not title or len(title) > MAX_TITLE
-            reason = f"A title is 1 to {MAX_TITLE} characters." if bad else ""
-            actions.append((SessionTitleChanged(title=title), reason))
-        if message.read is not None:
-            actions.append((IsReadChanged(read=message.read), ""))
-        if message.archived is not None:
-            actions.append((IsArchivedChanged(archived=message.archived), ""))
-        if message.config is not None:
-            bad = any(not key for key, _ in message.config)
-            actions.append(
-                (ConfigChanged(config=message.config), "empty config key" if bad else "")
-            )
-        for action, rejection in actions:
+        for action, rejection in flag_actions(message):
             self._act(action, message.client_id, from_client=True, rejection=rejection)
             if rejection:
                 raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=rejection)
         return self._when_known(self._summary)
+
+    @handles(ToggleCustomization)
+    def _toggle(self, message: ToggleCustomization) -> SessionEvent:
+        """A client's toggle: applied as the host normalizes it, or refused."""
+        try:
+            action = toggled(self._entry.customizations, message.action)
+        except AgentHostError as error:
+            self._act(message.action, message.client_id, from_client=True, rejection=error.message)
+            raise
+        self._act(action, message.client_id, from_client=True)
+        return action
 
     @handles(GetSessionState)
     def _get_state(self, message: GetSessionState) -> SessionState:

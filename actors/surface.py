@@ -43,7 +43,9 @@ from agenthost.messages.commands import (
     RemoveClient,
     SetClientTools,
     SetSessionFlags,
+    ToggleCustomization,
 )
+from agenthost.messages.session_events import CustomizationToggled
 from agenthost.messages.state import (
     ActiveClient,
     ChatStatus,
@@ -407,6 +409,21 @@ class Session:
 
     def config(self, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
         return dict(self._call(GetSessionState(), timeout).config)
+
+    def toggle_customization(
+        self, customization_id: str, enabled: bool, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> CustomizationToggled:
+        """Turn one of the session's customizations (a contribution, listed in
+        `state().customizations`) on or off for this session alone; kept with
+        the session. Returns the action applied.
+
+        Raises:
+            AgentHostError: NOT_FOUND for an id the session does not list,
+                INVALID_ARGUMENT for one that cannot be turned off.
+        """
+        action = CustomizationToggled(id=customization_id, enabled=enabled)
+        applied: CustomizationToggled = self._call(ToggleCustomization(action=action), timeout)
+        return applied
 
     def state(self, *, timeout: float = DEFAULT_TIMEOUT) -> SessionState:
         """The session's state as AHP has it: title, status, its chats, and

@@ -10,6 +10,7 @@ import attrs
 
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.inputs import Answers, InputAnswer, unique_answers
+from agenthost.messages.session_events import CustomizationToggled
 from agenthost.messages.state import (
     ActiveClient,
     Attachment,
@@ -100,6 +101,16 @@ class SetSessionFlags:
     read: bool | None = None
     archived: bool | None = None
     config: tuple[tuple[str, str], ...] | None = None
+    client_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToggleCustomization:
+    """A client turns one of the session's customizations on or off (AHP's
+    session/customizationToggled). Answered with the action the host applied:
+    its `enabled` and `enablement` both set."""
+
+    action: CustomizationToggled
     client_id: str | None = None
 
 

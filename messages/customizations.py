@@ -7,6 +7,8 @@ a type does not have is None. A customization of a type this host does not
 know is an `Unknown` and survives as it came.
 """
 
+from collections.abc import Iterable, Iterator
+
 import attrs
 
 from agenthost.messages.common import (
@@ -149,3 +151,11 @@ class Customization:
 attrs.resolve_types(Customization, globals(), locals())
 
 AnyCustomization = Customization | Unknown
+
+
+def flattened(entries: "Iterable[AnyCustomization] | None") -> Iterator[Customization]:
+    """Every known customization in `entries`, each container before its children."""
+    for entry in entries or ():
+        if isinstance(entry, Customization):
+            yield entry
+            yield from flattened(entry.children)

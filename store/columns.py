@@ -5,10 +5,15 @@ Plain functions the SQL stores share (store/sql.py). Invariants:
    a turn whose parts are its text alone (one markdown part, named as the live
    turn names its first: `<turn>-md1`) keeps NULL, and comes back so.
 2. An origin's kind is kept as its wire value; NULL is `user`.
+3. A session's customizations are kept only where a decision was made: the
+   ones with an `enablement`, flattened out of their containers, as AHP
+   Customization[] JSON (NULL: none). The host lists the rest again from what
+   it runs, and takes each decision back by id.
 """
 
 import json
 
+from agenthost.messages.customizations import AnyCustomization, Customization, flattened
 from agenthost.messages.state import (
     MarkdownPart,
     MessageOrigin,
@@ -49,3 +54,15 @@ def origin_of(column: str | None) -> MessageOrigin:
     if column is None:
         return _USER
     return _ORIGINS.get(column) or MessageOrigin(kind=OriginKind(column))
+
+
+def customizations_column(entries: tuple[AnyCustomization, ...] | None) -> str | None:
+    """A session's customizations as stored (invariant 3)."""
+    decided = [entry for entry in flattened(entries) if entry.enablement]
+    return json.dumps(to_wire(tuple(decided))) if decided else None
+
+
+def customizations_of(column: str | None) -> tuple[Customization, ...] | None:
+    if column is None:
+        return None
+    return from_wire(json.loads(column), tuple[Customization, ...])

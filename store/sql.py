@@ -37,7 +37,7 @@ from agenthost.messages.wire import to_wire
 from agenthost.store.base import (
     OWNER_KEY,
 )
-from agenthost.store.columns import origin_column, parts_column
+from agenthost.store.columns import customizations_column, origin_column, parts_column
 from agenthost.store.leases import LeaseBook, Takeover
 from agenthost.store.records import (
     DeleteChat,
@@ -275,7 +275,7 @@ class SqlStore(SqlReads):
             case SaveSessionState(session_id=session_id, state=state):
                 self._execute(
                     "UPDATE sessions SET title = ?, user_titled = ?, is_read = ?, is_archived = ?,"
-                    " config = ?, owner = ? WHERE id = ?",
+                    " config = ?, owner = ?, customizations = ? WHERE id = ?",
                     (
                         state.title,
                         state.user_titled,
@@ -283,6 +283,7 @@ class SqlStore(SqlReads):
                         state.archived,
                         json.dumps(dict(state.config)),
                         dict(state.config).get(OWNER_KEY),
+                        customizations_column(state.customizations),
                         session_id,
                     ),
                 )

@@ -36,7 +36,7 @@ from agenthost.store.base import (
     ClientBinding,
     SessionPage,
 )
-from agenthost.store.columns import origin_of, parts_of
+from agenthost.store.columns import customizations_of, origin_of, parts_of
 from agenthost.store.records import ChatRecord, MementoKey, SessionRecord, SetMemento
 
 ABANDONED_ON_RESTART = "The host stopped while this turn was running."
@@ -146,7 +146,7 @@ class SqlReads:
     def load_session(self, session_id: str) -> SessionRecord | None:
         row = self._execute(
             "SELECT provider, title, created_at, worktree_path, worktree_repo, worktree_base,"
-            " user_titled, is_read, is_archived, config FROM sessions WHERE id = ?",
+            " user_titled, is_read, is_archived, config, customizations FROM sessions WHERE id = ?",
             (session_id,),
         ).fetchone()
         if row is None:
@@ -179,6 +179,7 @@ class SqlReads:
                 read=bool(row[7]),
                 archived=bool(row[8]),
                 config=tuple(sorted(json.loads(row[9]).items())),
+                customizations=customizations_of(row[10]),
             ),
             mementos=tuple(
                 SetMemento(

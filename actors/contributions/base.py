@@ -180,10 +180,18 @@ class Contribution:
     calls only those. Constructor parameters are injected by name: `mementos`
     (this contribution's durable values), `clock`, `log`, `sessions` and
     `chats` (tell a live session or chat to act). `commands` declares the
-    slash commands it handles, so clients are offered them."""
+    slash commands it handles, so clients are offered them.
+
+    Each contribution is one of a session's customizations (AHP's, a `hook`
+    in the host's plugin; actors/contributions/customizations.py): a client
+    may turn it off for one session, and its hooks stop running for that
+    session. `required` says why one cannot be turned off (empty: it can);
+    `description` is what clients are shown."""
 
     id: ClassVar[str] = ""
     order: ClassVar[int] = 1000
+    description: ClassVar[str] = ""
+    required: ClassVar[str] = ""
     # The action types on_did_dispatch_action is called for (None: every action).
     # Naming them spares the chat building a Dispatch for each streamed delta.
     observes: ClassVar[tuple[type, ...] | None] = None

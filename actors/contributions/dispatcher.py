@@ -7,6 +7,11 @@ are isolated: one that raises is logged and the next runs. Outgoing turns
 thread text replacements through in order and concatenate instructions; a
 failing stage adds nothing. Hydration passes the previous value on past a
 failing stage.
+
+A session may turn contributions off (its customizations): `without(ids)` is
+the dispatcher of the others, built once per set of ids and kept, so a chat
+resolves its dispatcher when its session's set changes and a turn costs
+nothing more than with every contribution on.
 """
 
 import inspect
@@ -62,6 +67,18 @@ class Dispatcher:
             hook: tuple(c for c in self.contributions if overrides(c, hook)) for hook in HOOKS
         }
         self._observers: dict[type, tuple[Contribution, ...]] = {}  # by action type
+        self._without: dict[frozenset[str], Dispatcher] = {}  # by the ids turned off
+
+    def without(self, ids: frozenset[str]) -> "Dispatcher":
+        """The dispatcher of every contribution but those in `ids` (none: this
+        one). Called from any actor's thread; building one twice is harmless."""
+        if not ids:
+            return self
+        found = self._without.get(ids)
+        if found is None:
+            kept = [c for c in self.contributions if c.id not in ids]
+            found = self._without[ids] = Dispatcher(kept)
+        return found
 
     def commands(self) -> tuple[Command, ...]:
         """Every declared slash command, in the order the contributions run

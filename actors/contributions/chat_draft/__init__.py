@@ -8,6 +8,7 @@ from agenthost.messages.events import DraftChanged
 class ChatDraft(Contribution):
     id = "chat_draft"
     order = 600
+    description = "Keeps each chat's draft across restarts."
 
     def __init__(self, mementos: Mementos) -> None:
         self._mementos = mementos

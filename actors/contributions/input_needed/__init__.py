@@ -73,6 +73,8 @@ def entries(state: ChatState) -> dict[str, SessionInputRequest]:
 class InputNeeded(Contribution):
     id = "input_needed"
     order = 200
+    description = "Shows on the session when a chat waits on the user."
+    required = "the session's status must say when a chat waits on the user"
     observes = STATUS_ACTIONS  # not every streamed delta
 
     def __init__(self, sessions: Sessions) -> None:

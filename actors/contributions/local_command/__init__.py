@@ -27,6 +27,7 @@ HELP = "Commands: /rename <title> names this chat; /help shows this list."
 class LocalCommand(Contribution):
     id = "local_command"
     order = 50
+    description = "Handles the slash commands /rename and /help without a turn."
     commands = (RENAME, HELP_COMMAND)
 
     def on_incoming_request(self, request: IncomingRequest) -> Verdict:

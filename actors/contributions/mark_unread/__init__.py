@@ -11,6 +11,7 @@ from agenthost.messages.events import IsReadChanged
 class MarkUnread(Contribution):
     id = "mark_unread"
     order = 500
+    description = "Marks the session unread when a turn ends."
 
     def __init__(self, sessions: Sessions) -> None:
         self._sessions = sessions

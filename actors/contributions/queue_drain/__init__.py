@@ -39,6 +39,8 @@ def _resumable_error(turn: Turn) -> bool:
 class QueueDrain(Contribution):
     id = ID
     order = 200
+    description = "Runs queued messages one after another."
+    required = "queued messages would never run without it"
     observes = (PendingMessageRemoved, TurnStarted)
 
     def __init__(self, mementos: Mementos, chats: Chats) -> None:

@@ -1,16 +1,24 @@
-"""session_flags (700): the session's read and archived flags and config
-values are persisted when an action changes them (never a rejected one)."""
+"""session_flags (700): the session's read and archived flags, config values
+and customizations' enablement are persisted when an action changes them
+(never a rejected one)."""
 
 from agenthost.actors.contributions.base import Contribution, Dispatch
 from agenthost.actors.contributions.services import Sessions
-from agenthost.messages.events import ConfigChanged, IsArchivedChanged, IsReadChanged
+from agenthost.messages.events import (
+    ConfigChanged,
+    CustomizationToggled,
+    IsArchivedChanged,
+    IsReadChanged,
+)
 from agenthost.messages.state import SessionState
 
 
 class SessionFlags(Contribution):
     id = "session_flags"
     order = 700
-    observes = (IsReadChanged, IsArchivedChanged, ConfigChanged)
+    description = "Keeps the session's flags, config and customizations durable."
+    required = "it keeps the session's flags, config and customizations durable"
+    observes = (IsReadChanged, IsArchivedChanged, ConfigChanged, CustomizationToggled)
 
     def __init__(self, sessions: Sessions) -> None:
         self._sessions = sessions

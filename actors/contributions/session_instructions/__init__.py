@@ -10,6 +10,7 @@ KEY = "instructions"
 class SessionInstructions(Contribution):
     id = "session_instructions"
     order = 300
+    description = "Sends the session's instructions with every turn."
 
     def on_outgoing_turn(self, turn: OutgoingTurn) -> Outgoing | None:
         instructions = dict(turn.session.config).get(KEY, "")

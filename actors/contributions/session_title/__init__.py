@@ -20,6 +20,8 @@ def title_from(text: str) -> str:
 class SessionTitle(Contribution):
     id = "session_title"
     order = 400
+    description = "Titles the session from its first message and keeps titles durable."
+    required = "it keeps the titles a user gives durable"
     observes = (TurnStarted, ChatTitleChanged, SessionTitleChanged)
 
     def __init__(self, sessions: Sessions, chats: Chats) -> None:

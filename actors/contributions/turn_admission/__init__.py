@@ -18,6 +18,8 @@ READ_ONLY = "This chat is read-only."
 class TurnAdmission(Contribution):
     id = "turn_admission"
     order = 100
+    description = "Starts no turn in an archived session or a read-only chat."
+    required = "it enforces archived sessions and read-only chats"
 
     def on_incoming_request(self, request: IncomingRequest) -> Verdict:
         if request.session.archived:
