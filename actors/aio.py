@@ -392,14 +392,21 @@ class AsyncSession:
         return summary
 
     async def toggle_customization(
+        self, customization_id: str, enabled: bool, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> CustomizationToggled:
+        """As Session.toggle_customization."""
+        action = CustomizationToggled(id=customization_id, enabled=enabled)
+        return await self.apply_customization_toggle(action, timeout=timeout)
+
+    async def apply_customization_toggle(
         self,
         action: CustomizationToggled,
         *,
         client_id: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> CustomizationToggled:
-        """As Session.toggle_customization, for a client's action as it came
-        (`enabled`, or `enablement`)."""
+        """A client's session/customizationToggled as it came (`enabled`, or
+        `enablement`); returns the action the host applied (both set)."""
         command = ToggleCustomization(action=action, client_id=client_id)
         applied: CustomizationToggled = await self._call(command, timeout)
         return applied

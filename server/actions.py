@@ -57,8 +57,10 @@ from agenthost.messages.session_events import (
     ActiveClientRemoved,
     ActiveClientSet,
     ConfigChanged,
+    CustomizationToggled,
     IsArchivedChanged,
     IsReadChanged,
+    SessionEvent,
     SessionTitleChanged,
 )
 from agenthost.messages.state import PendingKind
@@ -95,7 +97,8 @@ class SessionAction:
 
 
 ChatHandler = Callable[[ChatAction, Any], Awaitable[None]]
-SessionHandler = Callable[[SessionAction, Any], Awaitable[None]]
+SessionHandler = Callable[[SessionAction, Any], Awaitable[SessionEvent | None]]
+"""A session action's handler; what it returns goes out in the action's place."""
 
 
 # -- older forms -------------------------------------------------------------------------
@@ -166,8 +169,9 @@ async def _dispatch(conn: "Connection", uri: str, action: Any, origin: dict[str,
         session_handler = SESSION_ACTIONS.get(type(action))
         if session_handler is None:
             raise _not_dispatchable(action)
-        await session_handler(SessionAction(conn=conn, session=session), action)
-        server.summaries.client_action(session.id, action, _origin_of(origin))
+        applied = await session_handler(SessionAction(conn=conn, session=session), action)
+        sent = action if applied is None else applied
+        server.summaries.client_action(session.id, sent, _origin_of(origin))
         server.summaries.may_have_changed(session.id)
 
 
@@ -415,6 +419,17 @@ async def _config_changed(ctx: SessionAction, action: ConfigChanged) -> None:
     await ctx.session.set_config(dict(action.config))
 
 
+async def _customization_toggled(ctx: SessionAction, action: CustomizationToggled) -> SessionEvent:
+    """One of the session's contributions on or off for this session; the host's
+    action (`enabled` and `enablement` both set) is what goes out, with the
+    dispatch's origin. An unknown id, or one that cannot be turned off, is
+    echoed with the host's reason."""
+    applied: SessionEvent = await ctx.session.apply_customization_toggle(
+        action, client_id=ctx.conn.client_id
+    )
+    return applied
+
+
 def own_client(conn: "Connection", client_id: str, field: str = "clientId") -> str:
     """`client_id`, if it is the connection's own; else refused saying why."""
     if conn.client_id is None:
@@ -444,6 +459,7 @@ SESSION_ACTIONS: dict[type, SessionHandler] = {
     IsReadChanged: _read_changed,
     IsArchivedChanged: _archived_changed,
     ConfigChanged: _config_changed,
+    CustomizationToggled: _customization_toggled,
     ActiveClientSet: _active_client_set,
     ActiveClientRemoved: _active_client_removed,
 }

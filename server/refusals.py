@@ -1,6 +1,7 @@
 """The actions of AHP 1.1 a client may dispatch that this server does not
 offer, each with the reason its echo carries (`rejectionReason`), so a client
-can tell "not here, because ..." from a malformed action. docs/protocol.md's
+can tell "not here, because ..." from a malformed action (and, for actions
+only the host sends, why). docs/protocol.md's
 action tables say the same. Server-only actions a client dispatches are
 refused by server/actions.py with the generic reason.
 """
@@ -17,7 +18,6 @@ from agenthost.messages.events import (
 from agenthost.messages.session_events import (
     CustomizationRemoved,
     CustomizationsChanged,
-    CustomizationToggled,
     CustomizationUpdated,
     McpServerBackgroundRequested,
     McpServerStartRequested,
@@ -46,10 +46,6 @@ DIRECTORY = (
 CHAT_DIRECTORY = (
     "not offered: a chat works in its session's working directory, which a client cannot change"
 )
-CUSTOMIZATIONS = (
-    "not offered: this host has no customizations (the session's list is empty), so there is "
-    "nothing to toggle, update or remove"
-)
 MODEL = (
     "not offered: the providers here take the model and agent per message (a turn's model), "
     "not per session"
@@ -70,10 +66,15 @@ REFUSED: dict[type, str] = {
     WorkingDirectoryReplaced: DIRECTORY,
     ChatWorkingDirectorySet: CHAT_DIRECTORY,
     ChatWorkingDirectoryRemoved: CHAT_DIRECTORY,
-    CustomizationToggled: CUSTOMIZATIONS,
-    CustomizationUpdated: CUSTOMIZATIONS,
-    CustomizationRemoved: CUSTOMIZATIONS,
-    CustomizationsChanged: CUSTOMIZATIONS,
+    CustomizationUpdated: HOST_ONLY.format(
+        kind="session/customizationUpdated", why="the session's customizations"
+    ),
+    CustomizationRemoved: HOST_ONLY.format(
+        kind="session/customizationRemoved", why="the session's customizations"
+    ),
+    CustomizationsChanged: HOST_ONLY.format(
+        kind="session/customizationsChanged", why="the session's customizations"
+    ),
     SessionModelChanged: MODEL,
     SessionAgentChanged: MODEL,
     ServerToolsChanged: HOST_ONLY.format(

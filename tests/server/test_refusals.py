@@ -1,7 +1,7 @@
 """Actions of AHP 1.1 this server does not offer (MCP servers, tool-call
-authorization, changesets, working directories, customizations, a session
-model, the host's own activity and streamed input), dispatched by a client
-over a live server: each is echoed to its sender with the reason of
+authorization, changesets, working directories, a session model, the
+customizations only the host changes, the host's own activity and streamed
+input), dispatched by a client over a live server: each is echoed to its sender with the reason of
 server/refusals.py, and neither the session's nor the chat's state changes."""
 
 import asyncio
@@ -27,7 +27,6 @@ SESSION_ACTIONS: list[dict[str, Any]] = [
         "directory": "file:///tmp/x",
         "replacement": "file:///tmp/y",
     },
-    {"type": "session/customizationToggled", "id": "c1", "enabled": False},
     {"type": "session/customizationRemoved", "id": "c1"},
     {"type": "session/modelChanged", "model": {"id": "gpt-x"}},
     {"type": "session/serverToolsChanged", "tools": []},

@@ -139,7 +139,7 @@ def test_a_toggle_the_host_cannot_apply_is_refused_saying_why_and_changes_nothin
     session = start(ScriptedProvider(), contributions=[Guard]).create_session()
     before = session.state().customizations
     with pytest.raises(AgentHostError, match=reason) as raised:
-        asyncio.run(session.aio.toggle_customization(action))
+        asyncio.run(session.aio.apply_customization_toggle(action))
     assert raised.value.code is code
     assert session.state().customizations == before
 
