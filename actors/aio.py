@@ -253,10 +253,12 @@ class AsyncHost:
 
         return self._core.services.departures.watch(hop)
 
-    def commands(self) -> tuple[Command, ...]:
+    def commands(self, without: frozenset[str] = frozenset()) -> tuple[Command, ...]:
         """`Host.commands`."""
         dispatcher = getattr(self._core.services, "contributions", None)  # none on a front
-        commands: tuple[Command, ...] = () if dispatcher is None else dispatcher.commands()
+        commands: tuple[Command, ...] = (
+            () if dispatcher is None else dispatcher.without(without).commands()
+        )
         return commands
 
     def on_session_changed(self, callback: Callable[[str], None]) -> Callable[[], None]:

@@ -252,11 +252,15 @@ class Host:
         the notice on). Returns the function that stops it."""
         return self._core.services.departures.watch(callback)
 
-    def commands(self) -> tuple[Command, ...]:
+    def commands(self, without: frozenset[str] = frozenset()) -> tuple[Command, ...]:
         """The slash commands the host's contributions declare (`Contribution.commands`),
-        in the order they run: what clients are offered to complete."""
+        in the order they run: what clients are offered to complete. `without`:
+        the ids of contributions a session turned off (their commands are not
+        offered in it)."""
         dispatcher = getattr(self._core.services, "contributions", None)  # none on a front
-        commands: tuple[Command, ...] = () if dispatcher is None else dispatcher.commands()
+        commands: tuple[Command, ...] = (
+            () if dispatcher is None else dispatcher.without(without).commands()
+        )
         return commands
 
     def on_session_changed(self, callback: Callable[[str], None]) -> Callable[[], None]:

@@ -1,6 +1,7 @@
 """`completions`: what a user composing a message in a chat may complete, from
 what the host's contributions declare (`Contribution.commands`, read with
-`AsyncHost.commands()`): the built-in /rename and /help, and any slash
+`AsyncHost.commands()`, less those of contributions the chat's session
+turned off): the built-in /rename and /help, and any slash
 command another contribution handles.
 
 A command completes where the message starts with a slash and the caret
@@ -20,6 +21,7 @@ import re
 from typing import TYPE_CHECKING
 
 from agenthost.actors.contributions import Command
+from agenthost.actors.contributions.customizations import disabled
 from agenthost.messages import protocol as p
 from agenthost.messages.parts import Attachment
 from agenthost.server.channels import CHAT_PREFIX
@@ -75,8 +77,11 @@ def complete(commands: tuple[Command, ...], text: str, offset: int) -> tuple[p.C
 
 
 async def completions(conn: "Connection", params: p.CompletionsParams) -> p.CompletionsResult:
-    await conn.server.registry.chat(params.channel.removeprefix(CHAT_PREFIX), conn.identity)
+    session, _ = await conn.server.registry.chat(
+        params.channel.removeprefix(CHAT_PREFIX), conn.identity
+    )
     if params.kind != USER_MESSAGE:
         return p.CompletionsResult()
-    items = complete(conn.server.host.commands(), params.text, params.offset)
+    turned_off = disabled((await session.state()).customizations)
+    items = complete(conn.server.host.commands(turned_off), params.text, params.offset)
     return p.CompletionsResult(items=items)

@@ -14,7 +14,7 @@ from agenthost.providers.scripted import ScriptedProvider
 from agenthost.server.completions import _index, complete
 from agenthost.store.sqlite import SqliteStore
 from agenthost.testing import FakeClock
-from tests.server.ahp_client import OTHER_TOKEN, RpcFailed, Server
+from tests.server.ahp_client import OTHER_TOKEN, RpcFailed, Server, action_of
 from tests.server.test_ahp import new_session, run
 
 DEPLOY = Command(name="/deploy", usage="<env>", description="ships it")
@@ -65,6 +65,25 @@ def test_a_slash_lists_every_declared_command_and_a_prefix_narrows_it(
             with pytest.raises(RpcFailed) as refused:
                 await bob.call("completions", {**ask, "text": "/", "offset": 1})
             assert refused.value.code == -32008
+
+    run(deploying_host, body)
+
+
+def test_a_session_that_turned_a_contribution_off_is_not_offered_its_commands(
+    deploying_host: Host,
+) -> None:
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            session, chat = await new_session(client)
+            toggle = {"type": "session/customizationToggled", "id": "local_command"}
+            await client.dispatch(session, {**toggle, "enabled": False})
+            await client.wait_for(action_of("session/customizationToggled"))
+            ask = {"channel": chat, "kind": "userMessage", "text": "/", "offset": 1}
+            assert inserted(await client.call("completions", ask)) == ["/deploy "]
+            _, elsewhere = await new_session(client)
+            offered = await client.call("completions", {**ask, "channel": elsewhere})
+            assert inserted(offered) == ["/rename ", "/help", "/deploy "]
 
     run(deploying_host, body)
 
