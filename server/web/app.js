@@ -42,8 +42,15 @@ const wire = {
   titleChanged: (title) => ({ type: "session/titleChanged", title }),
   isRead: () => ({ type: "session/isReadChanged", isRead: true }),
   isArchived: (isArchived) => ({ type: "session/isArchivedChanged", isArchived }),
+  customizationToggled: (id, enabled) => ({ type: "session/customizationToggled", id, enabled }),
 
   // -- what the server sends -------------------------------------------------------
+  // A session's customizations, flattened: the host's contributions are the
+  // hooks of its plugin; `required` says why one stays on.
+  hooks: (list) => (list || []).flatMap((c) => [c, ...(c.children || [])])
+    .filter((c) => !c.children && c.id)
+    .map((c) => ({ id: c.id, name: c.name || c.id, description: c.description || "",
+                   enabled: c.enabled !== false, required: (c._meta && c._meta["agenthost.required"]) || "" })),
   summary: (s) => ({
     uri: s.resource, title: s.title || "", status: s.status ?? STATUS.idle,
     turnCount: s.turnCount ?? 0, provider: s.provider || "",
@@ -149,6 +156,11 @@ const wire = {
         return { type: "steered", turnId: a.turnId, text: wire.pending(a.pending || {}).text };
       case "chat/truncated": return { type: "truncated" };
       case "session/titleChanged": return { type: "title", title: a.title };
+      case "session/customizationToggled": {
+        const decided = Array.isArray(a.enablement) ? (a.enablement.length ? a.enablement[0].enabled : true) : a.enabled;
+        return { type: "customizationToggled", id: a.id, enabled: decided !== false };
+      }
+      case "session/customizationsChanged": return { type: "customizations", hooks: wire.hooks(a.customizations) };
       default: return { type: "other" };
     }
   },
@@ -312,6 +324,7 @@ const page = {
   menu: null, // the session whose actions menu is open
   confirmDelete: null, // the session whose deletion waits for a confirmation
   renaming: null, // the session whose title is being edited
+  customizations: [], // wire.hooks(...) of the open session
 };
 sessionStorage.setItem("agenthost.client", page.clientId);
 
@@ -875,6 +888,7 @@ function refusal(envelope) {
     "chat/toolCallConfirmed": "Could not answer", "chat/inputCompleted": "Could not answer",
     "chat/toolCallResultConfirmed": "Could not answer", "chat/turnResume": "Could not resume",
     "session/titleChanged": "Could not rename", "session/isArchivedChanged": "Could not archive",
+    "session/customizationToggled": "Could not change it",
   }[envelope.action && envelope.action.type] || "Refused";
   return `${what}: ${envelope.rejectionReason}`;
 }
@@ -912,11 +926,17 @@ function onNotification(method, params) {
     else if (params.channel === page.session) {
       if (params.rejectionReason !== undefined) {
         if (!params.origin || params.origin.clientId === page.clientId) notice(refusal(params));
+        renderCustomizations(); // a refused toggle's switch goes back
         return;
       }
       const a = wire.action(params.action || {});
       const s = page.sessions.get(page.session);
       if (a.type === "title" && s) { s.title = a.title; renderSessions(); renderChat(); }
+      if (a.type === "customizationToggled") {
+        page.customizations = page.customizations.map((c) => (c.id === a.id ? { ...c, enabled: a.enabled } : c));
+        renderCustomizations();
+      }
+      if (a.type === "customizations") { page.customizations = a.hooks; renderCustomizations(); }
     }
   } else if (method === "root/sessionAdded") {
     onSummary(wire.summary(params.summary || {}));
@@ -965,6 +985,8 @@ async function openSession(uri) {
     sessionStorage.setItem("agenthost.session", uri);
     page.notes = [];
     notice("");
+    page.customizations = wire.hooks(subscribed.snapshot.state.customizations);
+    renderCustomizations();
     await openChat(subscribed.snapshot.state.defaultChat);
   } catch (error) {
     notice(`Could not open the session: ${error.message}`);
@@ -987,8 +1009,35 @@ async function openChat(chat) {
   $("scroller").scrollTop = $("scroller").scrollHeight;
 }
 
+// The open session's customizations: a switch each; one that must stay on says why.
+function renderCustomizations() {
+  $("customize").hidden = !page.session || !page.customizations.length;
+  $("customization-list").replaceChildren(...page.customizations.map((c) => {
+    const box = el("input", { type: "checkbox", role: "switch", "data-id": c.id, checked: c.enabled,
+                              disabled: Boolean(c.required), title: c.required ? `Always on: ${c.required}` : null,
+                              on: { change: (e) => toggleCustomization(c.id, e.target.checked) } });
+    return el("li", { "data-id": c.id },
+      el("label", {}, box, c.name),
+      el("p", { class: "why muted", text: c.required ? `${c.description} Always on: ${c.required}.` : c.description }));
+  }));
+}
+
+function toggleCustomization(id, enabled) {
+  if (!page.conn || !page.conn.open || !page.conn.dispatch(page.session, wire.customizationToggled(id, enabled))) {
+    notice("Not connected: nothing was changed.");
+    renderCustomizations(); // the switch goes back to what the session has
+  }
+}
+
+function showCustomizations(shown) {
+  $("customizations").hidden = !shown;
+  if (shown) { renderCustomizations(); $("customizations-close").focus(); } else $("message").focus();
+}
+
 function closeChat() {
   page.session = null;
+  page.customizations = [];
+  renderCustomizations();
   page.chat = null;
   page.state = null;
   page.views.clear();
@@ -1100,9 +1149,11 @@ async function deleteSession(uri) {
   }
 }
 
-// A line the user typed: a local command, or a message.
+// A line the user typed: a local command (unless the session turned the
+// host's commands off: then the model gets it), or a message.
 function submit(text, steering) {
-  const command = /^\/(\w+)\s*(.*)$/s.exec(text.trim());
+  const commandsOff = page.customizations.some((c) => c.id === "local_command" && !c.enabled);
+  const command = commandsOff ? null : /^\/(\w+)\s*(.*)$/s.exec(text.trim());
   if (command && command[1] === "help") { showHelp(true); return; }
   if (command && command[1] === "rename") {
     if (!command[2].trim()) { notice("/rename needs a title: /rename Q3 report"); return; }
@@ -1223,6 +1274,7 @@ function typing(target) {
 function onKey(e) {
   if (e.key === "Escape") {
     if (!$("help").hidden) { e.preventDefault(); showHelp(false); return; }
+    if (!$("customizations").hidden) { e.preventDefault(); showCustomizations(false); return; }
     if (page.menu || page.confirmDelete) { e.preventDefault(); closeMenu(); return; }
     if ($("app").classList.contains("nav-open")) { e.preventDefault(); closeNav(); return; }
     if (page.state && page.state.active) { e.preventDefault(); cancelTurn(); }
@@ -1293,6 +1345,9 @@ function start() {
   $("help-button").addEventListener("click", () => showHelp(true));
   $("help-close").addEventListener("click", () => showHelp(false));
   $("help").addEventListener("click", (e) => { if (e.target === $("help")) showHelp(false); });
+  $("customize").addEventListener("click", () => showCustomizations(true));
+  $("customizations-close").addEventListener("click", () => showCustomizations(false));
+  $("customizations").addEventListener("click", (e) => { if (e.target === $("customizations")) showCustomizations(false); });
   $("sign-out").addEventListener("click", signOut);
   document.addEventListener("keydown", onKey);
   document.addEventListener("click", (e) => { if (!e.target.closest(".session-menu, .more")) closeMenu(); });

@@ -806,3 +806,38 @@ def test_the_page_works_at_400_px_wide(
         bounds = box.bounding_box()
         assert bounds is not None and bounds["x"] >= 0 and bounds["x"] + bounds["width"] <= 400
     shot(page, tmp_path, "narrow")
+
+
+@needs_browser
+def test_a_sessions_customizations_are_switches_and_one_turned_off_stops_its_behaviour(
+    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
+) -> None:
+    page = open_page(server)
+    new_session(page)
+    page.get_by_role("button", name="Customize").click()
+    dialog = page.get_by_role("dialog", name="Customizations")
+    commands = dialog.locator('input[data-id="local_command"]')
+    expect(commands).to_be_checked()
+    admission = dialog.locator('input[data-id="turn_admission"]')
+    expect(admission).to_be_disabled()
+    expect(dialog.locator('li[data-id="turn_admission"]')).to_contain_text("Always on:")
+    shot(page, tmp_path, "customizations")
+    commands.uncheck()
+    [listed] = server.host.list_sessions()
+    session = server.host.open_session(listed.id)
+
+    def local_command_enabled() -> bool | None:
+        [plugin] = session.state().customizations or ()
+        return {c.id: c.enabled for c in getattr(plugin, "children", ())}["local_command"]
+
+    expect(commands).not_to_be_checked()
+    page.get_by_role("button", name="Close").click()
+    send(page, "/help")  # no longer the host's command: the model gets it
+    expect(done(page, "/help").locator(".reply")).to_contain_text("echo: /help")
+    assert local_command_enabled() is False
+    page.reload()
+    expect(page.locator("#link")).to_have_text("Connected")
+    page.get_by_role("button", name="Customize").click()
+    expect(dialog.locator('input[data-id="local_command"]')).not_to_be_checked()
+    dialog.locator('input[data-id="local_command"]').check()
+    expect(dialog.locator('input[data-id="local_command"]')).to_be_checked()
