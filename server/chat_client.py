@@ -46,12 +46,14 @@ from typing import Any
 
 import aiohttp
 
+from agenthost.server.chat_customize import Hook, hooks_of, listed, toggle_action, toggled
 from agenthost.server.chat_view import (
     ChatError,
     ChatView,
     Pending,
     Request,
     Seen,
+    how_to_answer,
     option_of,
     read_action,
     same,
@@ -90,17 +92,20 @@ text          send a message (queued while a turn runs)
 /open ID      open a session and show its history
 /new          create a session
 /rename title name this session (the host's command)
+/customize    list what the host does in this session; /customize NAME on|off
+              turns one off or on for this session
 /quit         leave (or Ctrl+D)
 Any other /command goes to the host, which hands what it does not know to the model."""
 OWN_COMMANDS = frozenset(
     {
         "/help", "/sessions", "/open", "/new", "/steer", "/queue", "/remove", "/cancel",
         "/approve", "/deny", "/edit", "/resume", "/answer", "/decline", "/thinking",
-        "/quit", "/exit",
+        "/customize", "/quit", "/exit",
     }
 )  # fmt: skip
 """The commands this client handles itself; any other line goes to the host."""
 READ = 32  # a session summary's status bit: the user has seen it
+TOGGLED = "session/customizationToggled"
 
 
 # What became of a pending message, by the reason the server gave for its removal.
@@ -112,35 +117,6 @@ REMOVED = {
     "requeued": "[steering queued: the provider could not take it mid-turn] {text}",
     "rejected": "[refused when its turn came] {text}",
 }
-
-
-def _how(request: Request) -> str:
-    """How to answer a request, with the options or choices it offers."""
-    if request.kind == "permission":
-        edit = "; /edit JSON changes its input" if request.editable else ""
-        if not request.options:
-            return f"/approve or /deny{edit}"
-        listed = ", ".join(f"{n}. {o.label}" for n, o in enumerate(request.options, 1))
-        return f"/approve OPTION or /deny: {listed}{edit}"
-    if request.kind != "user_input":
-        return "another client answers it"
-    asked = []
-    for question in request.questions:
-        if question.choices:
-            choices = ", ".join(f"{n}. {c.label}" for n, c in enumerate(question.choices, 1))
-            more = " or text" if question.freeform else ""
-            asked.append(
-                f"{question.text}: a choice{more}: {choices}"
-                if len(request.questions) > 1
-                else f"a choice{more}: {choices}"
-            )
-        elif len(request.questions) > 1:
-            asked.append(f"{question.text}: text")
-    if not asked:
-        return "/answer text"
-    if len(request.questions) > 1:
-        return "/answer one answer each, separated by ';': " + "; ".join(asked)
-    return "/answer " + asked[0]
 
 
 def plural(count: int, noun: str) -> str:
@@ -183,6 +159,7 @@ class ChatClient:
         self.session: str | None = None
         self.chat: str | None = None
         self.view = ChatView()
+        self.hooks: list[Hook] = []  # the open session's customizations (server/chat_customize.py)
         self._from_seq = 0
         self._ids = itertools.count(1)
         self._seq = itertools.count(1)
@@ -267,6 +244,10 @@ class ChatClient:
     def _on_action(self, envelope: dict[str, Any]) -> None:
         action = envelope.get("action") or {}
         if envelope.get("channel") == self.session and self.session is not None:
+            if "rejectionReason" in envelope and action.get("type") == TOGGLED:
+                self._line(f"[refused] {TOGGLED}: {envelope['rejectionReason']}")
+            elif action.get("type") == TOGGLED and (said := toggled(self.hooks, action)):
+                self._line(said)
             renamed = (
                 action.get("type") == "session/titleChanged" and "rejectionReason" not in envelope
             )
@@ -371,7 +352,7 @@ class ChatClient:
             )
 
     def _request_line(self, request: Request) -> None:
-        self._line(f"[{request.kind}] {request.label} ({_how(request)})")
+        self._line(f"[{request.kind}] {request.label} ({how_to_answer(request)})")
 
     def _drop_pending(self, pending_id: str | None) -> Pending | None:
         for queue in (self.view.steering, self.view.queued):
@@ -422,6 +403,7 @@ class ChatClient:
                     {"jsonrpc": "2.0", "method": "unsubscribe", "params": {"channel": previous}}
                 )
         self.session, self.chat = uri, chat
+        self.hooks = hooks_of(snapshot["state"].get("customizations"))
         self._from_seq = int(subscribed.get("fromSeq") or 0)
         if not int(snapshot["state"].get("status") or 0) & READ:
             self._mark_read()  # opened: what it shows is seen
@@ -577,6 +559,14 @@ class ChatClient:
                 self._line("[error] no turn stopped at a resumable error")
             else:
                 await self.dispatch({"type": "chat/turnResume", "turnId": view.resumable})
+        elif command == "/customize":
+            action = toggle_action(rest, self.hooks) if rest else None
+            for line in listed(self.hooks) if action is None else []:
+                self._line(line)
+            if isinstance(action, str):
+                self._line(f"[error] {action}")
+            elif action is not None:
+                await self.dispatch(action, self.session)
         elif command == "/thinking":
             shown = "\n\n".join(t for t in view.thinking if t)
             self._line(f"[thinking] {shown}" if shown else "[error] no thinking to show")

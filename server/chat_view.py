@@ -392,3 +392,32 @@ def read_action(action: dict[str, Any]) -> tuple[Seen, dict[str, Any]]:
     if kind == "x-chat/requestClosed":
         return Seen.REQUEST_CLOSED, {"id": action.get("requestId")}
     return Seen.OTHER, {}
+
+
+def how_to_answer(request: Request) -> str:
+    """How to answer a request, with the options or choices it offers."""
+    if request.kind == "permission":
+        edit = "; /edit JSON changes its input" if request.editable else ""
+        if not request.options:
+            return f"/approve or /deny{edit}"
+        listed = ", ".join(f"{n}. {o.label}" for n, o in enumerate(request.options, 1))
+        return f"/approve OPTION or /deny: {listed}{edit}"
+    if request.kind != "user_input":
+        return "another client answers it"
+    asked = []
+    for question in request.questions:
+        if question.choices:
+            choices = ", ".join(f"{n}. {c.label}" for n, c in enumerate(question.choices, 1))
+            more = " or text" if question.freeform else ""
+            asked.append(
+                f"{question.text}: a choice{more}: {choices}"
+                if len(request.questions) > 1
+                else f"a choice{more}: {choices}"
+            )
+        elif len(request.questions) > 1:
+            asked.append(f"{question.text}: text")
+    if not asked:
+        return "/answer text"
+    if len(request.questions) > 1:
+        return "/answer one answer each, separated by ';': " + "; ".join(asked)
+    return "/answer " + asked[0]

@@ -292,6 +292,44 @@ def test_rename_and_any_other_slash_command_go_to_the_host(
     run(host, body)
 
 
+def test_customize_lists_the_sessions_customizations_and_turns_one_off_for_it(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("/customize")
+            await screen.shows("on   local_command")
+            await screen.shows(
+                "on   turn_admission        Starts no turn in an archived session or a"
+                " read-only chat. (always on: it enforces archived sessions and read-only chats)\n"
+            )
+            await client.handle_line("/customize turn_admission off")
+            await screen.shows("[error] turn_admission stays on: it enforces archived sessions")
+            await client.handle_line("/customize nope off")
+            await screen.shows("[error] no customization 'nope' in this session")
+            await client.handle_line("/customize local_command maybe")
+            await screen.shows("[error] /customize NAME on|off")
+            await client.handle_line("/customize local_command off")
+            await screen.shows("[customization] local_command off\n")
+            (listed,) = host.list_sessions()
+            [plugin] = host.open_session(listed.id).state().customizations or ()
+            hooks = {c.id: c.enabled for c in getattr(plugin, "children", ())}
+            assert hooks["local_command"] is False and hooks["mark_unread"] is True
+            await client.handle_line("/rename Q3")  # no longer the host's: the model gets it
+            await screen.shows("you: /rename Q3\nassistant: echo: /rename Q3\n")
+            await client.handle_line("/customize")
+            await screen.shows("off  local_command")
+            [admission] = [h for h in client.hooks if h.id == "turn_admission"]
+            admission.required = ""  # as if the listing had not said so: the host refuses
+            await client.handle_line("/customize turn_admission off")
+            await screen.shows(
+                "[refused] session/customizationToggled: 'turn_admission' cannot be turned off"
+            )
+
+    run(host, body)
+
+
 def test_the_open_session_is_marked_read_when_opened_and_while_viewed(
     host: Host, provider: ScriptedProvider
 ) -> None:
