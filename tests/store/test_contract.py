@@ -10,6 +10,12 @@ from agenthost.actors import use_runtime
 from agenthost.actors.protocol import ClaimClient, Committed, FindClient, ListSessionPage, Write
 from agenthost.actors.store import StoreActor
 from agenthost.messages import AgentHostError, ErrorCode
+from agenthost.messages.customizations import (
+    Customization,
+    CustomizationType,
+    Enablement,
+    EnablementKind,
+)
 from agenthost.messages.state import (
     MarkdownPart,
     MessageOrigin,
@@ -354,3 +360,27 @@ def test_a_turns_parts_and_a_pending_messages_origin_come_back_as_written(
     assert chat.pending == (PendingMessage(id="p1", kind=PendingKind.QUEUED, message=steering),)
     rows = store_factory.query("SELECT id, response_parts FROM turns ORDER BY seq")
     assert rows[0] == ("s1-t0", None)
+
+
+def test_a_sessions_enablement_decisions_are_kept_and_nothing_else_of_its_customizations(
+    store: Store, store_factory: StoreFactory
+) -> None:
+    off = (Enablement(kind=EnablementKind.SESSION, enabled=False),)
+    decided = Customization(
+        type=CustomizationType.HOOK, id="mark_unread", uri="u:1", name="mark_unread"
+    ).with_enablement(off)
+    default = Customization(type=CustomizationType.HOOK, id="chat_draft", uri="u:2", name="d")
+    plugin = Customization(
+        type=CustomizationType.PLUGIN, id="p", uri="u:p", name="p", children=(decided, default)
+    )
+    save_session(store, "s1", 1, None)
+    store.apply(SaveSessionState(session_id="s1", state=SessionState(customizations=(plugin,))))
+    store.commit()
+    record = store.load_session("s1")
+    assert record is not None and record.state.customizations == (decided,)
+    on_again = attrs.evolve(plugin, children=(decided.with_enablement(()), default))
+    store.apply(SaveSessionState(session_id="s1", state=SessionState(customizations=(on_again,))))
+    store.commit()
+    record = store.load_session("s1")
+    assert record is not None and record.state.customizations is None
+    assert store_factory.query("SELECT customizations FROM sessions") == [(None,)]

@@ -7,8 +7,15 @@ from typing import ClassVar
 
 import pytest
 
-from agenthost.actors.contributions import Contribution, Dispatcher, TurnEnd
-from agenthost.actors.contributions.customizations import PLUGIN_ID, REQUIRED_META
+from agenthost.actors.contributions import Contribution, Dispatcher, TurnEnd, build_dispatcher
+from agenthost.actors.contributions.builtin import BUILTINS
+from agenthost.actors.contributions.customizations import (
+    PLUGIN_ID,
+    REQUIRED_META,
+    customizations,
+    disabled,
+    toggled,
+)
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.messages.customizations import (
     Customization,
@@ -16,7 +23,9 @@ from agenthost.messages.customizations import (
     Enablement,
     EnablementKind,
 )
+from agenthost.messages.reducers import reduce_session
 from agenthost.messages.session_events import CustomizationToggled
+from agenthost.messages.state import SessionState
 from agenthost.providers.scripted import ScriptedProvider
 from tests.actors.contributions.conftest import Start, settled
 
@@ -185,3 +194,22 @@ def test_a_session_that_turned_nothing_off_runs_the_hosts_own_dispatcher() -> No
     fewer = root.without(frozenset({"test_counter"}))
     assert fewer is root.without(frozenset({"test_counter"}))
     assert fewer.ids() == ["test_guard"]
+
+
+def test_the_hosts_toggle_reduces_to_the_list_the_host_builds_from_the_decision() -> None:
+    """What a subscriber reduces (the host's action) is what a restored session
+    lists (its decisions taken back by id), and turning it on again is the
+    list as it was: for every contribution that can be turned off."""
+    services = {name: lambda _id: None for name in ("mementos", "sessions", "chats")}
+    root = build_dispatcher(BUILTINS, services)  # (never called here: no services needed)
+    listed = customizations(root)
+    optional = [c.id for c in root.contributions if not c.required]
+    assert optional == ["local_command", "session_instructions", "mark_unread", "chat_draft"]
+    for ident in optional:
+        state = SessionState(customizations=listed)
+        off = toggled(listed, CustomizationToggled(id=ident, enabled=False))
+        reduced = reduce_session(state, off)
+        assert reduced.customizations == customizations(root, reduced.customizations)
+        assert disabled(reduced.customizations) == {ident}
+        on = toggled(reduced.customizations, CustomizationToggled(id=ident, enablement=()))
+        assert reduce_session(reduced, on) == state
