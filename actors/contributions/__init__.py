@@ -5,7 +5,9 @@ Seven hooks (see `Contribution`): on_incoming_request (synchronous, fails
 closed, first non-accept wins), on_turn_end, on_did_apply_client_action,
 on_did_dispatch_action, on_outgoing_turn, on_hydrate_turns, on_hydrate_chat.
 Built-ins are registered in builtin.py; users add theirs with
-`Host.start(..., contributions=[MyContribution])`.
+`Host.start(..., contributions=[MyContribution])`. Each is one of a session's
+customizations (customizations.py): a session may turn one off for itself
+(unless it is `required`), and then none of its hooks run for that session.
 """
 
 from agenthost.actors.contributions.base import (
