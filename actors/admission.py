@@ -64,21 +64,17 @@ class Admission:
         self._dispatcher = dispatcher.without(disabled(session.customizations))
         self._mementos = mementos  # the host's MementoCache
         self.chat = chat
-        self._session = session
+        self.session = session  # the session entry as the chat last heard it
         self.default = default
         self.read_only = read_only
         self.driven = driven  # a subagent's chat: its parent's turn drives it
 
-    @property
-    def session(self) -> SessionState:
-        """The session entry as the chat last heard it."""
-        return self._session
-
-    @session.setter
-    def session(self, state: SessionState) -> None:
-        if state.customizations is not self._session.customizations:
+    def session_changed(self, state: SessionState) -> None:
+        """The session's entry as it is now; its customizations, when they
+        changed, pick the contributions that run from here on."""
+        if state.customizations is not self.session.customizations:
             self._dispatcher = self._root.without(disabled(state.customizations))
-        self._session = state
+        self.session = state
 
     @property
     def dispatcher(self) -> Dispatcher:

@@ -545,7 +545,7 @@ class ChatCore(HostedActor):
 
     @handles(SessionStateChanged)
     def _session_changed(self, message: SessionStateChanged) -> None:
-        self._admission.session = message.state
+        self._admission.session_changed(message.state)
 
     @handles(GetChatState)
     def _get_state(self, message: GetChatState) -> ChatState:
