@@ -18,11 +18,9 @@ bounds resident sessions, when the host hears of idle and busy to release
 the least recently used), and a chat's first turn (a draft is used from then
 on). So a turn costs the session no message and no timer.
 
-Its entry lists its customizations: the host's contributions, with the
-decisions it was stored with (actors/contributions/customizations.py). The
-contributions that run for it and its chats are the host's less those it
-turned off, resolved when that list changes (ToggleCustomization), never per
-action.
+Its entry lists its customizations (actors/contributions/customizations.py):
+the contributions that run for it and its chats are the host's less those it
+turned off, resolved when that list changes, never per action.
 """
 
 from collections.abc import Callable
