@@ -21,7 +21,13 @@ actor's thread (and the chats' for `disabled`). Invariants:
 5. `disabled` is the set of ids turned off, which picks the session's
    dispatcher (`Dispatcher.without`): resolved when the list changes, never
    per turn.
+6. The lists are frozen values, shared: every session that turned the same
+   contributions off holds the same tuple, so a thousand sessions cost no
+   thousand copies (nor the collector's time walking them).
 """
+
+import threading
+import weakref
 
 from agenthost.actors.contributions.base import Contribution
 from agenthost.actors.contributions.dispatcher import Dispatcher
@@ -51,9 +57,14 @@ PLUGIN_ID = "agenthost"
 PLUGIN_URI = "agenthost:contributions"
 REQUIRED_META = "agenthost.required"
 _OFF = (Enablement(kind=EnablementKind.SESSION, enabled=False),)
+_LOCK = threading.Lock()
+_Listed = tuple[AnyCustomization, ...]
+_LISTS: weakref.WeakKeyDictionary[Dispatcher, dict[frozenset[str], _Listed]] = (
+    weakref.WeakKeyDictionary()
+)  # by host, by the ids turned off
 
 
-def _hook(contribution: Contribution, enablement: tuple[Enablement, ...] | None) -> Customization:
+def _hook(contribution: Contribution, off: bool) -> Customization:
     hook = Customization(
         type=CustomizationType.HOOK,
         id=contribution.id,
@@ -62,16 +73,29 @@ def _hook(contribution: Contribution, enablement: tuple[Enablement, ...] | None)
         description=contribution.description or None,
         meta=Json.of({REQUIRED_META: contribution.required}) if contribution.required else None,
     )
-    off = enablement is not None and not contribution.required and not enablement[0].enabled
-    return hook.with_enablement(_OFF if off else ())
+    return hook.with_enablement(_OFF if off and not contribution.required else ())
 
 
 def customizations(
     dispatcher: Dispatcher, stored: tuple[AnyCustomization, ...] | None = None
 ) -> tuple[AnyCustomization, ...]:
     """The session's customizations: every contribution's hook, with the
-    decisions `stored` holds (by id; invariant 4)."""
-    decisions = {entry.id: entry.enablement for entry in flattened(stored) if entry.enablement}
+    decisions `stored` holds (by id; invariant 4). Sessions that turned the
+    same contributions off share one list (invariant 6). Called on any thread."""
+    off = frozenset(
+        entry.id
+        for entry in flattened(stored)
+        if entry.enablement and not entry.enablement[0].enabled
+    )
+    with _LOCK:
+        lists = _LISTS.setdefault(dispatcher, {})
+        found = lists.get(off)
+        if found is None:
+            found = lists[off] = _listed(dispatcher, off)
+    return found
+
+
+def _listed(dispatcher: Dispatcher, off: frozenset[str]) -> _Listed:
     plugin = Customization(
         type=CustomizationType.PLUGIN,
         id=PLUGIN_ID,
@@ -80,7 +104,7 @@ def customizations(
         description="The host's own behaviours for this session's chats.",
         enabled=True,
         load=LoadState(kind=LoadStatus.LOADED),
-        children=tuple(_hook(c, decisions.get(c.id)) for c in dispatcher.contributions),
+        children=tuple(_hook(c, c.id in off) for c in dispatcher.contributions),
     )
     return (plugin,)
 

@@ -213,3 +213,11 @@ def test_the_hosts_toggle_reduces_to_the_list_the_host_builds_from_the_decision(
         assert disabled(reduced.customizations) == {ident}
         on = toggled(reduced.customizations, CustomizationToggled(id=ident, enablement=()))
         assert reduce_session(reduced, on) == state
+
+
+def test_sessions_that_turned_the_same_contributions_off_share_one_list(start: Start) -> None:
+    host = start(ScriptedProvider())
+    first, second, third = (host.create_session() for _ in range(3))
+    assert first.state().customizations is second.state().customizations
+    third.toggle_customization("mark_unread", False)
+    assert third.state().customizations != first.state().customizations
