@@ -47,6 +47,7 @@ def test_only_client_actions_have_handlers() -> None:
         "session/isReadChanged",
         "session/isArchivedChanged",
         "session/configChanged",
+        "session/customizationToggled",
         "session/activeClientSet",
         "session/activeClientRemoved",
     }

@@ -85,6 +85,7 @@ BASE_ACTIONS: dict[str, dict[str, Any]] = {
     "session/isReadChanged": {"isRead": True},
     "session/isArchivedChanged": {"isArchived": True},
     "session/configChanged": {"config": {}},
+    "session/customizationToggled": {"id": "mark_unread", "enabled": False},
     "session/activeClientSet": {"activeClient": {"clientId": "c", "tools": []}},
     "session/activeClientRemoved": {"clientId": "c"},
 }
