@@ -94,9 +94,7 @@ def opened(
     )
     turn.requests[request.request_id] = request
     apply(
-        ToolCallAuthRequired(
-            turn_id=turn.turn_id, tool_call_id=event.tool_call_id, auth=event.auth
-        )
+        ToolCallAuthRequired(turn_id=turn.turn_id, tool_call_id=event.tool_call_id, auth=event.auth)
     )
     apply(RequestOpened(request=request))
     log.info(

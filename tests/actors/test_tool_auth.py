@@ -29,8 +29,6 @@ from agenthost.messages.state import (
 from agenthost.providers.scripted import (
     REDACTED,
     AuthToolCall,
-    Crash,
-    Gate,
     Say,
     ScriptedProvider,
 )
