@@ -34,7 +34,7 @@ from typing import Any
 
 import structlog
 
-from agenthost.actors import diagnoses, settlement, turn_events
+from agenthost.actors import diagnoses, settlement, tool_auth, turn_events
 from agenthost.actors.active_turn import ActiveTurn, AssistantStream
 from agenthost.actors.chat_outbox import ChatOutbox
 from agenthost.actors.context import Services
@@ -80,7 +80,12 @@ from agenthost.actors.requests import RequestDesk
 from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.steering_handover import SteeringHandOver
 from agenthost.actors.subagents import Subagents
-from agenthost.messages.commands import AnswerRequest, ChangeToolContent, ConfirmToolResult
+from agenthost.messages.commands import (
+    AnswerRequest,
+    ChangeToolContent,
+    ConfirmToolResult,
+    SupplyToken,
+)
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     TurnCancelled,
@@ -519,6 +524,13 @@ class TurnTrackerActor(HostedActor):
         self._out.message(AnswerSettled(request_id=message.request_id, error=error))
         if turn is not None and error is None:
             self._close_if_abandoned(turn)
+
+    @handles(SupplyToken)
+    def _token(self, message: SupplyToken) -> None:
+        """A client's token for the resource calls of the turn wait on."""
+        error = self._desk.token_supplied(self._turn, message)
+        key = tool_auth.settle_key(message.resource)
+        self._out.message(AnswerSettled(request_id=key, error=error))
 
     @handles(ChangeToolContent, ConfirmToolResult)
     def _tool_call_word(self, message: ChangeToolContent | ConfirmToolResult) -> None:
