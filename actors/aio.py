@@ -110,6 +110,7 @@ class AsyncHost:
         idle_release_s: float = 30.0,
         draft_gc_s: float = 30.0,
         max_resident: int | None = None,
+        max_resident_bytes: int | None = None,
         restart_intensity: tuple[int, float] | None = None,
         restart_backoff: tuple[float, float] | None = None,
         subscriber_queue_size: int = 10_000,
@@ -120,7 +121,10 @@ class AsyncHost:
     ) -> "AsyncHost":
         """`Host.start`: the store opens on its own thread while the loop goes on."""
         lifecycle = Lifecycle(
-            idle_release_s=idle_release_s, draft_gc_s=draft_gc_s, max_resident=max_resident
+            idle_release_s=idle_release_s,
+            draft_gc_s=draft_gc_s,
+            max_resident=max_resident,
+            max_resident_bytes=max_resident_bytes,
         )
         starting = start_host(
             store,

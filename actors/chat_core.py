@@ -18,6 +18,7 @@ the chat made them, ahead of whatever they caused elsewhere.
 """
 
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -64,6 +65,7 @@ from agenthost.messages.events import (
 from agenthost.messages.ids import new_id
 from agenthost.messages.reducers import reduce_chat
 from agenthost.messages.reduction import replace
+from agenthost.messages.sizes import value_bytes
 from agenthost.messages.state import (
     ChatOriginKind,
     ChatState,
@@ -116,6 +118,7 @@ class _Reported:
 
     status: ChatStatus
     turns: int
+    history_bytes: int = 0  # counted only while the host bounds them (Lifecycle)
     subscribers: int = 0
     wanted: bool = False
     first_turn: bool = False
@@ -169,7 +172,8 @@ class ChatCore(HostedActor):
         self._reported = _Reported(
             status=state.status,
             turns=len(state.turns),
-            wanted=report_status or services.lifecycle.max_resident is not None,
+            history_bytes=self._history_bytes(state.turns),
+            wanted=report_status or services.lifecycle.bounded,
             first_turn=not state.turns,
             idle_since=services.clock.now(),
         )
@@ -315,6 +319,10 @@ class ChatCore(HostedActor):
         if published.status == reported.status and len(published.turns) == reported.turns:
             return
         reported.status = published.status
+        if len(published.turns) > reported.turns:
+            reported.history_bytes += self._history_bytes(published.turns[reported.turns :])
+        elif len(published.turns) < reported.turns:  # truncated
+            reported.history_bytes = self._history_bytes(published.turns)
         reported.turns = len(published.turns)
         running = published.active_turn is not None
         if not running and not published.steering_messages:
@@ -323,12 +331,21 @@ class ChatCore(HostedActor):
             reported.first_turn = reported.first_turn and not running
             self._report_status()
 
+    def _history_bytes(self, turns: Sequence[Turn]) -> int:
+        """What these turns hold in text, while the host bounds it (else 0)."""
+        if self.services.lifecycle.max_resident_bytes is None:
+            return 0
+        return sum(value_bytes(turn) for turn in turns)
+
     def _report_status(self) -> None:
         reported = self._reported
         self.send(
             self.session,
             ChatStatusChanged(
-                chat_id=self.chat_id, status=int(reported.status), turns=reported.turns
+                chat_id=self.chat_id,
+                status=int(reported.status),
+                turns=reported.turns,
+                history_bytes=reported.history_bytes,
             ),
         )
 

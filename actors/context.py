@@ -167,6 +167,12 @@ class Lifecycle:
     idle_release_s: float = 30.0
     draft_gc_s: float = 30.0
     max_resident: int | None = None
+    max_resident_bytes: int | None = None  # the chats' history (messages/sizes.py)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether resident sessions are bounded (sessions then report idle and busy)."""
+        return self.max_resident is not None or self.max_resident_bytes is not None
 
 
 @attrs.define(kw_only=True)

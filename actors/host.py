@@ -98,6 +98,7 @@ class HostActor(HostedActor):
         self._sessions: dict[str, Ref] = {}  # resident, least recently used first
         self._idle: set[str] = set()  # resident and neither watched nor running a turn
         self._last_activity: dict[str, SessionActivity] = {}
+        self._resident_bytes = 0  # the sum of their last reported history_bytes
         self._disposals: dict[str, list[RuntimeFuture]] = {}
         self._waiters: dict[str, list[RuntimeFuture]] = {}
         self._restoring: set[str] = set()
@@ -238,7 +239,7 @@ class HostActor(HostedActor):
         caller removed its worktree first (or was refused)."""
         ref = self._sessions.pop(message.session_id, None)
         self._idle.discard(message.session_id)
-        self._last_activity.pop(message.session_id, None)
+        self._forget_activity(message.session_id)
         self.counters["disposed"] += 1
         if ref is not None:
             ref.stop(block=False)
@@ -270,8 +271,14 @@ class HostActor(HostedActor):
         one, the collector sweeps (actors/collector.py: what the rare full
         collections left, and the freed heap back to the system)."""
         self.services.departures.left(session_id, why)
+        self._forget_activity(session_id)
         if not self._sessions:
             collector.idle()
+
+    def _forget_activity(self, session_id: str) -> None:
+        last = self._last_activity.pop(session_id, None)
+        if last is not None:
+            self._resident_bytes -= last.history_bytes
 
     @handles(GetCounters)
     def _counters(self, message: GetCounters) -> dict[str, int]:
@@ -306,8 +313,10 @@ class HostActor(HostedActor):
     def _activity(self, message: SessionActivity) -> None:
         """(Only with a bound on resident sessions.) A session became idle (nobody
         watches it, no turn runs) or busy: the least recently used idle ones
-        leave memory past the bound. Each session releases itself after its own
-        idle period."""
+        leave memory past the bound (in sessions, or in their history's bytes).
+        Each session releases itself after its own idle period."""
+        last = self._last_activity.get(message.session_id)
+        self._resident_bytes += message.history_bytes - (0 if last is None else last.history_bytes)
         self._last_activity[message.session_id] = message
         if (
             message.session_id not in self._sessions
@@ -323,23 +332,31 @@ class HostActor(HostedActor):
         self._enforce_max_resident()
 
     def _enforce_max_resident(self) -> None:
-        """Past the bound, the least recently used idle sessions leave memory."""
-        bound = self.services.lifecycle.max_resident
-        if bound is None:
-            return
-        excess = len(self._sessions) - bound
+        """Past a bound, the least recently used idle sessions leave memory."""
+        lifecycle = self.services.lifecycle
+        excess = (
+            0 if lifecycle.max_resident is None else len(self._sessions) - lifecycle.max_resident
+        )
+        over = 0
+        if lifecycle.max_resident_bytes is not None:
+            over = self._resident_bytes - lifecycle.max_resident_bytes
         for session_id in list(self._sessions):
-            if excess <= 0:
+            if excess <= 0 and over <= 0:
                 break
-            if session_id in self._idle:
+            if session_id not in self._idle:
+                continue
+            last = self._last_activity.get(session_id)
+            weight = 0 if last is None else last.history_bytes
+            if excess > 0 or weight > 0:  # an empty one frees no bytes
                 self._idle.discard(session_id)
                 self.send(self._sessions[session_id], ReleaseIfIdle(collect=False))
                 excess -= 1
+                over -= weight
 
     @handles(SessionReleased)
     def _released(self, message: SessionReleased) -> None:
         self._sessions.pop(message.session_id, None)
-        self._last_activity.pop(message.session_id, None)
+        self._forget_activity(message.session_id)
         self._idle.discard(message.session_id)
         self.services.mementos.forget(message.session_id)
         key = "draft_gc_disposed" if message.disposed else "released"
@@ -360,7 +377,7 @@ class HostActor(HostedActor):
         for session_id in message.session_ids:
             ref = self._sessions.pop(session_id, None)
             self._idle.discard(session_id)
-            self._last_activity.pop(session_id, None)
+            self._forget_activity(session_id)
             self._restoring.discard(session_id)
             if ref is None:
                 continue

@@ -175,6 +175,7 @@ class SessionActivity:
     watched: bool
     active: bool
     unused_draft: bool
+    history_bytes: int = 0  # its chats', while the host bounds them
 
 
 @attrs.frozen
@@ -454,6 +455,7 @@ class ChatStatusChanged:
     chat_id: str
     status: int
     turns: int = 0
+    history_bytes: int = 0  # while the host bounds resident history (Lifecycle)
 
 
 @attrs.frozen

@@ -143,13 +143,14 @@ class SessionActor(HostedActor):
         self._turns: dict[str, int] = {
             c: len(s.turns) for c, s in zip(chat_ids, chats, strict=True)
         }
+        self._bytes: dict[str, int] = {}  # each chat's history, while the host bounds it
         self._contributions = self._root.without(disabled(listed))  # those turned on
         self._initial = tuple(zip(chat_ids, chats, strict=True))
         self._chats: dict[str, Ref] = {}
         self._waiting: set[str] = set(chat_ids)
         self._statuses: dict[str, int] = {}
         self._subscribers: dict[str, int] = {}
-        self._asked = _StatusAsked(reporting=services.lifecycle.max_resident is not None)
+        self._asked = _StatusAsked(reporting=services.lifecycle.bounded)
         # Created here and never used: the only kind of session GC may ever take.
         # Latches off for good (DESIGN.md rule 4).
         self._unused_draft = not restored and not used
@@ -188,13 +189,14 @@ class SessionActor(HostedActor):
             if self._timer is None:
                 self._arm(self._idle_period())
         self._sooner_if_due_later()
-        if self.services.lifecycle.max_resident is None:
+        if not self.services.lifecycle.bounded:
             return
         activity = SessionActivity(
             session_id=self.session_id,
             watched=self._watched(),
             active=self._active(),
             unused_draft=self._unused_draft,
+            history_bytes=sum(self._bytes.values()),
         )
         if _idle_facts(activity) != _idle_facts(self._reported):
             self._reported = activity
@@ -384,6 +386,7 @@ class SessionActor(HostedActor):
             self.services.changes.changed(self.session_id)
         self._statuses[message.chat_id] = message.status
         self._turns[message.chat_id] = message.turns
+        self._bytes[message.chat_id] = message.history_bytes
         if message.status & _IN_PROGRESS:
             self._unused_draft = False  # any turn activity latches it off
         self._answered(message.chat_id)
@@ -535,7 +538,7 @@ class SessionActor(HostedActor):
                 message=f"session {self.session_id} has no chat {message.chat_id}",
             )
         ref.stop(block=False)
-        for table in (self._statuses, self._subscribers, self._turns):
+        for table in (self._statuses, self._subscribers, self._turns, self._bytes):
             table.pop(message.chat_id, None)
         self._answered(message.chat_id)
         self.send(self.services.store, Write(op=DeleteChat(chat_id=message.chat_id)))

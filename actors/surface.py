@@ -83,6 +83,7 @@ class Host:
         idle_release_s: float = 30.0,
         draft_gc_s: float = 30.0,
         max_resident: int | None = None,
+        max_resident_bytes: int | None = None,
         restart_intensity: tuple[int, float] | None = None,
         restart_backoff: tuple[float, float] | None = None,
         subscriber_queue_size: int = 10_000,
@@ -104,6 +105,11 @@ class Host:
                 100x less often, and a sweep once the last resident session left
                 memory: a full collection, and the freed heap back to the system
                 (actors/collector.py); False leaves it alone.
+            max_resident, max_resident_bytes: bounds on the sessions kept in memory,
+                in sessions and in their chats' history (messages/sizes.py weighs
+                it): past either, the least recently used idle sessions (nobody
+                watches them, no turn runs) leave memory at once instead of after
+                idle_release_s (their rows stay; the next use restores them).
             limits: bounds in bytes on a message's text and attachments and on a
                 subscriber's unread events (HostLimits; the defaults: 1 MiB, 1 MiB
                 each, 16 attachments, 16 MiB). A message over them is refused with
@@ -115,7 +121,10 @@ class Host:
                 service that does not exist (nothing is started then).
         """
         lifecycle = Lifecycle(
-            idle_release_s=idle_release_s, draft_gc_s=draft_gc_s, max_resident=max_resident
+            idle_release_s=idle_release_s,
+            draft_gc_s=draft_gc_s,
+            max_resident=max_resident,
+            max_resident_bytes=max_resident_bytes,
         )
         starting = start_host(
             store,

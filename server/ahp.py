@@ -99,6 +99,9 @@ class Limits:
     # A chat channel nobody follows is closed after this, so its session can
     # leave memory (a client reconnecting within it finds the channel open).
     channel_idle_s: float = 60.0
+    # ...and at most this many wait out that grace at once (the longest idle then
+    # closes now): each keeps its session, and its whole history, in memory.
+    idle_channels: int = 256
     # An HTTP request's headers must arrive within this (a half-sent request is
     # closed), counted from the connection's start or its previous response.
     header_timeout_s: float = 10.0
@@ -156,6 +159,7 @@ class AhpServer:
             self.spawn,
             self._observe,
             channel_bytes=self.limits.channel_bytes,
+            idle_max=self.limits.idle_channels,
         )
         self.clients = Clients(
             self.host, self.limits.client_tool_grace_s, self._remove_client, self.spawn

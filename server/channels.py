@@ -453,8 +453,11 @@ class ChannelTable:
     A channel opens on its first subscriber (or dispatch) and closes once
     nobody followed it for `idle_s` on the host's clock, so its subscription
     does not keep the session in memory for good; a client that comes back
-    within the grace finds it open. Opening is shared: callers that come while
-    one opens wait for it, and a failed opening is retried afresh."""
+    within the grace finds it open. At most `idle_max` channels wait out their
+    grace at once: past that the one that waited longest closes now (each
+    keeps its session, and the session's whole history, in memory). Opening is
+    shared: callers that come while one opens wait for it, and a failed
+    opening is retried afresh."""
 
     def __init__(
         self,
@@ -465,8 +468,10 @@ class ChannelTable:
         on_event: Callable[[str, ChatEvent], None] = lambda session_id, event: None,
         now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         channel_bytes: int | None = None,
+        idle_max: int | None = None,
     ) -> None:
         self._sequencer = sequencer
+        self._idle_max = idle_max
         self._channel_bytes = channel_bytes
         self._clock = clock
         self._idle_s = idle_s
@@ -528,24 +533,29 @@ class ChannelTable:
 
     def unfollowed(self, uri: str) -> None:
         """Nobody follows the channel: close it after the grace (on the host's
-        clock), unless someone follows it by then."""
+        clock), unless someone follows it by then; past `idle_max` channels in
+        their grace, the longest idle closes now."""
         if uri in self._idle:
             return
         loop = asyncio.get_running_loop()
 
-        def close() -> None:
-            self._idle.pop(uri, None)
-            channel = self._open.get(uri)
-            if channel is None or channel.subscribers:
-                return
-            del self._open[uri]
-            self._spawn(channel.close())
-
         def due() -> None:  # on the clock's thread
             with contextlib.suppress(RuntimeError):  # the loop has closed
-                loop.call_soon_threadsafe(close)
+                loop.call_soon_threadsafe(self._close_idle, uri)
 
         self._idle[uri] = self._clock.call_later(self._idle_s, due)
+        if self._idle_max is not None and len(self._idle) > self._idle_max:
+            oldest = next(iter(self._idle))  # dicts keep insertion order
+            self._idle[oldest].cancel()
+            self._close_idle(oldest)
+
+    def _close_idle(self, uri: str) -> None:
+        self._idle.pop(uri, None)
+        channel = self._open.get(uri)
+        if channel is None or channel.subscribers:
+            return
+        del self._open[uri]
+        self._spawn(channel.close())
 
     async def close(self, uri: str) -> None:
         """The chat was disposed: its channel closes now."""

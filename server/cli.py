@@ -55,6 +55,10 @@ app = typer.Typer(
 )
 
 DEFAULT_LIMITS = Limits()
+MIB = 1 << 20
+DEFAULT_RESIDENT_MB = (
+    256  # chat history of idle resident sessions (Host.start's max_resident_bytes)
+)
 
 STORE_HELP = (
     "the store: a SQLite file (a path or sqlite:///path) or"
@@ -337,6 +341,18 @@ def serve(
         DEFAULT_LIMITS.replay_bytes, min=1, help="the reconnect replay buffer"
     ),
     page_bytes: int = typer.Option(DEFAULT_LIMITS.page_bytes, min=1, help="a fetchTurns page"),
+    idle_channels: int = typer.Option(
+        DEFAULT_LIMITS.idle_channels,
+        min=0,
+        help="chat channels nobody follows kept open for their grace (past it the longest"
+        " idle closes)",
+    ),
+    resident_history_mb: int = typer.Option(
+        DEFAULT_RESIDENT_MB,
+        min=0,
+        help="MiB of chat history idle sessions may keep in memory before the least recently"
+        " used leave it (0: no bound)",
+    ),
 ) -> None:
     """Serve AHP over WebSocket at /ahp and the web page at /.
 
@@ -395,6 +411,7 @@ def serve(
         outbox_bytes=send_buffer_bytes,
         replay_bytes=replay_bytes,
         page_bytes=page_bytes,
+        idle_channels=idle_channels,
     )
     config = ServeConfig(
         host=host, port=port, drain_s=drain_s, limits=limits, allowed_hosts=tuple(allowed_host)
@@ -437,7 +454,13 @@ def serve(
             ready,
         )
         return
-    running = start_host(chosen, configured, say_created=False, limits=host_limits)
+    running = start_host(
+        chosen,
+        configured,
+        say_created=False,
+        limits=host_limits,
+        max_resident_bytes=resident_history_mb * MIB or None,
+    )
     try:
         asyncio.run(run_server(running, tokens, config, ready))
     except OSError as error:

@@ -100,13 +100,16 @@ def start_host(
     *,
     say_created: bool = True,
     limits: Any = None,
+    max_resident_bytes: int | None = None,
 ) -> Any:
     """A host on the store (with `limits`, HostLimits); a store it cannot open is
     one line. A store made new is said on stderr (unless the caller says it)."""
     from agenthost.actors import Host
 
     try:
-        host = Host.start(store=store, providers=providers, limits=limits)
+        host = Host.start(
+            store=store, providers=providers, limits=limits, max_resident_bytes=max_resident_bytes
+        )
     except AgentHostError as error:
         raise refusal(error) from None
     except (OSError, sqlite3.Error) as error:

@@ -30,10 +30,17 @@ def test_timers_fire_in_due_order_and_cancelled_ones_never() -> None:
     clock = SystemClock()
     order: list[str] = []
     done = threading.Event()
+    # The clock's thread waits at a gate while the timers are set, so a test
+    # thread descheduled between two calls cannot let one fire before the next
+    # is set; once open, whatever is due fires in due order.
+    gate, at_gate = threading.Event(), threading.Event()
+    clock.call_later(0, lambda: (at_gate.set(), gate.wait(WAIT_S)))
+    assert at_gate.wait(WAIT_S)
     clock.call_later(0.03, lambda: (order.append("third"), done.set()))
     clock.call_later(0.01, lambda: order.append("first"))
     clock.call_later(0.02, lambda: order.append("second")).cancel()
     clock.call_later(0.02, lambda: order.append("second"))
+    gate.set()
     assert done.wait(WAIT_S)
     assert order == ["first", "second", "third"]
 

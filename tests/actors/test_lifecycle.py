@@ -295,6 +295,35 @@ def test_max_resident_releases_the_least_recently_used_idle_sessions(
     host.stop()
 
 
+def test_max_resident_bytes_releases_the_least_recently_used_idle_sessions_past_it(
+    db_path: Path, runner: DeterministicRunner, clock: FakeClock
+) -> None:
+    """A bound in bytes on the idle sessions' history (a turn of a 10,000-character
+    message and its echo weighs about 20,000): past it the least recently used
+    leave memory, however few sessions there are."""
+    host = Host.start(
+        store=SqliteStore(db_path),
+        providers={"scripted": ScriptedProvider()},
+        clock=clock,
+        max_resident_bytes=50_000,
+    )
+    left: list[str] = []
+    host.on_session_left(lambda session_id, why: left.append(session_id))
+    sessions = [host.create_session() for _ in range(4)]
+    for n, session in enumerate(sessions[:2]):
+        session.chat().send(f"{n}" + "x" * 10_000).result(timeout=10)
+        runner.run()
+    assert left == []  # about 40,000: within the bound
+    sessions[0].chat().send("a short one").result(timeout=10)  # used again: now the newest
+    runner.run()
+    sessions[2].chat().send("2" + "x" * 10_000).result(timeout=10)
+    runner.run()
+    assert left == [sessions[1].id]  # the least recently used of those past the bound
+    assert {s.id for s in host.list_sessions()} == {s.id for s in sessions}  # rows stay
+    assert sessions[1].chat().send("again").result(timeout=10).state is OutcomeState.COMPLETE
+    host.stop()
+
+
 def test_counters_show_restarts_and_resume_fallbacks(
     db_path: Path, runner: DeterministicRunner
 ) -> None:

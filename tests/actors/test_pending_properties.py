@@ -12,6 +12,7 @@ import logging
 import tempfile
 from pathlib import Path
 
+import pytest
 import structlog
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -218,6 +219,10 @@ class PendingMessages(RuleBasedStateMachine):
         echoed_and_kept = set(self.provider.echoed) - self.cancelled
         assert echoed_and_kept <= set(self.consumed), "a delivered message was lost"
 
+
+# 400 runs of 40 steps on real threads: about 20 s of CPU, but on a loaded
+# 2-core machine over 100 s of waiting for the CPU (tox.ini's timeout is 120).
+pytestmark = pytest.mark.timeout(600)
 
 PendingMessages.TestCase.settings = settings(
     max_examples=400,

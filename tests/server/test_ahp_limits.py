@@ -275,3 +275,38 @@ def test_a_logged_exception_shows_no_frame_s_locals(capsys: pytest.CaptureFixtur
     logged = capsys.readouterr().err
     assert "Traceback" in logged and "ValueError: 25 characters" in logged
     assert prompt not in logged
+
+
+def test_past_its_bound_on_channels_in_their_grace_the_longest_idle_closes_at_once(
+    host: Host,
+) -> None:
+    """A channel nobody follows keeps its session, and the whole history, in
+    memory for its grace: with many clients leaving, that alone held a
+    thousand sessions in a soak. At most `idle_channels` wait out their grace;
+    one followed again in time is not among them."""
+
+    async def chat_channels(server: Server) -> int:
+        async with server.http.get(server.url + "metrics") as metrics:
+            text = await metrics.text()
+        line = next(line for line in text.splitlines() if line.startswith("agenthost_chat_"))
+        return int(line.split()[1])
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            await client.initialize()
+            chats = []
+            for _ in range(4):
+                _, chat = await new_session(client)
+                await client.call("subscribe", {"channel": chat})
+                chats.append(chat)
+            for chat in chats[:2]:
+                await client.notify("unsubscribe", {"channel": chat})
+            await client.call("ping")
+            assert await chat_channels(server) == 4  # two followed, two in their grace
+            await client.call("subscribe", {"channel": chats[0]})  # followed again in time
+            for chat in chats[2:]:
+                await client.notify("unsubscribe", {"channel": chat})
+            await client.call("ping")
+            assert await chat_channels(server) == 3  # of 1, 2, 3 in their grace, 1 closed
+
+    run(host, body, Limits(idle_channels=2))
