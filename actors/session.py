@@ -135,8 +135,8 @@ class SessionActor(HostedActor):
         self.created_at = created_at
         entry = state or SessionState()
         # The contributions, as its customizations, with the decisions it was stored with.
-        self._root: Dispatcher = services.contributions
-        listed = customizations(self._root, entry.customizations)
+        # (services.contributions, not a 30th attribute: tests/actors/test_memory.py)
+        listed = customizations(services.contributions, entry.customizations)
         self._entry = attrs.evolve(entry, active_clients=(), customizations=listed)
         self._read_only = set(read_only)
         self._default_chat = chat_ids[0] if chat_ids else ""
@@ -144,7 +144,7 @@ class SessionActor(HostedActor):
             c: len(s.turns) for c, s in zip(chat_ids, chats, strict=True)
         }
         self._bytes: dict[str, int] = {}  # each chat's history, while the host bounds it
-        self._contributions = self._root.without(disabled(listed))  # those turned on
+        self._contributions: Dispatcher = services.contributions.without(disabled(listed))
         self._initial = tuple(zip(chat_ids, chats, strict=True))
         self._chats: dict[str, Ref] = {}
         self._waiting: set[str] = set(chat_ids)
@@ -429,7 +429,8 @@ class SessionActor(HostedActor):
         if not rejection:
             self._entry = reduce_session(before, action, self.services.clock.wall_ms())
             if self._entry.customizations is not before.customizations:
-                self._contributions = self._root.without(disabled(self._entry.customizations))
+                turned_off = disabled(self._entry.customizations)
+                self._contributions = self.services.contributions.without(turned_off)
         self._contributions.action_done(
             Dispatch(
                 chat=ChatKey(session_id=self.session_id),
