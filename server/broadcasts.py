@@ -30,7 +30,8 @@ Invariants (loop thread only):
    others were sent what changed, with that state as its snapshot; a
    client's own session action is reduced into it as it is broadcast. So a
    subscriber that reduces what it received has what a fresh snapshot shows
-   (but `status`: no 1.1 session action sets it).
+   (its `status` through the extension x-session/statusChanged where no 1.1
+   action carries it: server/session_sync.py).
 """
 
 import asyncio
