@@ -85,10 +85,13 @@ def test_the_root_channel_can_be_windowed_and_carries_its_notifications_in_frame
             uri = f"ahp-session:/{uuid.uuid4()}"
             await client.call("createSession", {"channel": uri})
             await client.wait_until(
-                lambda: any(
-                    m.kind == "message" and m.message["method"] == "root/sessionAdded"
-                    for m in delivered(client, ROOT)
-                )
+                lambda: (
+                    any(
+                        m.kind == "message" and m.message["method"] == "root/sessionAdded"
+                        for m in delivered(client, ROOT)
+                    )
+                    and bool(actions_in(client, ROOT))
+                )  # the count follows, once it is read
             )
             first = delivered(client, ROOT)[0].message
             assert first["method"] == "channel/snapshot"
