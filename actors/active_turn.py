@@ -118,6 +118,7 @@ class ActiveTurn:
     requests: dict[str, OpenRequest] = attrs.field(factory=dict)
     tool_calls: dict[str, str] = attrs.field(factory=dict)  # tool call id -> tool name
     streaming_calls: set[str] = attrs.field(factory=set)  # calls whose input streams
+    running_mcp_calls: set[str] = attrs.field(factory=set)  # an MCP server's calls that run
     activity: str | None = None  # the chat's activity as last sent
     answered: set[str] = attrs.field(factory=set)
     early: dict[str, AnswerRequest] = attrs.field(factory=dict)

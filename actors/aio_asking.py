@@ -13,6 +13,7 @@ from agenthost.messages.commands import (
     ResumeTurn,
     SetChatFlags,
     SetInputAnswer,
+    SupplyToken,
 )
 from agenthost.messages.common import StringOrMarkdown
 from agenthost.messages.state import ChatStatus
@@ -120,3 +121,14 @@ class AsyncChatAsking:
             tool_call_id=tool_call_id, approved=approved, client_id=client_id
         )
         await self._call(command, timeout)
+
+    async def authenticate(
+        self,
+        resource: str,
+        token: str,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """As Chat.authenticate."""
+        await self._call(SupplyToken(resource=resource, token=token, client_id=client_id), timeout)

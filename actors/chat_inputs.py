@@ -1,9 +1,10 @@
 """ChatInputs: what a chat hears from its clients about what the turn asks of
 them, beside ChatActor's sends and queue (actors/chat.py), on top of ChatCore.
 
-A client tool's partial content and the user's word on its held result go to
-the turn tracker, which owns the turn's requests (actors/requests.py), and are
-answered once it settled them, like an answer.
+A client tool's partial content, the user's word on its held result and a
+token for a resource tool calls wait on go to the turn tracker, which owns
+the turn's requests (actors/requests.py), and are answered once it settled
+them, like an answer.
 
 An input request's answers are synced in the chat state while it is open
 (AHP's chat/inputAnswerChanged: a draft, a submitted or skipped answer, or
@@ -23,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from agenthost.actors import tool_auth
 from agenthost.actors.admission import Origin
 from agenthost.actors.chat_core import ChatCore
 from agenthost.actors.futures import RuntimeFuture
@@ -34,6 +36,7 @@ from agenthost.messages.commands import (
     ResumeTurn,
     SetChatFlags,
     SetInputAnswer,
+    SupplyToken,
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
@@ -82,6 +85,16 @@ class ChatInputs(ChatCore):
     def _tool_call_word(self, message: ChangeToolContent | ConfirmToolResult) -> Any:
         future = RuntimeFuture()
         self._waiting.answers.setdefault(message.tool_call_id, deque()).append(future)
+        self.send(self._tracker, message)
+        return future
+
+    @handles(SupplyToken)
+    def _token(self, message: SupplyToken) -> Any:
+        """A token for tool calls that wait on its resource (actors/tool_auth.py),
+        answered once the turn tracker took it or refused it."""
+        future = RuntimeFuture()
+        key = tool_auth.settle_key(message.resource)
+        self._waiting.answers.setdefault(key, deque()).append(future)
         self.send(self._tracker, message)
         return future
 
@@ -143,6 +156,13 @@ class ChatInputs(ChatCore):
         return self._reply(None)
 
 
-INPUT_COMMANDS = (ChangeToolContent, ConfirmToolResult, SetInputAnswer, ResumeTurn, SetChatFlags)
+INPUT_COMMANDS = (
+    ChangeToolContent,
+    ConfirmToolResult,
+    SetInputAnswer,
+    ResumeTurn,
+    SetChatFlags,
+    SupplyToken,
+)
 """The client commands ChatInputs handles (held, like ChatActor's, while the
 session decides to leave memory)."""

@@ -20,13 +20,32 @@ While a host runs:
 A threshold is changed only when it is still lower than ours (it is a
 process setting), and put back when the last host that changed it stops,
 unless the embedding program changed it meanwhile.
+
+When a host's last resident session leaves memory (`idle()`), the collector
+sweeps, a second later on a thread of its own: a full collection (whatever
+cyclic garbage the rare full collections left; a stopped actor is freed by
+reference counting, tests/actors/test_memory.py), then glibc's
+`malloc_trim(0)`, which gives the free pages inside its arenas back to the
+system. Without the trim the freed memory stays resident: after a 5-minute
+soak, 865 MB with every session gone, 440 MB once trimmed; each worker thread
+allocates from an arena of its own, and glibc returns only the top of one by
+itself. Elsewhere than glibc the trim is skipped. Only while a host tunes the
+collector (`hold()`).
 """
 
+import ctypes
 import gc
 import threading
+from collections.abc import Callable
+
+import structlog
+
+log = structlog.get_logger(__name__)
 
 YOUNG_EVERY = 50_000  # net allocations of tracked objects per young collection
 FULL_EVERY = 1000  # middle-generation collections per full collection
+
+SWEEP_DELAY_S = 1.0  # after the last session left: its actors have stopped by then
 
 _lock = threading.Lock()
 _holders = 0
@@ -58,3 +77,78 @@ def release() -> None:
         if gc.get_threshold() == _ours:
             gc.set_threshold(*_saved)
         _saved = _ours = None
+
+
+def _find_trim() -> Callable[[int], int] | None:
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except OSError:  # pragma: no cover - no C library to look into
+        return None
+
+
+_trim = _find_trim()
+
+
+class Sweeps:
+    """How many sweeps ran (and a wait for the next, for tests)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.count = 0
+        self._pending = False
+
+    @property
+    def pending(self) -> bool:
+        with self._changed:
+            return self._pending
+
+    def want(self) -> bool:
+        """Whether a sweep should be scheduled (none is pending)."""
+        with self._changed:
+            if self._pending:
+                return False
+            self._pending = True
+            return True
+
+    def done(self) -> None:
+        with self._changed:
+            self._pending = False
+            self.count += 1
+            self._changed.notify_all()
+
+    def wait_count(self, count: int, timeout: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self.count >= count, timeout)
+
+    def wait_settled(self, timeout: float) -> bool:
+        """Wait until no sweep is pending."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._pending, timeout)
+
+
+sweeps = Sweeps()
+
+
+def idle() -> None:
+    """A host's last resident session left memory: sweep soon (while a host tunes
+    the collector; at most one sweep pending)."""
+    with _lock:
+        if _holders == 0:
+            return
+    if not sweeps.want():
+        return
+    timer = threading.Timer(SWEEP_DELAY_S, sweep)
+    timer.name = "agenthost-sweep"
+    timer.daemon = True
+    timer.start()
+
+
+def sweep() -> None:
+    """A full collection, then the freed heap back to the system (glibc)."""
+    try:
+        collected = gc.collect()
+        if _trim is not None:
+            _trim(0)
+        log.info("memory_swept", collected=collected, trimmed=_trim is not None)
+    finally:
+        sweeps.done()

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import structlog
 
+from agenthost.actors import collector
 from agenthost.actors.context import Departure, Services
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.hosted import HostedActor
@@ -180,7 +181,7 @@ class HostActor(HostedActor):
             ref = self._sessions.pop(message.session_id, None)
             if ref is not None:
                 ref.stop(block=False)
-                self.services.departures.left(message.session_id, Departure.FAILED)
+                self._left(message.session_id, Departure.FAILED)
         self._answer(message.session_id, message.error)
         last = self._last_activity.get(message.session_id)
         if message.error is None and last is not None:
@@ -253,7 +254,7 @@ class HostActor(HostedActor):
         if ref is not None:
             ref.stop(block=False)
         self.services.mementos.forget(message.session_id)
-        self.services.departures.left(message.session_id, Departure.DISPOSED)
+        self._left(message.session_id, Departure.DISPOSED)
         future = RuntimeFuture()
         self._disposals.setdefault(message.session_id, []).append(future)
         self.send(
@@ -274,6 +275,14 @@ class HostActor(HostedActor):
                 future.set(None)
             else:
                 future.set_exception(exc_info=(AgentHostError, message.error, None))
+
+    def _left(self, session_id: str, why: Departure) -> None:
+        """A session left memory: whoever watches hears it. When it was the last
+        one, the collector sweeps (actors/collector.py: what the rare full
+        collections left, and the freed heap back to the system)."""
+        self.services.departures.left(session_id, why)
+        if not self._sessions:
+            collector.idle()
 
     @handles(GetCounters)
     def _counters(self, message: GetCounters) -> dict[str, int]:
@@ -300,7 +309,7 @@ class HostActor(HostedActor):
             ref = self._sessions.pop(message.session_id, None)
             if ref is not None:
                 ref.stop(block=False)
-                self.services.departures.left(message.session_id, Departure.FAILED)
+                self._left(message.session_id, Departure.FAILED)
         self._answer(message.session_id, message.error)
 
     # -- residency ----------------------------------------------------------------------------
@@ -350,7 +359,7 @@ class HostActor(HostedActor):
             self.send(self.services.store, Write(op=ReleaseLease(session_id=message.session_id)))
         log.info(key, session_id=message.session_id)
         why = Departure.COLLECTED if message.disposed else Departure.RELEASED
-        self.services.departures.left(message.session_id, why)
+        self._left(message.session_id, why)
 
     @handles(LeasesLost)
     def _leases_lost(self, message: LeasesLost) -> None:
@@ -371,7 +380,7 @@ class HostActor(HostedActor):
             self.counters["leases_lost"] += 1
             self._answer(session_id, lost)
             log.warning("session_dropped", session_id=session_id, reason="lease_lost")
-            self.services.departures.left(session_id, Departure.RELEASED)  # its rows stay
+            self._left(session_id, Departure.RELEASED)  # its rows stay
 
     def on_stop(self) -> None:
         stopped = AgentHostError(code=ErrorCode.HOST_STOPPED, message="The host stopped.")

@@ -34,7 +34,7 @@ def on_worker() -> bool:
     return getattr(_worker, "pool", None) is not None
 
 
-def answer_left(actor: Actor, inbox: "queue.SimpleQueue[Any]") -> None:
+def answer_left(actor: Actor | str, inbox: "queue.SimpleQueue[Any]") -> None:
     """Answer (ActorDeadError) every message left in a stopped actor's inbox;
     never waits on an inbox another thread emptied first."""
     while True:
@@ -53,13 +53,20 @@ class _PoolInbox:
     taken only with a non-blocking acquire (an atomic test-and-set): a sender
     never waits on a worker, and whoever takes it queues the actor. The
     messages wait in a SimpleQueue (about 170 bytes empty; a deque is 770).
+
+    Once the actor stopped and was finished, the inbox lets go of it (`actor`
+    None, `gone` its name for late answers): the actor holds its ref, the ref
+    this inbox, so otherwise every stopped actor would be a reference cycle,
+    left for the rarely run full collection (actors/collector.py) instead of
+    freed at once.
     """
 
-    __slots__ = ("actor", "claim", "items", "pool", "started")
+    __slots__ = ("actor", "claim", "gone", "items", "pool", "started")
 
     def __init__(self, pool: "PooledRuntime", actor: Actor) -> None:
         self.pool = pool
-        self.actor = actor
+        self.actor: Actor | None = actor
+        self.gone = ""
         self.items: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.claim = threading.Lock()
         self.claim.acquire()  # released after on_start has run
@@ -159,12 +166,16 @@ class PooledRuntime:
             except BaseException:  # never lose a worker; the actor is stopped
                 log.error("pool_turn_failed", actor=type(inbox.actor).__name__, exc_info=True)
                 with contextlib.suppress(Exception):
-                    pykka_seam.stop_now(inbox.actor)
+                    if inbox.actor is not None:
+                        pykka_seam.stop_now(inbox.actor)
                 with contextlib.suppress(Exception):
                     self._finish(inbox)
 
     def _turn(self, inbox: _PoolInbox) -> None:
         actor = inbox.actor
+        if actor is None:  # stopped and let go: only late mail to answer
+            self._finish(inbox)
+            return
         if not inbox.started:
             inbox.started = True
             started(actor)
@@ -182,9 +193,12 @@ class PooledRuntime:
         queue it again if mail is left (behind the others, for fairness)."""
         items = inbox.items
         actor = inbox.actor
-        if actor.actor_stopped.is_set():
+        if actor is None:
+            answer_left(inbox.gone, items)
+        elif actor.actor_stopped.is_set():
             finished(actor)
             answer_left(actor, items)
+            inbox.gone, inbox.actor = str(actor.actor_ref), None
         if not items.empty():  # still claimed: requeue
             self._ready.put(inbox)
             return

@@ -313,6 +313,9 @@ class ProviderConnectionActor(HostedActor):
     def on_stop(self) -> None:
         future = self._loop.submit(self._adapter.dispose())
         future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        # What the adapter emits while it closes still reaches the owner; then the
+        # burst lets go of this actor (its bound `_deliver`: a reference cycle).
+        future.add_done_callback(self._burst.detach)
 
 
 def _resolved(turn_id: str, provider_message_id: Any) -> CallSettled:

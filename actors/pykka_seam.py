@@ -153,12 +153,13 @@ def _flush(actor: pykka.Actor) -> None:
         flush()
 
 
-def answer_dead(actor: pykka.Actor, envelope: Envelope[Any]) -> None:
-    """Answer a message a stopped actor will never handle (a stop: done)."""
+def answer_dead(actor: pykka.Actor | str, envelope: Envelope[Any]) -> None:
+    """Answer a message a stopped actor (or the one named) will never handle (a stop: done)."""
     if envelope.reply_to is None:
         return
     if isinstance(envelope.message, _ActorStop):
         envelope.reply_to.set(None)
         return
-    error = ActorDeadError(f"{actor.actor_ref} stopped before handling the message")
+    who = actor if isinstance(actor, str) else actor.actor_ref
+    error = ActorDeadError(f"{who} stopped before handling the message")
     envelope.reply_to.set_exception(exc_info=(ActorDeadError, error, None))

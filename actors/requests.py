@@ -29,6 +29,10 @@ pending the user's confirmation (chat/toolCallComplete with
 requiresResultConfirmation), and only an approval (chat/toolCallResultConfirmed)
 hands the result to the provider; a denial tells the provider the user kept
 it back.
+
+An authentication (an MCP server's call blocked on a token for a protected
+resource) is parked and answered by the token a client gives for that
+resource, never by an answer to its id: actors/tool_auth.py.
 """
 
 import json
@@ -37,9 +41,14 @@ from typing import Any
 
 import attrs
 
-from agenthost.actors import input_answers
+from agenthost.actors import input_answers, tool_auth
 from agenthost.actors.active_turn import ActiveTurn
-from agenthost.messages.commands import AnswerRequest, ChangeToolContent, ConfirmToolResult
+from agenthost.messages.commands import (
+    AnswerRequest,
+    ChangeToolContent,
+    ConfirmToolResult,
+    SupplyToken,
+)
 from agenthost.messages.common import ConfirmationOptionKind, Markdown, StringOrMarkdown
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
@@ -93,6 +102,9 @@ class RequestDesk:
     def opened(self, turn: ActiveTurn, event: HostRequestOpened) -> None:
         """The provider asks the host (for the active turn)."""
         kind = RequestKind(event.kind.value)
+        if kind is RequestKind.AUTHENTICATION:
+            tool_auth.opened(turn, event, self._answer_provider, self._apply, self._log)
+            return
         questions = event.questions
         if kind is RequestKind.USER_INPUT and not questions:
             bare = InputQuestion(
@@ -160,6 +172,12 @@ class RequestDesk:
             approved=False,
             error="The turn this request belongs to is no longer active.",
         )
+
+    def token_supplied(
+        self, turn: ActiveTurn | None, message: SupplyToken
+    ) -> AgentHostError | None:
+        """A client's token for a resource calls of the turn wait on."""
+        return tool_auth.supplied(turn, message, self._answer_provider, self._apply, self._log)
 
     def answer(self, turn: ActiveTurn | None, message: AnswerRequest) -> AgentHostError | None:
         """A client's answer; None when taken, else why it was refused."""
@@ -231,6 +249,8 @@ class RequestDesk:
             reason=reason,
             reason_message=_text(words),
         )
+        if not approved and request.tool_call_id is not None:
+            turn.running_mcp_calls.discard(request.tool_call_id)  # it never runs
         if request.tool_call_id is not None:
             self._apply(
                 ToolCallConfirmed(
@@ -414,6 +434,11 @@ def _find(turn: ActiveTurn, request_id: str) -> OpenRequest | None:
 
 
 def _check_answer(request: OpenRequest, answer: AnswerRequest) -> AgentHostError | None:
+    if request.kind is RequestKind.AUTHENTICATION:
+        resource = "its resource" if request.auth is None else request.auth.resource.resource
+        return _invalid(
+            f"request {request.request_id} waits for a token: authenticate for {resource}"
+        )
     if request.kind is RequestKind.PERMISSION and answer.approved is None and answer.option is None:
         return _invalid(
             f"request {request.request_id} asks for a permission: pass approved= or option="

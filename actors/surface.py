@@ -100,7 +100,9 @@ class Host:
                 constructed once, its constructor's parameters injected by name.
             rare_full_collections: while the host runs, the garbage collector runs
                 less often: young collections after 50,000 allocations, full ones
-                100x less often (actors/collector.py); False leaves it alone.
+                100x less often, and a sweep once the last resident session left
+                memory: a full collection, and the freed heap back to the system
+                (actors/collector.py); False leaves it alone.
             limits: bounds in bytes on a message's text and attachments and on a
                 subscriber's unread events (HostLimits; the defaults: 1 MiB, 1 MiB
                 each, 16 attachments, 16 MiB). A message over them is refused with

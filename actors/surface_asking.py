@@ -1,7 +1,8 @@
 """What a Chat (actors/surface_chat.py) says to what its turn asks: answers to
 permissions, questions and client tools, a client tool's content and held
 result, input answers synced while a request is open, resuming a turn that
-stopped at a resumable error, and the chat's read and archived flags. A
+stopped at a resumable error, a token for tool calls blocked on
+authentication, and the chat's read and archived flags. A
 mixin of Chat's, apart so each module stays one concern; every call waits at
 most `timeout` (the built-in TimeoutError) and raises AgentHostError as the
 host refuses.
@@ -19,6 +20,7 @@ from agenthost.messages.commands import (
     ResumeTurn,
     SetChatFlags,
     SetInputAnswer,
+    SupplyToken,
 )
 from agenthost.messages.common import StringOrMarkdown
 from agenthost.messages.state import ChatStatus
@@ -175,3 +177,22 @@ class ChatAsking:
             tool_call_id=tool_call_id, approved=approved, client_id=client_id
         )
         self._call(command, timeout)
+
+    def authenticate(
+        self,
+        resource: str,
+        token: str,
+        *,
+        client_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """Give the token for a protected `resource` that tool calls of the
+        running turn wait on (a tool call part of status auth-required names it
+        in `auth.resource.resource`): each of them gets it and runs again. The
+        token goes to the provider only: it is never logged or stored.
+
+        Raises:
+            AgentHostError: NOT_FOUND when no tool call waits on that resource;
+                INVALID_ARGUMENT for an empty token.
+        """
+        self._call(SupplyToken(resource=resource, token=token, client_id=client_id), timeout)

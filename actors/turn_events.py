@@ -6,6 +6,9 @@ A tool call that needs no permission is ready (confirmed "not-needed") as it
 starts; one that needs it waits for the permission request that follows. A
 call whose input streams is started (status streaming, chat/toolCallDelta for
 each piece) and is ready, or waits, once the provider starts it again whole.
+A call of an MCP server (`mcp_server`) carries AHP's contributor {kind: mcp,
+customizationId: the server}; the turn notes it while it runs, since only
+such a call may wait for authentication (actors/tool_auth.py).
 
 The chat's activity (chat/activityChanged) is what the host knows the turn is
 doing: "Thinking" while reasoning streams, "Running <tool>" while a call that
@@ -15,6 +18,7 @@ host is not told when it then runs) and the turn's end.
 """
 
 from agenthost.actors.active_turn import ActiveTurn
+from agenthost.messages.common import ContributorKind, ToolCallContributor
 from agenthost.messages.events import (
     ActivityChanged,
     ChatEvent,
@@ -37,17 +41,25 @@ def tool_started(turn: ActiveTurn, event: ProviderToolCallStarted) -> tuple[Chat
         turn.streaming_calls.discard(call_id)
     else:
         turn.tool_calls[call_id] = event.name
+        contributor = None
+        if event.mcp_server is not None:
+            contributor = ToolCallContributor(
+                kind=ContributorKind.MCP, customization_id=event.mcp_server
+            )
         started = (
             ToolCallStarted(
                 turn_id=turn.turn_id,
                 tool_call_id=call_id,
                 tool_name=event.name,
                 display_name=event.name,
+                contributor=contributor,
             ),
         )
     if event.streaming:
         turn.streaming_calls.add(call_id)
         return started
+    if event.mcp_server is not None:
+        turn.running_mcp_calls.add(call_id)  # (once confirmed, where it asks first)
     if event.needs_permission:
         return started
     ready = ToolCallReady(
@@ -74,6 +86,7 @@ def tool_input_delta(turn: ActiveTurn, event: ToolInputDelta) -> ToolCallDelta |
 
 
 def tool_completed(turn: ActiveTurn, event: ProviderToolCallCompleted) -> ToolCallCompleted:
+    turn.running_mcp_calls.discard(event.tool_call_id)
     return ToolCallCompleted(
         turn_id=turn.turn_id, tool_call_id=event.tool_call_id, success=event.success
     )

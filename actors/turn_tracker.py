@@ -29,11 +29,12 @@ message the provider starts a turn for (copilot) owns the deltas after it,
 and one it folds into the running turn (claude, codex) is recorded there.
 """
 
+import functools
 from typing import Any
 
 import structlog
 
-from agenthost.actors import diagnoses, settlement, turn_events
+from agenthost.actors import diagnoses, settlement, tool_auth, turn_events
 from agenthost.actors.active_turn import ActiveTurn, AssistantStream
 from agenthost.actors.chat_outbox import ChatOutbox
 from agenthost.actors.context import Services
@@ -79,7 +80,12 @@ from agenthost.actors.requests import RequestDesk
 from agenthost.actors.runtime import Actor, handles
 from agenthost.actors.steering_handover import SteeringHandOver
 from agenthost.actors.subagents import Subagents
-from agenthost.messages.commands import AnswerRequest, ChangeToolContent, ConfirmToolResult
+from agenthost.messages.commands import (
+    AnswerRequest,
+    ChangeToolContent,
+    ConfirmToolResult,
+    SupplyToken,
+)
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     TurnCancelled,
@@ -146,7 +152,7 @@ class TurnTrackerActor(HostedActor):
         self._last_key = ""
         self._stall = EchoStall()
         self._log = log.bind(session_id=session_id, chat_id=chat_id)
-        self._out = ChatOutbox(session_id, chat_id, lambda m: Actor.send(self.chat, m))
+        self._out = ChatOutbox(session_id, chat_id, functools.partial(Actor.send, chat))
         self._steering = SteeringHandOver(session_id, chat_id, self._report, self._steer)
         self._desk = RequestDesk(
             dict(client_tools), self._answer_provider, self._out.apply, self._log
@@ -191,6 +197,12 @@ class TurnTrackerActor(HostedActor):
             CloseConnection(session_id=self.session_id, chat_id=self.chat_id, owner=self.actor_ref),
         )
         self._diagnoses.unanswered()
+
+    def after_stop(self) -> None:
+        # These helpers hold the tracker's bound methods: let them go, so a stopped
+        # tracker is freed at once instead of waiting, a reference cycle, for the
+        # rare full collection (actors/collector.py). No handler runs after stop.
+        del self._steering, self._desk, self._subagents
 
     @handles(ConnectionReady)
     def _ready(self, message: ConnectionReady) -> None:
@@ -512,6 +524,13 @@ class TurnTrackerActor(HostedActor):
         self._out.message(AnswerSettled(request_id=message.request_id, error=error))
         if turn is not None and error is None:
             self._close_if_abandoned(turn)
+
+    @handles(SupplyToken)
+    def _token(self, message: SupplyToken) -> None:
+        """A client's token for the resource calls of the turn wait on."""
+        error = self._desk.token_supplied(self._turn, message)
+        key = tool_auth.settle_key(message.resource)
+        self._out.message(AnswerSettled(request_id=key, error=error))
 
     @handles(ChangeToolContent, ConfirmToolResult)
     def _tool_call_word(self, message: ChangeToolContent | ConfirmToolResult) -> None:

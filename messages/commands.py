@@ -226,6 +226,18 @@ class ConfirmToolResult:
 
 
 @attrs.frozen(kw_only=True)
+class SupplyToken:
+    """A client gives the token for a protected `resource` that tool calls of
+    the chat's running turn wait on (AHP's `authenticate` for a resource not
+    the server's own). The token goes to the provider and nowhere else: it is
+    kept out of the repr, and no log line or store row carries it."""
+
+    resource: str
+    token: str = attrs.field(repr=False)
+    client_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class GetDiagnostics:
     pass
 

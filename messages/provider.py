@@ -8,8 +8,11 @@ ToolCallCompleted, HostRequestOpened, Idle, CallSettled, ConnectionFailed, Provi
 What the host asks the user for carries AHP 1.1's shapes: a permission the
 confirmation options the provider offers (ConfirmationOption, messages/common.py)
 and whether it takes an edited tool input; a question its questions with their
-choices (InputQuestion, messages/inputs.py). The answer goes back as the user
-gave it: the option chosen, the edited input, the answers by question id.
+choices (InputQuestion, messages/inputs.py); an authentication the challenge an
+MCP server's tool call is blocked on (McpAuthRequirement: the protected
+resource, the scopes, never a token). The answer goes back as the user gave
+it: the option chosen, the edited input, the answers by question id, the
+token for the resource (`ProviderAnswer.token`, kept out of every repr).
 Providers differ; each declares `Capabilities` and the host never infers them.
 """
 
@@ -17,7 +20,7 @@ from enum import StrEnum
 
 import attrs
 
-from agenthost.messages.common import ConfirmationOption
+from agenthost.messages.common import ConfirmationOption, McpAuthRequirement
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.inputs import Answers, InputQuestion, unique_answers
 from agenthost.messages.state import Attachment
@@ -94,6 +97,9 @@ class ProviderAnswer:
     A denied permission carries the user's `reason` (AHP's cancellation reason,
     `denied` unless the user gave another) and `reason_message` (their words,
     if any), for a backend that can tell its model why.
+    An authentication's answer is the `token` the user gave for the resource
+    its call waits on (never in a repr, a log line or the store), or an
+    `error` (its turn ended).
     """
 
     session_id: str
@@ -108,6 +114,7 @@ class ProviderAnswer:
     answers: Answers | None = attrs.field(default=None, converter=unique_answers)
     reason: str | None = None
     reason_message: str | None = None
+    token: str | None = attrs.field(default=None, repr=False)
 
 
 @attrs.frozen(kw_only=True)
@@ -200,7 +207,10 @@ class ToolCallStarted:
     """A tool call began. Without `needs_permission` it runs at once; with it a
     HostRequestOpened(permission) follows. With `streaming` its input is still
     coming: ToolInputDelta events follow, then this call's ToolCallStarted
-    again without `streaming`, with the whole input, makes it ready as above."""
+    again without `streaming`, with the whole input, makes it ready as above.
+    `mcp_server` names the MCP server whose tool it is (AHP's contributor of
+    kind mcp, its customization id): only such a call may wait for
+    authentication."""
 
     turn_id: str
     tool_call_id: str
@@ -208,6 +218,7 @@ class ToolCallStarted:
     arguments: str = "{}"
     needs_permission: bool = False
     streaming: bool = False
+    mcp_server: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -233,12 +244,15 @@ class HostRequestKind(StrEnum):
     PERMISSION = "permission"
     USER_INPUT = "user_input"
     CLIENT_TOOL = "client_tool"
+    AUTHENTICATION = "authentication"
 
 
 @attrs.frozen(kw_only=True)
 class HostRequestOpened:
-    """The provider waits for the host: a permission, user input, or a client
-    tool's result (then `request_id` is the tool call id).
+    """The provider waits for the host: a permission, user input, a client
+    tool's result (then `request_id` is the tool call id), or a token for the
+    protected resource a running MCP tool call needs (`auth`, the challenge;
+    `tool_call_id` the call it blocks).
 
     A permission offers `options` where the provider has them (else the host
     offers none: approve or deny) and is `editable` when the provider takes an
@@ -256,6 +270,7 @@ class HostRequestOpened:
     options: tuple[ConfirmationOption, ...] = ()
     editable: bool = False
     questions: tuple[InputQuestion, ...] = ()
+    auth: McpAuthRequirement | None = None
 
 
 @attrs.frozen(kw_only=True)

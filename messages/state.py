@@ -16,6 +16,7 @@ from agenthost.messages.common import (  # noqa: F401  (TextPosition, TextRange:
     Artifact,
     ChangesSummary,
     ConfirmationOption,
+    McpAuthRequirement,
     ModelSelection,
     ProjectInfo,
     ProtectedResourceMetadata,
@@ -112,6 +113,7 @@ class RequestKind(StrEnum):
     PERMISSION = "permission"
     USER_INPUT = "user_input"
     CLIENT_TOOL = "client_tool"
+    AUTHENTICATION = "authentication"
 
 
 @attrs.frozen(kw_only=True)
@@ -121,7 +123,9 @@ class OpenRequest:
     For a client tool `client_id` is the client that executes it; its request
     id is the tool call id. A permission offers `options` (empty: approve or
     deny) and is `editable` when it takes an edited tool input; user input
-    asks `questions` (the chat's input request of the same id has them too).
+    asks `questions` (the chat's input request of the same id has them too);
+    an authentication is the `auth` challenge its MCP tool call is blocked on
+    (the resource to give a token for; the token itself is never here).
     """
 
     request_id: str
@@ -135,6 +139,7 @@ class OpenRequest:
     options: tuple[ConfirmationOption, ...] = extension(default=())
     editable: bool = extension(default=False)
     questions: tuple[InputQuestion, ...] = extension(default=())
+    auth: McpAuthRequirement | None = extension(default=None)
 
 
 @attrs.frozen(kw_only=True)

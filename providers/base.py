@@ -298,6 +298,10 @@ _shared_calls: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopCalls]"
 )
 
 
+def _ignore(events: tuple[ProviderEvent, ...]) -> None:
+    return None
+
+
 class Burst:
     """An adapter's emitted events, handed on once per pass of its loop.
 
@@ -340,6 +344,11 @@ class Burst:
         if self._events and self.on_loop():
             events, self._events = tuple(self._events), []
             self._deliver(events)
+
+    def detach(self, _: object = None) -> None:
+        """Deliver nothing from now on (the receiver is gone; whatever it was
+        bound to can be freed). Takes and ignores a future, to be a done callback."""
+        self._deliver = _ignore
 
 
 class ProviderLoop:

@@ -12,10 +12,12 @@ provider slow to stop). With `echo_ids=False` steering echoes carry no message i
 matches them by text). An unscripted prompt is answered `echo: <prompt>` in `echo_deltas` deltas,
 `delta_s` seconds apart (the load generator's paced model). Steps:
 Say, SayEach, Think, Gate, Pause, Crash, DropCompletion, Reject, NoFinishReason,
-ToolCall (with confirmation options, editable), AskUser (with choices),
+ToolCall (with confirmation options, editable), AuthToolCall (an MCP tool
+that waits for a token), AskUser (with choices),
 ClientToolCall, SpawnSubagent, SettleCall (providers/scripted_steps.py, re-exported
 here); the adapter that plays them is providers/scripted_adapter.py. Its
-records of what it was sent (prompts, sends, model inputs, answers) keep the
+records of what it was sent (prompts, sends, model inputs, answers: a token
+an answer carried is never recorded, only that one came) keep the
 latest RECORDS_KEPT of each, so a server on it runs for days without holding
 every message.
 """
@@ -26,12 +28,15 @@ import threading
 from collections import defaultdict, deque
 from typing import Literal
 
+import attrs
+
 from agenthost.messages.provider import Capabilities, ProviderAnswer, ProviderSend
 from agenthost.providers.base import Emit, Provider
 from agenthost.providers.scripted_adapter import ScriptedAdapter, resolve
 from agenthost.providers.scripted_steps import (
     ANSWER,
     AskUser,
+    AuthToolCall,
     ClientToolCall,
     Crash,
     DropCompletion,
@@ -54,6 +59,7 @@ __all__ = [
     "ANSWER",
     "SHAPES",
     "AskUser",
+    "AuthToolCall",
     "ClientToolCall",
     "Crash",
     "DropCompletion",
@@ -74,6 +80,9 @@ __all__ = [
     "echo_reply",
     "echo_steps",
 ]
+
+REDACTED = "<redacted>"
+"""What a recorded answer holds in place of the token it carried."""
 
 _echo_steps = echo_steps  # the name tests/server/test_load.py imports
 
@@ -271,6 +280,9 @@ class ScriptedProvider(Provider):
             self._lock.notify_all()
 
     def record_answer(self, answer: ProviderAnswer) -> None:
+        """Kept without its token: the record says a token came, never which."""
+        if answer.token is not None:
+            answer = attrs.evolve(answer, token=REDACTED)
         with self._lock:
             self._answers.append(answer)
 

@@ -6,7 +6,8 @@ restarts) only through the backend's adapter-side methods. Steering: `steer`
 queues the message in the running run; the model reads queued steering at
 its next step boundary and then echoes it. What the host answers goes back
 honestly: a denied tool call does not run, an edited input is what it runs
-with, the chosen option is recorded, an answer is what the model reads.
+with, the chosen option is recorded, an answer is what the model reads, a
+tool that waits for a token runs only once it has one its resource takes.
 """
 
 import asyncio
@@ -14,6 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from agenthost.messages.common import (
+    AuthRequiredReason,
+    McpAuthRequirement,
+    ProtectedResourceMetadata,
+)
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.inputs import chosen
 from agenthost.messages.provider import (
@@ -48,6 +54,7 @@ from agenthost.providers.base import (
 from agenthost.providers.scripted_steps import (
     IMMEDIATE,
     AskUser,
+    AuthToolCall,
     ClientToolCall,
     Crash,
     DropCompletion,
@@ -253,6 +260,9 @@ class ScriptedAdapter(ProviderAdapter):
                             ToolCallCompleted(turn_id=key, tool_call_id=call_id, result=result)
                         )
                     await self._boundary(run, said)
+                case AuthToolCall() as call:
+                    await self._auth_tool(key, call)
+                    await self._boundary(run, said)
                 case AskUser() as ask:
                     asked = ask.asked()
                     reply = await self._ask(
@@ -360,6 +370,63 @@ class ScriptedAdapter(ProviderAdapter):
             return
         result = await subagent()
         self._emit(ToolCallCompleted(turn_id=key, tool_call_id=call_id, result=result))
+
+    async def _auth_tool(self, key: str, step: AuthToolCall) -> None:
+        """An MCP tool blocked on a token: challenged until the host hands it one
+        its resource takes (or refuses it: the turn ended), then it runs."""
+        call_id = self.backend.next_id()
+        self._emit(
+            ToolCallStarted(
+                turn_id=key,
+                tool_call_id=call_id,
+                name=step.name,
+                arguments=step.arguments,
+                mcp_server=step.server,
+            )
+        )
+        while True:
+            challenge = HostRequestOpened(
+                turn_id=key,
+                request_id=self.backend.next_id(),
+                kind=HostRequestKind.AUTHENTICATION,
+                tool_call_id=call_id,
+                tool_name=step.name,
+                auth=McpAuthRequirement(
+                    reason=AuthRequiredReason.REQUIRED,
+                    resource=ProtectedResourceMetadata(resource=step.resource),
+                    required_scopes=step.scopes or None,
+                ),
+            )
+            reply = await self._ask_unless_crashed(challenge, step.crash_gate)
+            if reply.token is None:  # refused: the call cannot run
+                failed = reply.error or "not authorized"
+                self._emit(
+                    ToolCallCompleted(
+                        turn_id=key, tool_call_id=call_id, result=failed, success=False
+                    )
+                )
+                return
+            if step.accepts is None or reply.token == step.accepts:
+                break  # (a token the resource refuses is challenged again)
+        result = f"ran {step.name} with {step.arguments} on {step.resource}"
+        self._emit(ToolCallCompleted(turn_id=key, tool_call_id=call_id, result=result))
+
+    async def _ask_unless_crashed(
+        self, request: HostRequestOpened, crash_gate: str | None
+    ) -> ProviderAnswer:
+        """Ask the host; with `crash_gate`, the connection fails if it opens first."""
+        if crash_gate is None:
+            return await self._ask(request)
+        ask = asyncio.ensure_future(self._ask(request))
+        gate = asyncio.ensure_future(self.backend.wait_gate(crash_gate))
+        try:
+            await asyncio.wait({ask, gate}, return_when=asyncio.FIRST_COMPLETED)
+            if not ask.done():
+                raise ProviderCrashed("scripted crash while a tool call waited for a token")
+            return ask.result()
+        finally:
+            ask.cancel()
+            gate.cancel()
 
     async def _stream_input(self, key: str, call_id: str, step: ToolCall) -> None:
         """A call whose input the model streams: started streaming, then its pieces."""

@@ -1,7 +1,8 @@
 """The scripted provider's script: the steps a scripted reply is made of.
 
 Frozen values, one per thing the scripted model does (say, think, wait, fail,
-call a tool, ask the user, spawn a subagent); ScriptedAdapter plays them in
+call a tool, call an MCP tool that needs a token, ask the user, spawn a
+subagent); ScriptedAdapter plays them in
 order (providers/scripted_adapter.py). An unscripted prompt is answered
 `echo_reply(prompt)` in `echo_steps(...)`. Every step is deterministic: what
 it emits depends only on the script and the host's answers.
@@ -100,6 +101,26 @@ class ToolCall:
 
 
 @attrs.frozen
+class AuthToolCall:
+    """A tool of the MCP server `server` that needs a token for the protected
+    `resource` (with `scopes`): the model runs it, the server challenges it,
+    and the call waits until the host hands it a token for that resource (or
+    the turn ends). With `accepts`, only that token works: any other is
+    challenged again and the call waits once more; without it any token
+    does. Then the call runs and completes (its result names the resource,
+    never the token). With `crash_gate`, the provider connection fails if
+    that gate opens while the call waits (a backend that dies meanwhile)."""
+
+    name: str
+    resource: str
+    server: str = "mcp"
+    scopes: tuple[str, ...] = ()
+    arguments: str = "{}"
+    accepts: str | None = attrs.field(default=None, repr=False)
+    crash_gate: str | None = None
+
+
+@attrs.frozen
 class AskUser:
     """The model asks the user a question and waits for the answer; with
     `choices`, one of them (any text too where `freeform`; several where
@@ -164,6 +185,7 @@ Step = (
     | NoFinishReason
     | Reject
     | ToolCall
+    | AuthToolCall
     | AskUser
     | ClientToolCall
     | SpawnSubagent

@@ -5,7 +5,9 @@ The server is a protected resource (`RESOURCE`, RFC 9728 metadata, listed in
 every agent's `protectedResources` in the root state). A connection is
 authenticated by its upgrade's token (server/auth.py), which has no
 lifetime. `authenticate {resource, token, expiresIn?}` re-authenticates it:
-- `resource` must be `RESOURCE.resource`, else -32602;
+- `resource` must be `RESOURCE.resource`, or one a tool call of the caller's
+  waits on (the token then goes to that call: server/tool_tokens.py), else
+  -32602;
 - `token` must be one the server accepts at the upgrade, and of the
   connection's own identity (an identity never changes under a connection),
   else -32007 AuthRequired, saying only that the token is not valid here;
@@ -35,6 +37,7 @@ from agenthost.messages import protocol as p
 from agenthost.messages.common import AuthRequiredReason, ProtectedResourceMetadata
 from agenthost.messages.errors import JsonRpcErrorCode
 from agenthost.messages.wire import to_wire
+from agenthost.server import tool_tokens
 from agenthost.server.channels import ROOT
 from agenthost.server.errors import RpcError, bad_param
 
@@ -116,7 +119,10 @@ def lapse(conn: "Connection", reason: AuthRequiredReason | None) -> None:
 
 async def authenticate(conn: "Connection", params: p.AuthenticateParams) -> "Authenticated":
     if params.resource != RESOURCE.resource:
-        raise bad_param("resource", f"not a resource this server protects: {RESOURCE.resource}")
+        if conn.auth.lapsed:
+            raise auth_required()  # no session data flows on a token that ran out
+        await tool_tokens.route(conn, params)
+        return Authenticated()
     if not params.token:
         conn.auth.revoke()
         lapse(conn, None)

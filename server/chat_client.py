@@ -15,6 +15,8 @@ streams. Each input line is a message or a command:
     /answer text  answer the oldest question (a choice by number or label, or
                   text; several questions: answers separated by ";")
     /decline      decline the oldest question
+    /authorize TOKEN  give the token for the resource the oldest tool call
+                  waiting for authorization names (sent with `authenticate`)
     /resume       run again the latest turn, stopped at a resumable error
     /thinking     show the latest turn's reasoning, which streams collapsed
     /sessions     list your sessions
@@ -30,9 +32,11 @@ The client's view of the chat comes from the snapshot it subscribed with and
 the actions that follow; server/chat_view.py is the only code that knows
 AHP's JSON shapes. The model's reasoning (chat/reasoning) is shown collapsed,
 one "[thinking: N chars]" line where a run of it ends; tool calls waiting for
-confirmation list the options they offer; questions list their choices. The
+confirmation list the options they offer; questions list their choices; a
+tool call waiting for authorization names the resource and its scopes. The
 token goes in the upgrade request's Authorization header, never on the
-command line's output or in a log.
+command line's output or in a log; a token /authorize gives goes in an
+`authenticate` request and nowhere else.
 
 `run_chat` (server/chat_terminal.py) connects it to a terminal.
 """
@@ -53,6 +57,7 @@ from agenthost.server.chat_view import (
     Request,
     Seen,
     draft_line,
+    how_to_answer,
     option_of,
     read_action,
     same,
@@ -85,6 +90,8 @@ text          send a message (queued while a turn runs)
 /answer text  answer the oldest question the model asked (a choice's number or
               label, or text; several questions: answers separated by ";")
 /decline      decline the oldest question
+/authorize TOKEN  give the token a tool call waiting for authorization needs
+              (for the resource it names)
 /resume       run again the latest turn, stopped at a resumable error
 /thinking     show the latest turn's reasoning in full
 /sessions     list your sessions
@@ -97,6 +104,7 @@ OWN_COMMANDS = frozenset(
     {
         "/help", "/sessions", "/open", "/new", "/steer", "/queue", "/remove", "/cancel",
         "/approve", "/deny", "/edit", "/resume", "/answer", "/decline", "/thinking",
+        "/authorize",
         "/quit", "/exit",
     }
 )  # fmt: skip
@@ -113,35 +121,6 @@ REMOVED = {
     "requeued": "[steering queued: the provider could not take it mid-turn] {text}",
     "rejected": "[refused when its turn came] {text}",
 }
-
-
-def _how(request: Request) -> str:
-    """How to answer a request, with the options or choices it offers."""
-    if request.kind == "permission":
-        edit = "; /edit JSON changes its input" if request.editable else ""
-        if not request.options:
-            return f"/approve or /deny{edit}"
-        listed = ", ".join(f"{n}. {o.label}" for n, o in enumerate(request.options, 1))
-        return f"/approve OPTION or /deny: {listed}{edit}"
-    if request.kind != "user_input":
-        return "another client answers it"
-    asked = []
-    for question in request.questions:
-        if question.choices:
-            choices = ", ".join(f"{n}. {c.label}" for n, c in enumerate(question.choices, 1))
-            more = " or text" if question.freeform else ""
-            asked.append(
-                f"{question.text}: a choice{more}: {choices}"
-                if len(request.questions) > 1
-                else f"a choice{more}: {choices}"
-            )
-        elif len(request.questions) > 1:
-            asked.append(f"{question.text}: text")
-    if not asked:
-        return "/answer text"
-    if len(request.questions) > 1:
-        return "/answer one answer each, separated by ';': " + "; ".join(asked)
-    return "/answer " + asked[0]
 
 
 def plural(count: int, noun: str) -> str:
@@ -375,7 +354,7 @@ class ChatClient:
             )
 
     def _request_line(self, request: Request) -> None:
-        self._line(f"[{request.kind}] {request.label} ({_how(request)})")
+        self._line(f"[{request.kind}] {request.label} ({how_to_answer(request)})")
 
     def _drop_pending(self, pending_id: str | None) -> Pending | None:
         for queue in (self.view.steering, self.view.queued):
@@ -576,6 +555,15 @@ class ChatClient:
             else:
                 answers = [a.strip() for a in rest.split(";")] if rest else [""]
                 await self.dispatch(wire_input_completed(questions[0], answers))
+        elif command == "/authorize":
+            waiting = [r for r in view.requests if r.kind == "authentication"]
+            if not waiting or not rest:
+                self._line(
+                    "[error] " + ("/authorize TOKEN" if waiting else "nothing waits for a token")
+                )
+            else:  # the server routes it to the call (server/tool_tokens.py)
+                params = {"channel": self.chat, "resource": waiting[0].resource, "token": rest}
+                await self.call("authenticate", params)
         elif command == "/resume":
             if view.resumable is None:
                 self._line("[error] no turn stopped at a resumable error")

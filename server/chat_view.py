@@ -4,7 +4,8 @@ JSON shapes of the actions it reads and sends.
 Plain values and functions (the client's loop). `read_action` turns an
 action into what the client acts on; `wire_*` make the actions it
 dispatches. A request the chat waits on the user for can arrive in AHP's
-form (chat/toolCallReady without `confirmed`, chat/inputRequested) and in
+form (chat/toolCallReady without `confirmed`, chat/inputRequested,
+chat/toolCallAuthRequired) and in
 ours (x-chat/requestOpened): the client keeps one prompt per request (by its
 id, or its tool call's).
 """
@@ -49,7 +50,8 @@ class Question:
 @attrs.define
 class Request:
     """Something the chat waits on the user for: a permission (its tool call
-    waits for confirmation, with `options`), or a question (`questions`)."""
+    waits for confirmation, with `options`), a question (`questions`), or an
+    authentication (its MCP tool call waits for a token for `resource`)."""
 
     id: str
     kind: str
@@ -59,6 +61,8 @@ class Request:
     options: tuple[Option, ...] = ()
     questions: tuple[Question, ...] = ()
     editable: bool = False  # a permission that takes an edited tool input
+    resource: str | None = None  # an authentication: the resource a token is wanted for
+    scopes: tuple[str, ...] = ()
 
 
 @attrs.define
@@ -206,6 +210,8 @@ def _wire_pending(data: dict[str, Any], kind: str | None = None) -> Pending:
 
 
 def _wire_request(data: dict[str, Any]) -> Request:
+    if data.get("kind") == "authentication":
+        return _wire_auth(data, str(data.get("requestId")), data.get("toolName"))
     label = (
         data.get("question") or f"{data.get('toolName') or 'a tool'} {data.get('arguments') or ''}"
     )
@@ -233,6 +239,22 @@ def _wire_ready(action: dict[str, Any]) -> Request:
         label=f"{label} {tool_input}".strip(),
         options=_wire_options(action.get("options")),
         editable=action.get("editable") is True,
+    )
+
+
+def _wire_auth(data: dict[str, Any], request_id: str, tool: str | None) -> Request:
+    """A tool call waiting for a token (x-chat/requestOpened or
+    chat/toolCallAuthRequired, whose `auth` is the challenge), as its prompt."""
+    auth = data.get("auth") or {}
+    resource = str((auth.get("resource") or {}).get("resource") or "")
+    return Request(
+        id=request_id,
+        kind="authentication",
+        turn_id=data.get("turnId"),
+        tool_call_id=data.get("toolCallId"),
+        label=f"{tool or 'a tool call'} needs authorization for {resource}",
+        resource=resource,
+        scopes=tuple(str(s) for s in auth.get("requiredScopes") or ()),
     )
 
 
@@ -317,6 +339,38 @@ def same(a: Request, b: Request) -> bool:
     return a.id == b.id or (a.tool_call_id is not None and a.tool_call_id == b.tool_call_id)
 
 
+def how_to_answer(request: Request) -> str:
+    """How to answer a request, with the options or choices it offers."""
+    if request.kind == "permission":
+        edit = "; /edit JSON changes its input" if request.editable else ""
+        if not request.options:
+            return f"/approve or /deny{edit}"
+        listed = ", ".join(f"{n}. {o.label}" for n, o in enumerate(request.options, 1))
+        return f"/approve OPTION or /deny: {listed}{edit}"
+    if request.kind == "authentication":
+        scopes = f" with scopes {', '.join(request.scopes)}" if request.scopes else ""
+        return f"/authorize TOKEN: a token for {request.resource}{scopes}"
+    if request.kind != "user_input":
+        return "another client answers it"
+    asked = []
+    for question in request.questions:
+        if question.choices:
+            choices = ", ".join(f"{n}. {c.label}" for n, c in enumerate(question.choices, 1))
+            more = " or text" if question.freeform else ""
+            asked.append(
+                f"{question.text}: a choice{more}: {choices}"
+                if len(request.questions) > 1
+                else f"a choice{more}: {choices}"
+            )
+        elif len(request.questions) > 1:
+            asked.append(f"{question.text}: text")
+    if not asked:
+        return "/answer text"
+    if len(request.questions) > 1:
+        return "/answer one answer each, separated by ';': " + "; ".join(asked)
+    return "/answer " + asked[0]
+
+
 class Seen(StrEnum):
     """What an action told the client."""
 
@@ -346,6 +400,11 @@ def read_action(action: dict[str, Any]) -> tuple[Seen, dict[str, Any]]:
         return Seen.REASONING, {"turn_id": action.get("turnId"), "text": action.get("content", "")}
     if kind == "chat/toolCallReady" and not action.get("confirmed"):
         return Seen.REQUEST_OPENED, {"request": _wire_ready(action)}
+    if kind == "chat/toolCallAuthRequired":
+        request = _wire_auth(action, str(action.get("toolCallId")), None)
+        return Seen.REQUEST_OPENED, {"request": request}
+    if kind == "chat/toolCallAuthResolved":
+        return Seen.REQUEST_CLOSED, {"id": action.get("toolCallId")}
     if kind == "chat/inputRequested":
         return Seen.REQUEST_OPENED, {"request": _wire_input(action.get("request") or {})}
     if kind == "chat/toolCallConfirmed":

@@ -37,7 +37,6 @@ from agenthost.messages.session_events import (
 __all__ = ["REFUSED"]
 
 NO_MCP = "not offered: this host runs no MCP servers"
-NO_AUTH = "not offered: this host runs no MCP servers, so no tool call needs authorization"
 NO_CHANGESETS = "not offered: this host keeps no changesets"
 DIRECTORY = (
     "not offered: a session's working directory is the host's (its worktree, made at "
@@ -61,8 +60,13 @@ REFUSED: dict[type, str] = {
     McpServerStopRequested: NO_MCP,
     McpServerBackgroundRequested: NO_MCP,
     McpServerStateChanged: NO_MCP,
-    ToolCallAuthRequired: NO_AUTH,
-    ToolCallAuthResolved: NO_AUTH,
+    ToolCallAuthRequired: HOST_ONLY.format(
+        kind="chat/toolCallAuthRequired", why="the challenge an MCP server's tool call met"
+    ),
+    ToolCallAuthResolved: HOST_ONLY.format(
+        kind="chat/toolCallAuthResolved",
+        why="once a token given with `authenticate` reached the call",
+    ),
     SessionChangesetsChanged: NO_CHANGESETS,
     ChatChangesetsChanged: NO_CHANGESETS,
     WorkingDirectorySet: DIRECTORY,

@@ -141,6 +141,10 @@ class Registry:
             self._owners[session_id] = owner
             self._per_owner[owner] = self._per_owner.get(owner, 0) + 1
 
+    def owned_by(self, identity: str) -> tuple[str, ...]:
+        """The ids of the identity's sessions in memory, as far as the server knows."""
+        return tuple(sid for sid, owner in self._owners.items() if owner == identity)
+
     def resident_of(self, identity: str) -> int:
         """How many of the identity's sessions are in memory as far as the server knows."""
         return self._per_owner.get(identity, 0)

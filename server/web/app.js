@@ -60,12 +60,18 @@ const wire = {
     toolName: r.toolName, args: r.arguments, question: r.question, clientId: r.clientId,
   }),
   options: (list) => (list || []).map((o) => ({ id: o.id, label: o.label || o.id, kind: o.kind })),
+  // chat/toolCallAuthRequired's challenge: the protected resource a token is wanted for
+  auth: (a) => a ? ({
+    resource: (a.resource && a.resource.resource) || "", name: (a.resource && a.resource.resource_name) || "",
+    scopes: a.requiredScopes || [], reason: a.reason || "required", description: a.description || "",
+  }) : null,
   tool: (t) => ({
     kind: "tool", id: t.toolCallId, name: t.displayName || t.toolName || "a tool",
     input: t.toolInput ?? t.partialInput ?? "", status: t.status || "running",
     success: t.success, confirmed: t.confirmed, reason: t.reason,
     options: wire.options(t.options), editable: t.editable === true,
     chosen: t.selectedOption ? t.selectedOption.label || t.selectedOption.id : null,
+    auth: wire.auth(t.auth),
   }),
   // An InputAnswer as words: its value(s) and free text; a skipped one says so.
   answerText: (a) => {
@@ -147,6 +153,10 @@ const wire = {
         return { type: "tool", turnId: a.turnId, id: a.toolCallId,
                  change: { status, success: result.success !== false } };
       }
+      case "chat/toolCallAuthRequired":
+        return { type: "tool", turnId: a.turnId, id: a.toolCallId, change: { status: "auth-required", auth: wire.auth(a.auth) } };
+      case "chat/toolCallAuthResolved":
+        return { type: "tool", turnId: a.turnId, id: a.toolCallId, change: { status: "running", auth: null } };
       case "chat/toolCallResultConfirmed":
         return { type: "tool", turnId: a.turnId, id: a.toolCallId,
                  change: a.approved ? { status: "completed" } : { status: "cancelled", reason: "result-denied" } };
@@ -578,13 +588,15 @@ function turnNode(turn, active) {
 }
 
 function toolOf(turn, request) {
-  return request.toolCallId && request.kind === "permission"
+  return request.toolCallId && ["permission", "authentication"].includes(request.kind)
     ? turn.parts.find((p) => p.kind === "tool" && p.id === request.toolCallId) : undefined;
 }
 
-// The running turn waits on the user: a question, a call to confirm, a result to confirm.
+// The running turn waits on the user: a question, a call to confirm, a result to confirm,
+// a token a call needs.
 function waitsOnUser(s) {
-  const asks = (p) => p.kind === "tool" && ["pending-confirmation", "pending-result-confirmation"].includes(p.status);
+  const asks = (p) => p.kind === "tool"
+    && ["pending-confirmation", "pending-result-confirmation", "auth-required"].includes(p.status);
   return s.inputs.length > 0 || s.requests.some((r) => r.kind !== "client_tool")
     || (s.active !== null && s.active.parts.some(asks));
 }
@@ -653,6 +665,7 @@ function toolCard(part, turn, active) {
   const labels = {
     "streaming": ["preparing", ""], "pending-confirmation": ["needs approval", ""],
     "running": ["running", ""], "pending-result-confirmation": ["result to confirm", ""],
+    "auth-required": ["needs authorization", ""],
     "completed": part.success === false ? ["failed", "failed"] : ["done", "done"],
     "cancelled": [part.reason === "denied" ? "denied" : "cancelled", "denied"],
   };
@@ -679,6 +692,9 @@ function toolCard(part, turn, active) {
       : [el("button", { type: "button", class: "primary small", text: "Approve", on: { click: () => decide(true) } }),
          el("button", { type: "button", class: "small", text: "Deny", on: { click: () => decide(false) } })];
     card.append(el("div", { class: "actions" }, ...buttons));
+  } else if (active && part.status === "auth-required" && part.auth) {
+    card.classList.add("request");
+    card.append(authForm(part.auth));
   } else if (active && part.status === "pending-result-confirmation") {
     card.classList.add("request");
     const decide = (approved) => dispatchChat(wire.toolCallResultConfirmed(turn.id, part.id, approved));
@@ -688,6 +704,38 @@ function toolCard(part, turn, active) {
       el("button", { type: "button", class: "small", text: "Keep it back", on: { click: () => decide(false) } })));
   }
   return card;
+}
+
+// A tool call waits for a token for a protected resource: what it is, and a field for the
+// token, sent with `authenticate` (a request, never a dispatched action: it is not kept in
+// the offline queue, and the field is cleared as it goes).
+function authForm(auth) {
+  const form = el("form", { class: "auth", "data-resource": auth.resource });
+  const scopes = auth.scopes.length ? ` (scopes: ${auth.scopes.join(", ")})` : "";
+  form.append(el("p", { class: "hint", text: `Needs authorization for ${auth.name || auth.resource}${scopes}` }));
+  if (auth.description) form.append(el("p", { class: "hint", text: auth.description }));
+  const token = el("input", { type: "password", name: "token", autocomplete: "off",
+    "aria-label": `Token for ${auth.resource}`, placeholder: "Token" });
+  form.append(el("div", { class: "actions" }, token,
+    el("button", { type: "submit", class: "primary small", text: "Authorize" })));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const value = token.value;
+    if (!value) return;
+    token.value = "";
+    authorize(auth.resource, value);
+  });
+  return form;
+}
+
+async function authorize(resource, token) {
+  notice("");
+  if (!page.conn || !page.conn.open) { notice("Not connected: try again once the connection is back."); return; }
+  try {
+    await page.conn.call("authenticate", { channel: page.chat || ROOT, resource, token });
+  } catch (e) {
+    notice(`Could not authorize: ${e.message}`);
+  }
 }
 
 // An input request as a form: one field per question (text, number, yes/no, one or several

@@ -52,3 +52,24 @@ def test_a_threshold_changed_while_the_host_ran_is_not_overwritten_at_stop(
     gc.set_threshold(2000, 10, 10)  # the embedding program retunes meanwhile
     host.stop()
     assert gc.get_threshold() == (2000, 10, 10)
+
+
+def test_a_host_sweeps_once_its_last_resident_session_left_memory(tmp_path: Path) -> None:
+    with start(tmp_path / "a.db") as host:
+        assert collector.sweeps.wait_settled(timeout=10)  # another test's
+        swept = collector.sweeps.count
+        first, second = host.create_session(), host.create_session()
+        first.dispose()
+        assert not collector.sweeps.pending  # one is still resident
+        second.dispose()
+        assert collector.sweeps.wait_count(swept + 1, timeout=10)
+        assert not collector.sweeps.pending
+
+
+def test_a_host_that_leaves_the_collector_alone_never_sweeps(tmp_path: Path) -> None:
+    with start(tmp_path / "a.db", rare_full_collections=False) as host:
+        assert collector.sweeps.wait_settled(timeout=10)  # another test's
+        swept = collector.sweeps.count
+        host.create_session().dispose()
+        assert not collector.sweeps.pending
+        assert collector.sweeps.count == swept

@@ -33,6 +33,7 @@ from agenthost.messages.events import (
     ToolCallResultConfirmed,
     ToolCallStarted,
     Truncated,
+    TurnCancelled,
     TurnCompleted,
     TurnFailed,
     TurnResumed,
@@ -157,6 +158,18 @@ def test_only_an_mcp_servers_running_call_can_wait_for_authentication() -> None:
     resolved = run(ToolCallAuthResolved(turn_id="t", tool_call_id="c"), state=mcp)
     assert (call(resolved).status, call(resolved).auth) == (ToolCallStatus.RUNNING, None)
     assert resolved.status is ChatStatus.IN_PROGRESS
+
+
+def test_a_resolved_call_can_be_challenged_again_and_a_turns_end_cancels_a_waiting_one() -> None:
+    auth = ToolCallAuthRequired(turn_id="t", tool_call_id="c", auth=AUTH)
+    resolved = ToolCallAuthResolved(turn_id="t", tool_call_id="c")
+    again = run(start(MCP), ready(confirmed="not-needed"), auth, resolved, auth)
+    assert (call(again).status, call(again).auth) == (ToolCallStatus.AUTH_REQUIRED, AUTH)
+    assert call(again).confirmed == "not-needed"  # what it had before pausing stays
+    assert run(resolved, resolved, state=again) == run(resolved, state=again)  # once only
+    ended = run(TurnCancelled(turn_id="t"), state=again)
+    assert (call(ended).status, call(ended).reason) == (ToolCallStatus.CANCELLED, "skipped")
+    assert ended.status is not ChatStatus.INPUT_NEEDED
 
 
 def test_a_call_waiting_for_authentication_ends_only_with_a_failure_keeping_its_content() -> None:

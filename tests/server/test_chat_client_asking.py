@@ -13,7 +13,15 @@ from agenthost.messages.inputs import ChatInputRequest, InputOption, InputQuesti
 from agenthost.messages.inputs import InputQuestionKind as Kind
 from agenthost.messages.state import ReasoningPart
 from agenthost.messages.wire import to_wire
-from agenthost.providers.scripted import AskUser, Reject, Say, ScriptedProvider, Think, ToolCall
+from agenthost.providers.scripted import (
+    AskUser,
+    AuthToolCall,
+    Reject,
+    Say,
+    ScriptedProvider,
+    Think,
+    ToolCall,
+)
 from agenthost.server.chat_client import ChatClient
 from tests.server.ahp_client import Server
 from tests.server.test_chat_client import Screen, chat_client, run
@@ -256,6 +264,37 @@ class _Idle:
 
 def _wire(event: Any) -> dict[str, Any]:
     return {"type": event.wire_type, **json.loads(json.dumps(to_wire(event)))}
+
+
+def test_a_tool_call_waiting_for_authorization_names_its_resource_and_authorize_gives_the_token(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    secret = "repo-token-41b8"
+    search = AuthToolCall(
+        "search", "https://mcp.example.com", scopes=("repo:read",), accepts=secret
+    )
+    provider.on("find", search, Say("found"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen):
+            await client.create_session()
+            await client.handle_line("/authorize early")
+            await screen.shows("[error] nothing waits for a token\n")
+            await client.handle_line("find")
+            await screen.shows(
+                "[authentication] a tool call needs authorization for https://mcp.example.com"
+                " (/authorize TOKEN: a token for https://mcp.example.com with scopes repo:read)\n"
+            )
+            assert screen.text.count("[authentication]") == 1  # its AHP and x- forms: one prompt
+            await client.handle_line("/authorize")
+            await screen.shows("[error] /authorize TOKEN\n")
+            await client.handle_line(f"/authorize {secret}")
+            await screen.shows("[turn complete]\n")
+            assert client.view.requests == []
+            assert secret not in screen.text
+        assert [a.token is not None for a in provider.answers] == [True]
+
+    run(host, body)
 
 
 def test_another_clients_draft_answer_is_shown_and_its_own_is_not(

@@ -24,6 +24,7 @@ from agenthost.actors import Host
 from agenthost.messages.common import ConfirmationOption, ConfirmationOptionKind
 from agenthost.providers.scripted import (
     AskUser,
+    AuthToolCall,
     Gate,
     Reject,
     Say,
@@ -483,6 +484,39 @@ def test_a_tool_call_offers_its_options_and_runs_with_the_input_the_user_edited(
     denied = done(page, "again")
     expect(denied.locator(".card.tool .badge")).to_have_text("denied")
     assert (provider.answers[-1].approved, provider.answers[-1].option) == (False, "never")
+
+
+@needs_browser
+def test_a_tool_call_waiting_for_authorization_names_its_resource_and_takes_a_token(
+    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
+) -> None:
+    secret = "repo-token-7d2f"
+    search = AuthToolCall(
+        "search", "https://mcp.example.com", scopes=("repo:read",), accepts=secret
+    )
+    provider.on("find", search, Say("found it"))
+    page = open_page(server)
+    new_session(page)
+    send(page, "find")
+    card = page.locator("#active-turn .card.tool", has_text="search")
+    expect(card.locator(".badge")).to_have_text("needs authorization")
+    expect(card).to_contain_text("https://mcp.example.com (scopes: repo:read)")
+    expect(page.locator("#chat-status")).to_have_text("Waiting for you")
+    page.reload()  # the call waits on: the snapshot shows it again
+    expect(page.locator("#link")).to_have_text("Connected")
+    field = card.get_by_label("Token for https://mcp.example.com")
+    field.fill("a-wrong-token")
+    card.get_by_role("button", name="Authorize").click()
+    expect(field).to_have_value("")  # sent, and not kept in the page
+    expect(card.locator(".badge")).to_have_text("needs authorization")  # challenged again
+    shot(page, tmp_path, "tool-auth")
+    field.fill(secret)
+    field.press("Enter")
+    finished = done(page, "find")
+    expect(finished.locator(".reply")).to_contain_text("found it")
+    expect(finished.locator(".card.tool .badge")).to_have_text("done")
+    assert [a.token is not None for a in provider.answers] == [True, True]
+    assert secret not in page.evaluate("JSON.stringify(sessionStorage)")
 
 
 @needs_browser

@@ -7,8 +7,10 @@ views of one fact, both the session's:
 2. AHP's `inputNeeded` list (session/inputNeededSet and Removed): one entry
    per thing a chat waits on the user for, so a client can answer it from the
    session channel: each of the chat's input requests (kind chatInput, the
-   request with its questions) and each tool call of its running turn that
-   waits for confirmation (kind toolConfirmation, the call with its options).
+   request with its questions), each tool call of its running turn that
+   waits for confirmation (kind toolConfirmation, the call with its options)
+   and each that waits for authentication (kind toolAuthentication, the call
+   with its challenge: the resource a token is wanted for).
    An entry's id is `<chat resource>#<request or tool call id>`; it is set when
    it appears or changes and removed when it goes (answered, or its turn
    ended). Only a chat whose status shows it waiting, before or after the
@@ -34,6 +36,10 @@ from agenthost.messages.state import (
 )
 
 _INPUT_NEEDED = int(ChatStatus.INPUT_NEEDED)
+_ASKS = {
+    ToolCallStatus.PENDING_CONFIRMATION: SessionInputKind.TOOL_CONFIRMATION,
+    ToolCallStatus.AUTH_REQUIRED: SessionInputKind.TOOL_AUTHENTICATION,
+}
 
 
 def _waits(state: ChatState) -> bool:
@@ -55,13 +61,13 @@ def entries(state: ChatState) -> dict[str, SessionInputRequest]:
         )
     if state.active_turn is not None:
         for part in state.active_turn.response_parts:
-            if (
-                isinstance(part, ToolCallPart)
-                and part.tool_call.status is ToolCallStatus.PENDING_CONFIRMATION
-            ):
+            if not isinstance(part, ToolCallPart):
+                continue
+            kind = _ASKS.get(part.tool_call.status)
+            if kind is not None:
                 entry_id = f"{state.resource}#{part.tool_call.tool_call_id}"
                 found[entry_id] = SessionInputRequest(
-                    kind=SessionInputKind.TOOL_CONFIRMATION,
+                    kind=kind,
                     id=entry_id,
                     chat=state.resource,
                     turn_id=turn_id,
