@@ -36,6 +36,7 @@ from agenthost.actors.handles import Subscription
 from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import (
     ClaimClient,
+    CountSessions,
     FindClient,
     FindSession,
     ListSessionPage,
@@ -193,6 +194,12 @@ class AsyncHost:
         query = ListSessionPage(owner=owner, limit=limit, after=cursor)
         page: SessionPage = await run_async(calls.ask(self._core.store_ref, query), timeout)
         return page
+
+    async def count_sessions(self, owner: str, *, timeout: float = DEFAULT_TIMEOUT) -> int:
+        """`Host.count_sessions`."""
+        ask = calls.ask(self._core.store_ref, CountSessions(owner=owner))
+        count: int = await run_async(ask, timeout)
+        return count
 
     async def find_session(
         self,

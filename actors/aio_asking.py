@@ -15,6 +15,7 @@ from agenthost.messages.commands import (
     SetInputAnswer,
     SupplyToken,
 )
+from agenthost.messages.common import StringOrMarkdown
 from agenthost.messages.state import ChatStatus
 
 
@@ -35,6 +36,8 @@ class AsyncChatAsking:
         answers: Mapping[str, Given] | None = None,
         cancelled: bool = False,
         confirm_result: bool = False,
+        reason: str | None = None,
+        reason_message: StringOrMarkdown | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         """As Chat.answer."""
@@ -50,6 +53,8 @@ class AsyncChatAsking:
                 answers=given_all(answers),
                 cancelled=cancelled,
                 confirm_result=confirm_result,
+                reason=reason,
+                reason_message=reason_message,
             ),
             timeout,
         )

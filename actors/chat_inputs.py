@@ -123,8 +123,8 @@ class ChatInputs(ChatCore):
 
     @handles(SetChatFlags)
     def _set_flags(self, message: SetChatFlags) -> Any:
-        """Read and archived are the chat's status bits (kept in memory: the
-        store keeps a session's flags, not a chat's)."""
+        """Read and archived are the chat's status bits (the session_flags
+        contribution stores them as they change)."""
         origin = Origin(message.client_id)
         if message.read is not None:
             self._apply(self._stamp(ChatIsReadChanged(read=message.read)), origin=origin)

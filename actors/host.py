@@ -39,8 +39,9 @@ from agenthost.actors.session import SessionActor
 from agenthost.messages.commands import CreateSession, DisposeSession
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.ids import new_id
-from agenthost.messages.state import ChatState, PendingKind, chat_resource
+from agenthost.messages.state import ChatState, ChatStatus, PendingKind, chat_resource
 from agenthost.store.records import (
+    ChatRecord,
     DeleteSession,
     ImportSession,
     ReleaseLease,
@@ -67,9 +68,19 @@ def _chat_states(record: SessionRecord) -> tuple[ChatState, ...]:
             queued_messages=tuple(m for m in chat.pending if m.kind is PendingKind.QUEUED),
             draft=chat.draft,
             origin=chat.origin,
+            status=_flags(chat),
         )
         for chat in record.chats
     )
+
+
+def _flags(chat: ChatRecord) -> ChatStatus:
+    """A stored chat's status: idle (a restored turn is never running), with
+    the IsRead and IsArchived flags it had."""
+    status = int(ChatStatus.IDLE)
+    status |= int(ChatStatus.IS_READ) if chat.read else 0
+    status |= int(ChatStatus.IS_ARCHIVED) if chat.archived else 0
+    return ChatStatus(status)
 
 
 def _from_record(record: SessionRecord) -> dict[str, Any]:

@@ -518,6 +518,13 @@ class ListSessionPage:
 
 
 @attrs.frozen
+class CountSessions:
+    """How many stored sessions one owner owns (answered with an int)."""
+
+    owner: str
+
+
+@attrs.frozen
 class ClaimClient:
     """Bind a client id to an identity unless another holds it; answered with the
     ClientBinding that holds, once it is committed."""

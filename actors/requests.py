@@ -49,7 +49,7 @@ from agenthost.messages.commands import (
     ConfirmToolResult,
     SupplyToken,
 )
-from agenthost.messages.common import ConfirmationOptionKind
+from agenthost.messages.common import ConfirmationOptionKind, Markdown, StringOrMarkdown
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
     ChatEvent,
@@ -238,11 +238,16 @@ class RequestDesk:
                 return _invalid("an edited tool input goes with an approval")
             if not _json_object(edited):
                 return _invalid("edited_input must be a JSON object's text")
+        # A denial says why (the user's reason and words); an approval has no reason.
+        reason = None if approved else message.reason or "denied"
+        words = None if approved else message.reason_message
         self._answer_provider(
             request.request_id,
             approved=approved,
             option=None if option is None else option.id,
             edited_input=edited,
+            reason=reason,
+            reason_message=_text(words),
         )
         if not approved and request.tool_call_id is not None:
             turn.running_mcp_calls.discard(request.tool_call_id)  # it never runs
@@ -253,7 +258,8 @@ class RequestDesk:
                     tool_call_id=request.tool_call_id,
                     approved=approved,
                     confirmed="user-action" if approved else None,
-                    reason=None if approved else "denied",
+                    reason=reason,
+                    reason_message=words,
                     selected_option_id=None if option is None else option.id,
                     edited_tool_input=edited,
                 )
@@ -484,3 +490,8 @@ def _invalid(text: str) -> AgentHostError:
 
 def ids_of(requests: list[OpenRequest], kind: RequestKind) -> tuple[str, ...]:
     return tuple(r.request_id for r in requests if r.kind is kind)
+
+
+def _text(value: StringOrMarkdown | None) -> str | None:
+    """The words of a StringOrMarkdown, for a provider (which takes plain text)."""
+    return value.markdown if isinstance(value, Markdown) else value

@@ -15,6 +15,7 @@ import structlog
 
 from agenthost.actors.protocol import (
     ClaimClient,
+    CountSessions,
     FindClient,
     FindSession,
     Flush,
@@ -154,6 +155,12 @@ class StoreActor(Actor):
         )
         self._commit_if_drained()
         return page
+
+    @handles(CountSessions)
+    def _count(self, message: CountSessions) -> int:
+        count = self._store.count_sessions(message.owner)
+        self._commit_if_drained()
+        return count
 
     @handles(ClaimClient)
     def _claim_client(self, message: ClaimClient) -> ClientBinding:

@@ -24,6 +24,7 @@ from agenthost.actors.contributions import (
 from agenthost.actors.limits import HostLimits
 from agenthost.actors.protocol import (
     ClaimClient,
+    CountSessions,
     FindClient,
     FindSession,
     ListSessionPage,
@@ -218,6 +219,12 @@ class Host:
         query = ListSessionPage(owner=owner, limit=limit, after=cursor)
         page: SessionPage = run_sync(calls.ask(self._core.store_ref, query), timeout)
         return page
+
+    def count_sessions(self, owner: str, *, timeout: float = DEFAULT_TIMEOUT) -> int:
+        """How many stored sessions `owner` owns (its `ahp.owner` config value):
+        one row the store keeps as sessions are created and disposed."""
+        count: int = run_sync(calls.ask(self._core.store_ref, CountSessions(owner=owner)), timeout)
+        return count
 
     def find_session(
         self,

@@ -22,6 +22,7 @@ from agenthost.messages.commands import (
     SetInputAnswer,
     SupplyToken,
 )
+from agenthost.messages.common import StringOrMarkdown
 from agenthost.messages.state import ChatStatus
 
 
@@ -42,6 +43,8 @@ class ChatAsking:
         answers: Mapping[str, Given] | None = None,
         cancelled: bool = False,
         confirm_result: bool = False,
+        reason: str | None = None,
+        reason_message: StringOrMarkdown | None = None,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         """Answer an open request (its `request_id`; a permission's tool call id
@@ -53,7 +56,10 @@ class ChatAsking:
         question: `answer` (text for its first question) or `answers` by
         question id (`request.questions`): text, a choice's id or label, a list
         of them, a number, a bool, or an InputAnswer; `approved=False` declines
-        it. A client tool: `result` (from the client that executes it).
+        it. A client tool: `result` (from the client that executes it). A
+        denial may say why: `reason` (AHP's cancellation reason; `denied`
+        when not given) and `reason_message` (the user's words); both reach
+        the provider.
 
         Raises:
             AgentHostError: NOT_FOUND when it is not open (answered already, or
@@ -72,6 +78,8 @@ class ChatAsking:
                 answers=given_all(answers),
                 cancelled=cancelled,
                 confirm_result=confirm_result,
+                reason=reason,
+                reason_message=reason_message,
             ),
             timeout,
         )

@@ -8,6 +8,7 @@ from enum import StrEnum
 
 import attrs
 
+from agenthost.messages.common import StringOrMarkdown
 from agenthost.messages.errors import AgentHostError
 from agenthost.messages.inputs import Answers, InputAnswer, unique_answers
 from agenthost.messages.session_events import CustomizationToggled
@@ -168,7 +169,9 @@ class AnswerRequest:
     (AHP's InputAnswer); `approved` False declines it, and `cancelled` says the
     user dismissed it rather than declined. A client tool: `result`; with
     `confirm_result` the model gets it only once the user confirms it
-    (ConfirmToolResult).
+    (ConfirmToolResult). A denied permission may say why: `reason` (AHP's
+    cancellation reason, `denied` when not given) and `reason_message` (the
+    user's words).
     """
 
     request_id: str
@@ -181,6 +184,8 @@ class AnswerRequest:
     answers: Answers | None = attrs.field(default=None, converter=unique_answers)
     cancelled: bool = False
     confirm_result: bool = False
+    reason: str | None = None
+    reason_message: StringOrMarkdown | None = None
 
 
 @attrs.frozen(kw_only=True)

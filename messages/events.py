@@ -66,6 +66,7 @@ from agenthost.messages.session_events import (  # noqa: F401  (re-exported)
     SessionModelChanged,
     SessionReady,
     SessionSnapshot,
+    SessionStatusChanged,
     SessionTitleChanged,
     WorkingDirectoryRemoved,
     WorkingDirectoryReplaced,

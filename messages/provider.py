@@ -94,6 +94,9 @@ class ProviderAnswer:
     offered; `approved` follows its kind) and an `edited_input` (JSON text) when
     the user changed the tool's input. A question's `answers` are keyed by
     question id (`answer` is the first one's text); `approved` False: declined.
+    A denied permission carries the user's `reason` (AHP's cancellation reason,
+    `denied` unless the user gave another) and `reason_message` (their words,
+    if any), for a backend that can tell its model why.
     An authentication's answer is the `token` the user gave for the resource
     its call waits on (never in a repr, a log line or the store), or an
     `error` (its turn ended).
@@ -109,6 +112,8 @@ class ProviderAnswer:
     option: str | None = None
     edited_input: str | None = None
     answers: Answers | None = attrs.field(default=None, converter=unique_answers)
+    reason: str | None = None
+    reason_message: str | None = None
     token: str | None = attrs.field(default=None, repr=False)
 
 

@@ -237,6 +237,18 @@ class InputNeededRemoved(SessionEvent):
 
 
 @attrs.frozen(kw_only=True)
+class SessionStatusChanged(SessionEvent):
+    """Ours: the session's status (its activity bits and unknown flags; IsRead
+    and IsArchived travel in their own actions) where no 1.1 session action
+    carries it. AHP's session reducer moves `status` only with isReadChanged,
+    isArchivedChanged and inputNeededSet/Removed, so a session that starts or
+    ends a turn, or stops at an error, says so here."""
+
+    wire_type: ClassVar[str] = "x-session/statusChanged"
+    status: ChatStatus
+
+
+@attrs.frozen(kw_only=True)
 class SessionInputNeededSet(SessionEvent):
     """An input request joins the session's `inputNeeded` (upsert by id)."""
 

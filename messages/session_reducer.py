@@ -49,6 +49,7 @@ from agenthost.messages.session_events import (
     SessionMetaChanged,
     SessionModelChanged,
     SessionReady,
+    SessionStatusChanged,
     SessionTitleChanged,
     WorkingDirectoryRemoved,
     WorkingDirectoryReplaced,
@@ -103,6 +104,8 @@ def reduce_session(state: SessionState, action: SessionEvent, now_ms: int = 0) -
             return attrs.evolve(state, read=read)
         case IsArchivedChanged(archived=archived):
             return attrs.evolve(state, archived=archived)
+        case SessionStatusChanged(status=status):
+            return attrs.evolve(state, status=status)
         case SessionActivityChanged(activity=activity):
             return attrs.evolve(state, activity=activity)
         case SessionMetaChanged(meta=meta):

@@ -77,8 +77,8 @@ class ClaudeRequests:
             editable=True,
         )
         answer = await self.waiting.ask(request, self._emit)
-        if not answer.approved or answer.error is not None:
-            return sdk.PermissionResultDeny(message=answer.error or DENIED)
+        if not answer.approved or answer.error is not None:  # the user's words, if any
+            return sdk.PermissionResultDeny(message=answer.error or answer.reason_message or DENIED)
         updated = tool_input if answer.edited_input is None else json.loads(answer.edited_input)
         remembered = _chosen_suggestion(answer, suggestions)
         return sdk.PermissionResultAllow(

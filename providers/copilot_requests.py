@@ -89,7 +89,7 @@ class CopilotRequests:
             )
         )
         if not reply.approved or reply.error is not None:
-            return PermissionDecisionReject(feedback=reply.error)
+            return PermissionDecisionReject(feedback=reply.error or reply.reason_message)
         if reply.option == SESSION.id and session is not None:
             return session
         return PermissionDecisionApproveOnce(approved_interactively=True)

@@ -276,7 +276,8 @@ async def _truncated(ctx: ChatAction, action: Truncated) -> None:
 async def _tool_confirmed(ctx: ChatAction, action: ToolCallConfirmed) -> None:
     """The user's decision on a call waiting for confirmation: approved or not,
     the option chosen among those the call offered (approved must agree with its
-    kind), and an edited tool input where the call is editable. The host's
+    kind), an edited tool input where the call is editable, and a denial's
+    reason and reasonMessage (to the provider too). The host's
     chat/toolCallConfirmed answers the dispatch."""
     with ctx.channel.expecting(("confirmed", action.tool_call_id), ctx.origin):
         await ctx.chat.answer(
@@ -285,6 +286,8 @@ async def _tool_confirmed(ctx: ChatAction, action: ToolCallConfirmed) -> None:
             client_id=ctx.client_id,
             option=action.selected_option_id,
             edited_input=action.edited_tool_input,
+            reason=action.reason,
+            reason_message=action.reason_message,
         )
 
 

@@ -58,8 +58,9 @@ from agenthost.messages.events import (
 )
 from agenthost.messages.events import SteeringWithdrawn as SteeringWithdrawnEvent
 from agenthost.messages.session_events import AgentsChanged
+from agenthost.server.active_sessions import ActiveSessions
 from agenthost.server.authentication import RESOURCE
-from agenthost.server.broadcasts import Listeners, RootNotice, SummaryChecks
+from agenthost.server.broadcasts import RELAYED, Listeners, RootNotice, SummaryChecks
 from agenthost.server.channels import CHAT_PREFIX, ChannelTable, Sequencer, chat_uri, session_uri
 from agenthost.server.clients import Clients
 from agenthost.server.connection import CLOSE_WAIT_S, Connection
@@ -152,6 +153,7 @@ class AhpServer:
         relay = getattr(self.host, "relay", None)
         self.listeners = Listeners(self.sequencer, relay)
         self.summaries = SummaryChecks(self.registry, self.listeners, self.spawn)
+        self.active_sessions = ActiveSessions(self.host.count_sessions, self.listeners, self.spawn)
         self.channels = ChannelTable(
             self.sequencer,
             self.host.services.clock,
@@ -202,6 +204,8 @@ class AhpServer:
         """Another front's notice (a sharded host's): a root notification."""
         if isinstance(notice, RootNotice):
             self.listeners.relayed(notice)
+            if notice.frame.get("method") in RELAYED:  # created or disposed there
+                self.active_sessions.changed(notice.identity)
 
     def available_providers(self) -> list[str]:
         """The root's agents: the host's providers but those unavailable now."""
@@ -219,6 +223,9 @@ class AhpServer:
         """The session left memory: nothing kept for it stays (a disposed one's
         channels close too; a released one has none: a channel keeps it in)."""
         gone = why in (Departure.DISPOSED, Departure.COLLECTED)
+        owner = self.registry.owner(session_id)
+        if gone and owner is not None:
+            self.active_sessions.changed(owner)
         chats = self.registry.disposed(session_id) if gone else self.registry.departed(session_id)
         self.summaries.departed(session_id)
         self.clients.departed(session_id)

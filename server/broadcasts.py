@@ -30,7 +30,8 @@ Invariants (loop thread only):
    others were sent what changed, with that state as its snapshot; a
    client's own session action is reduced into it as it is broadcast. So a
    subscriber that reduces what it received has what a fresh snapshot shows
-   (but `status`: no 1.1 session action sets it).
+   (its `status` through the extension x-session/statusChanged where no 1.1
+   action carries it: server/session_sync.py).
 """
 
 import asyncio
@@ -48,7 +49,7 @@ from agenthost.messages.reducers import reduce_session
 from agenthost.messages.session_events import SessionEvent
 from agenthost.messages.state import SessionState
 from agenthost.messages.wire import to_wire
-from agenthost.server.channels import ROOT, Sequencer, session_uri
+from agenthost.server.channels import ROOT, Sequencer, identity_root, session_uri
 from agenthost.server.errors import RpcError
 from agenthost.server.registry import Registry
 from agenthost.server.session_sync import changes as session_changes
@@ -71,7 +72,7 @@ class Listener(Protocol):
 
 def listening_key(identity: str, uri: str) -> str:
     """Whose subscriptions a channel's broadcasts reach: the root's are per identity."""
-    return f"{ROOT} {identity}" if uri == ROOT else uri
+    return identity_root(identity) if uri == ROOT else uri
 
 
 RELAYED = frozenset({"root/sessionAdded", "root/sessionRemoved"})
@@ -160,6 +161,15 @@ class Listeners:
             if key.startswith(f"{ROOT} "):
                 for listener in tuple(listeners):
                     listener.offer(frame)
+
+    def identity_root_action(self, identity: str, action: Any) -> None:
+        """A root action for one identity alone (its activeSessions), sequenced
+        and sent to its connections on the root; replayed to that identity only."""
+        key = listening_key(identity, ROOT)
+        envelope = self._sequencer.stamp(ROOT, to_wire(action), recorded_as=key)
+        frame = {"jsonrpc": "2.0", "method": "action", "params": envelope}
+        for listener in tuple(self._by_key.get(key, ())):
+            listener.offer(frame)
 
     def __len__(self) -> int:
         return len(self._by_key)

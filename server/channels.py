@@ -70,6 +70,14 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 ROOT = "ahp-root://"
+
+
+def identity_root(identity: str) -> str:
+    """What an identity's own root envelopes are recorded under (the root is per
+    identity): replayed to that identity's root subscription alone."""
+    return f"{ROOT} {identity}"
+
+
 SESSION_PREFIX = "ahp-session:/"
 CHAT_PREFIX = "ahp-chat:/"
 
@@ -239,14 +247,18 @@ class Sequencer:
         action: dict[str, Any],
         origin: dict[str, Any] | None = None,
         size: int = 0,
+        recorded_as: str | None = None,
     ) -> dict[str, Any]:
-        """The envelope of `action`, numbered and kept for replay (`size`: its weight)."""
+        """The envelope of `action`, numbered and kept for replay (`size`: its
+        weight; `recorded_as`: the key a replay asks for, when not `channel`:
+        an identity's own root action, `identity_root`)."""
         self.seq += 1
         envelope = {"channel": channel, "action": action, "serverSeq": self.seq}
         if origin is not None:
             envelope["origin"] = origin
-        self._buffer.append(Recorded(self.seq, channel, envelope, size))
-        self._counts[channel] = self._counts.get(channel, 0) + 1
+        key = channel if recorded_as is None else recorded_as
+        self._buffer.append(Recorded(self.seq, key, envelope, size))
+        self._counts[key] = self._counts.get(key, 0) + 1
         self.buffered_bytes += size
         limit = self._replay_bytes
         while len(self._buffer) > self._replay or (
@@ -264,12 +276,17 @@ class Sequencer:
                 self._dead -= 1
         return envelope
 
-    def since(self, last_seen: int, channels: set[str]) -> list[dict[str, Any]] | None:
-        """The envelopes of `channels` after `last_seen`, or None when the buffer
-        no longer reaches back that far, a channel was not recorded all along, or
-        `last_seen` is not a seq of this sequencer (below its base)."""
+    def since(
+        self, last_seen: int, channels: set[str], identity: str | None = None
+    ) -> list[dict[str, Any]] | None:
+        """The envelopes of `channels` after `last_seen` (with the root, the
+        root's envelopes recorded for `identity` alone too), or None when the
+        buffer no longer reaches back that far, a channel was not recorded all
+        along, or `last_seen` is not a seq of this sequencer (below its base)."""
         if last_seen > self.seq or last_seen < self._evicted or last_seen < self.base:
             return None
+        if identity is not None and ROOT in channels:
+            channels = channels | {identity_root(identity)}
         for channel in channels:
             if channel.startswith(CHAT_PREFIX):
                 start = self._recorded_from.get(channel)

@@ -57,6 +57,7 @@ from agenthost.server.chat_view import (
     Pending,
     Request,
     Seen,
+    draft_line,
     how_to_answer,
     option_of,
     read_action,
@@ -336,6 +337,9 @@ class ChatClient:
                 self._request_line(request)
             elif request.questions and not known.questions:  # the AHP form says more
                 known.questions = request.questions
+        elif what is Seen.DRAFT:  # another client's draft answer (ours is not echoed)
+            if (envelope.get("origin") or {}).get("clientId") != self.client_id:
+                self._line(draft_line(view.requests, fields))
         elif what == "request_closed":
             closed = fields["id"]
             view.requests = [r for r in view.requests if closed not in (r.id, r.tool_call_id)]

@@ -387,6 +387,7 @@ class Seen(StrEnum):
     REQUEST_CLOSED = "request_closed"
     REASONING_PART = "reasoning_part"
     REASONING = "reasoning"
+    DRAFT = "draft"
     OTHER = "other"
 
 
@@ -410,6 +411,12 @@ def read_action(action: dict[str, Any]) -> tuple[Seen, dict[str, Any]]:
         return Seen.REQUEST_CLOSED, {"id": action.get("toolCallId")}
     if kind == "chat/inputCompleted":
         return Seen.REQUEST_CLOSED, {"id": action.get("requestId")}
+    if kind == "chat/inputAnswerChanged":
+        return Seen.DRAFT, {
+            "id": action.get("requestId"),
+            "question": action.get("questionId"),
+            "text": answer_text(action.get("answer")),
+        }
     message = action.get("message") or {}
     if kind == "chat/turnStarted":
         return Seen.STARTED, {
@@ -451,3 +458,34 @@ def read_action(action: dict[str, Any]) -> tuple[Seen, dict[str, Any]]:
     if kind == "x-chat/requestClosed":
         return Seen.REQUEST_CLOSED, {"id": action.get("requestId")}
     return Seen.OTHER, {}
+
+
+def answer_text(answer: Any) -> str | None:
+    """An InputAnswer as words (its values and free text); None for none."""
+    if not isinstance(answer, dict):
+        return None
+    if answer.get("state") == "skipped":
+        return "(skipped)"
+    value = (answer.get("value") or {}).get("value")
+    values = (
+        [str(v) for v in value]
+        if isinstance(value, list)
+        else []
+        if value is None
+        else [str(value)]
+    )
+    return ", ".join(map(str, [*values, *(answer.get("freeformValues") or [])]))
+
+
+def draft_line(requests: list[Request], fields: dict[str, Any]) -> str:
+    """Another client's draft answer (chat/inputAnswerChanged), as a line."""
+    request = next((r for r in requests if r.id == fields["id"]), None)
+    asked = (
+        next((q.text for q in request.questions if q.id == fields["question"]), None)
+        if request
+        else None
+    )
+    about = asked or (request.label if request else fields["question"])
+    if fields["text"] is None:
+        return f"[another client cleared its draft] {about}"
+    return f"[another client's draft] {about}: {fields['text']}"

@@ -137,7 +137,7 @@ async def reconnect(conn: "Connection", params: p.ReconnectParams) -> Any:
         except RpcError:
             missing.append(uri)
     legacy = set(conn.channels) - windowed
-    replay = conn.server.sequencer.since(params.last_seen_server_seq, legacy)
+    replay = conn.server.sequencer.since(params.last_seen_server_seq, legacy, conn.identity)
     resumed = None
     if params.windows is not None:
         resumed = await resume_windows(conn, checkpoints, set(params.subscriptions))
@@ -169,7 +169,9 @@ async def reconnect_channels(
         if snapshot is None:
             recoveries.append(p.ChannelMissing(channel=cursor.channel))
             continue
-        replay = conn.server.sequencer.since(cursor.last_seen_server_seq, {cursor.channel})
+        replay = conn.server.sequencer.since(
+            cursor.last_seen_server_seq, {cursor.channel}, conn.identity
+        )
         if replay is None:
             recoveries.append(p.ChannelSnapshot(channel=cursor.channel, snapshot=snapshot))
         else:
@@ -229,7 +231,7 @@ async def resume_windows(
             conn.windows.pop(uri, None)
             continue
         seen = checkpoint.last_applied_server_seq
-        envelopes = None if seen is None else server.sequencer.since(seen, {uri})
+        envelopes = None if seen is None else server.sequencer.since(seen, {uri}, conn.identity)
         if envelopes is None:
             recovery = "snapshot"
             bootstrap = [windows.snapshot_message(snapshot)]
@@ -293,7 +295,8 @@ async def subscribe_to(conn: "Connection", uri: str) -> p.Snapshot:
         raise RpcError(JsonRpcErrorCode.INVALID_PARAMS, "too many subscriptions on this connection")
     if uri == ROOT:
         conn.join(uri)
-        state = root_state(server.available_providers(), (authentication.RESOURCE,))
+        count = await server.active_sessions.snapshot(conn.identity)
+        state = root_state(server.available_providers(), (authentication.RESOURCE,), count)
         return p.Snapshot(resource=ROOT, state=state, from_seq=server.sequencer.seq)
     if uri.startswith(SESSION_PREFIX):
         session = await server.registry.session(uri[len(SESSION_PREFIX) :], conn.identity)
@@ -354,6 +357,7 @@ async def create_session(conn: "Connection", params: p.CreateSessionParams) -> C
             conn.leave(uri)
             raise
         await server.sessions_owned(session, conn.identity)
+        server.active_sessions.changed(conn.identity)
         if config:
             await session.set_config(config)
         if client is not None:  # as session/activeClientSet would
@@ -375,6 +379,7 @@ async def dispose_session(conn: "Connection", params: p.DisposeSessionParams) ->
     await server.forget_session(session.id)
     removed = SessionRemoved(channel=ROOT, session=uri, resource=uri)
     server.listeners.root(conn.identity, "root/sessionRemoved", removed)
+    server.active_sessions.changed(conn.identity)
 
 
 async def create_chat(conn: "Connection", params: p.CreateChatParams) -> CreatedChat:

@@ -6,14 +6,16 @@ summary and chat catalog read at one instant (`AsyncSession.view`): the
 `subscribe` snapshot and the mirror server/broadcasts.py keeps per session
 come from it alike. `changes(old, new)` is the session actions that carry
 `old` to `new`: reducing them with `messages.reducers.reduce_session` from
-`old` gives `new` in every field but `status` (tests/server/
-test_session_sync.py checks this with hypothesis).
+`old` gives `new` (tests/server/test_session_sync.py checks this with
+hypothesis).
 
-`status` is the one exception: AHP 1.1 has no session action that sets it
-(a session's status is its chats' aggregate; each chat's status travels in
-`session/chatUpdated` on its catalog entry, and the session's own in
-`root/sessionSummaryChanged`). The reducer moves its input-needed bits with
-`session/inputNeededSet`/`Removed`, and only those.
+`status` needs an extension: AHP 1.1's session reducer moves it only with
+`session/isReadChanged`, `isArchivedChanged` and `inputNeededSet`/`Removed`
+(upstream's types/channels-session/reducer.ts), so no 1.1 action says a
+session started a turn, went idle or stopped at an error (a session's status
+is its chats' aggregate; each chat's travels in `session/chatUpdated`, the
+session's in `root/sessionSummaryChanged`). Where the 1.1 actions leave the
+status short of the new one, `x-session/statusChanged {status}` follows them.
 
 Nothing here reads the host: these are pure functions of what it answered.
 """
@@ -26,6 +28,7 @@ import attrs
 from agenthost.messages import versions
 from agenthost.messages.commands import GetSessionViewReply
 from agenthost.messages.common import directory_uri
+from agenthost.messages.reducers import reduce_session
 from agenthost.messages.session_events import (
     ActiveClientRemoved,
     ActiveClientSet,
@@ -49,6 +52,7 @@ from agenthost.messages.session_events import (
     SessionInputNeededSet,
     SessionMetaChanged,
     SessionModelChanged,
+    SessionStatusChanged,
     SessionTitleChanged,
     WorkingDirectoryRemoved,
     WorkingDirectorySet,
@@ -150,7 +154,8 @@ def _config_changes(old: SessionState, new: SessionState) -> list[SessionEvent]:
 
 
 def changes(old: SessionState, new: SessionState) -> tuple[SessionEvent, ...]:
-    """The session actions that carry `old` to `new` (all but `status`)."""
+    """The session actions that carry `old` to `new`: AHP's, then the
+    extension for a status they do not reach (the module docstring)."""
     out: list[SessionEvent] = []
     if (old.title, old.user_titled) != (new.title, new.user_titled):
         out.append(SessionTitleChanged(title=new.title, by_user=new.user_titled or bool(old.title)))
@@ -201,6 +206,12 @@ def changes(old: SessionState, new: SessionState) -> tuple[SessionEvent, ...]:
         )
     )
     out.extend(_replaced(old, new))
+    if out or old.status != new.status:  # an input-needed action moves it too
+        reached = old
+        for action in out:
+            reached = reduce_session(reached, action)
+        if reached.status != new.status:
+            out.append(SessionStatusChanged(status=new.status))
     return tuple(out)
 
 

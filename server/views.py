@@ -147,6 +147,9 @@ def agents(
 
 
 def root_state(
-    providers: list[str], protected: tuple[ProtectedResourceMetadata, ...] = ()
+    providers: list[str],
+    protected: tuple[ProtectedResourceMetadata, ...] = (),
+    active_sessions: int | None = None,
 ) -> RootState:
-    return RootState(agents=agents(providers, protected))
+    """The root as an identity sees it: the agents, and how many sessions it holds."""
+    return RootState(agents=agents(providers, protected), active_sessions=active_sessions)

@@ -48,6 +48,7 @@ from agenthost.actors.handles import Subscription, Ticket
 from agenthost.actors.host import SessionInfo
 from agenthost.actors.protocol import (
     AdoptSession,
+    CountSessions,
     FindClient,
     FindSession,
     GetChat,
@@ -121,6 +122,7 @@ READS = (
     ListSessionRows,
     FindSession,
     ListSessionPage,
+    CountSessions,
     FindClient,
     AdoptSession,
 )

@@ -146,11 +146,14 @@ class SaveSessionState:
 
 @attrs.frozen(kw_only=True)
 class SaveChatMeta:
-    """A chat's title and read-only flag (None: unchanged)."""
+    """A chat's title, read-only flag and its IsRead and IsArchived status flags
+    (None: unchanged)."""
 
     chat_id: str
     title: str | None = None
     read_only: bool | None = None
+    read: bool | None = None
+    archived: bool | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -219,6 +222,8 @@ class ChatRecord:
     origin: ChatOrigin = attrs.field(factory=ChatOrigin)
     read_only: bool = False
     provider_ref: str | None = None  # what its provider resumes it by (SaveProviderRef)
+    read: bool = False  # its status's IsRead flag (a new chat has it clear)
+    archived: bool = False  # its status's IsArchived flag
 
 
 @attrs.frozen(kw_only=True)

@@ -291,11 +291,12 @@ class SqlStore(SqlReads):
                 self._execute(
                     "UPDATE chats SET provider_ref = ? WHERE id = ?", (provider_ref, chat_id)
                 )
-            case SaveChatMeta(chat_id=chat_id, title=title, read_only=read_only):
+            case SaveChatMeta(chat_id=chat_id):
                 self._execute(
                     "UPDATE chats SET title = COALESCE(?, title),"
-                    " read_only = COALESCE(?, read_only) WHERE id = ?",
-                    (title, read_only, chat_id),
+                    " read_only = COALESCE(?, read_only), is_read = COALESCE(?, is_read),"
+                    " is_archived = COALESCE(?, is_archived) WHERE id = ?",
+                    (op.title, op.read_only, op.read, op.archived, chat_id),
                 )
             case SetMemento(key=key, value=value):
                 self._execute(
@@ -363,7 +364,13 @@ class SqlStore(SqlReads):
                 SaveChat(session_id=record.session_id, chat_id=chat.chat_id, origin=chat.origin)
             )
             self._apply(
-                SaveChatMeta(chat_id=chat.chat_id, title=chat.title, read_only=chat.read_only)
+                SaveChatMeta(
+                    chat_id=chat.chat_id,
+                    title=chat.title,
+                    read_only=chat.read_only,
+                    read=chat.read,
+                    archived=chat.archived,
+                )
             )
             if chat.provider_ref is not None:  # the imported chat resumes its conversation
                 self._apply(SaveProviderRef(chat_id=chat.chat_id, provider_ref=chat.provider_ref))

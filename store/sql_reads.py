@@ -106,6 +106,18 @@ class SqlReads:
         cursor = f"{items[-1].created_at}.{items[-1].id}" if more else None
         return SessionPage(items=items, next_cursor=cursor)
 
+    def count_sessions(self, owner: str) -> int:
+        """How many stored sessions `owner` owns (the AHP root's activeSessions).
+
+        One row read (session_counts, which triggers keep as sessions are
+        written, deleted or change owner: migration 0014): its cost grows with
+        neither the owner's sessions nor anyone else's.
+        """
+        row = self._execute(
+            "SELECT sessions FROM session_counts WHERE owner = ?", (owner,)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
     def find_session(
         self, session_id: str | None = None, chat_id: str | None = None
     ) -> SessionSummary | None:
@@ -153,17 +165,19 @@ class SqlReads:
             return None
         rows = self._execute(
             "SELECT id, title, draft, origin_kind, origin_chat, origin_tool_call, read_only,"
-            " provider_ref FROM chats WHERE session_id = ? ORDER BY position",
+            " provider_ref, is_read, is_archived FROM chats WHERE session_id = ? ORDER BY position",
             (session_id,),
         ).fetchall()
         chats = tuple(
             attrs.evolve(
-                self._load_chat(chat_id, title, draft),
-                origin=ChatOrigin(kind=ChatOriginKind(kind), chat_id=chat, tool_call_id=tool_call),
-                read_only=bool(read_only),
-                provider_ref=ref,
+                self._load_chat(r[0], r[1], r[2]),
+                origin=ChatOrigin(kind=ChatOriginKind(r[3]), chat_id=r[4], tool_call_id=r[5]),
+                read_only=bool(r[6]),
+                provider_ref=r[7],
+                read=bool(r[8]),
+                archived=bool(r[9]),
             )
-            for chat_id, title, draft, kind, chat, tool_call, read_only, ref in rows
+            for r in rows
         )
         worktree = None if row[3] is None else Worktree(path=row[3], repo=row[4], base=row[5])
         record = SessionRecord(

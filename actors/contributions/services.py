@@ -135,7 +135,7 @@ class Sessions:
 
 
 class Chats:
-    """Tell a live chat's queue drain how a turn ended; persist a chat's title."""
+    """Tell a live chat's queue drain how a turn ended; persist a chat's title and flags."""
 
     def __init__(self, directory: Directory, store: Ref) -> None:
         self._directory = directory
@@ -154,6 +154,12 @@ class Chats:
     def save_title(self, chat: ChatKey, title: str) -> None:
         assert chat.chat_id is not None
         Actor.send(self._store, Write(op=SaveChatMeta(chat_id=chat.chat_id, title=title)))
+
+    def save_flags(self, chat: ChatKey, *, read: bool, archived: bool) -> None:
+        """The chat's IsRead and IsArchived status flags."""
+        assert chat.chat_id is not None
+        op = SaveChatMeta(chat_id=chat.chat_id, read=read, archived=archived)
+        Actor.send(self._store, Write(op=op))
 
 
 def injectable(services: Services) -> dict[str, Callable[[str], Any]]:

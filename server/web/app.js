@@ -19,6 +19,7 @@ const ROOT = "ahp-root://";
 const SESSION = "ahp-session:/";
 const STATUS = { idle: 1, error: 2, working: 8, input: 16, read: 32, archived: 64 };
 const RETRY_S = [1, 2, 4, 8, 15];
+const DRAFT_MS = 400; // a draft answer goes out once typing pauses this long
 
 const wire = {
   versions: ["1.1.0"],
@@ -39,6 +40,9 @@ const wire = {
   inputCompleted: (requestId, response, answers) =>
     ({ type: "chat/inputCompleted", requestId, response, ...(answers ? { answers } : {}) }),
   submitted: (kind, value) => ({ state: "submitted", value: { kind, value } }),
+  // a draft of one answer, synced to the other clients (`answer` null clears it)
+  inputAnswerChanged: (requestId, questionId, answer) =>
+    ({ type: "chat/inputAnswerChanged", requestId, questionId, ...(answer ? { answer } : {}) }),
   titleChanged: (title) => ({ type: "session/titleChanged", title }),
   isRead: () => ({ type: "session/isReadChanged", isRead: true }),
   isArchived: (isArchived) => ({ type: "session/isArchivedChanged", isArchived }),
@@ -76,9 +80,18 @@ const wire = {
     chosen: t.selectedOption ? t.selectedOption.label || t.selectedOption.id : null,
     auth: wire.auth(t.auth),
   }),
-  // chat/inputRequested's request: a message and its questions
+  // An InputAnswer as words: its value(s) and free text; a skipped one says so.
+  answerText: (a) => {
+    if (!a || a.state === "skipped") return a ? "(skipped)" : "";
+    const value = a.value ? a.value.value : undefined;
+    const values = Array.isArray(value) ? value.map(String) : value === undefined ? [] : [String(value)];
+    return [...values, ...(a.freeformValues || [])].join(", ");
+  },
+  // chat/inputRequested's request: a message, its questions and the answers synced so far
   input: (r) => ({
     id: r.id, message: r.message || "", url: r.url || null,
+    drafts: Object.fromEntries(Object.entries(r.answers || {})
+      .map(([q, a]) => [q, { text: wire.answerText(a), live: false }]).filter(([, d]) => d.text)),
     questions: (r.questions || []).map((q) => ({
       id: q.id, kind: q.kind, message: q.message || "", title: q.title || "", required: q.required === true,
       options: wire.options(q.options), freeform: q.allowFreeformInput !== false,
@@ -156,6 +169,9 @@ const wire = {
                  change: a.approved ? { status: "completed" } : { status: "cancelled", reason: "result-denied" } };
       case "chat/inputRequested": return { type: "inputRequested", request: wire.input(a.request || {}) };
       case "chat/inputCompleted": return { type: "inputDone", id: a.requestId };
+      case "chat/inputAnswerChanged":
+        return { type: "inputAnswer", requestId: a.requestId, questionId: a.questionId,
+                 text: wire.answerText(a.answer) };
       case "chat/pendingMessageSet": return { type: "pendingSet", pending: wire.pending(a.pending || a) };
       case "chat/pendingMessageRemoved":
         return { type: "pendingRemoved", id: a.pendingId ?? a.id, kind: a.kind, reason: a.reason };
@@ -743,9 +759,13 @@ function inputCard(r) {
   const title = r.message || (questions.length === 1 ? questions[0].message : "") || "The agent asks";
   card.append(el("div", { class: "card-head" }, el("span", { class: "card-title", text: title })));
   if (r.url) card.append(el("p", {}, el("a", { href: r.url, target: "_blank", rel: "noopener noreferrer", text: r.url })));
-  const readers = questions.map((q) => questionField(card, q, questions.length > 1 || q.message !== title));
+  const readers = questions.map((q) => questionField(card, q, questions.length > 1 || q.message !== title, r));
+  const drafting = draftSender(r, readers);
+  card.addEventListener("input", drafting.changed);
+  card.addEventListener("change", drafting.changed);
   const submit = (e) => {
     e.preventDefault();
+    drafting.stop();
     const answers = {};
     for (const [q, read] of readers) {
       const value = read();
@@ -762,12 +782,56 @@ function inputCard(r) {
   return card;
 }
 
+// Drafts go out as the user types (chat/inputAnswerChanged, once typing pauses for
+// DRAFT_MS), one question at a time, only when the answer changed; an emptied field
+// clears its draft. The other clients show them (showDraft).
+function draftSender(r, readers) {
+  const timers = new Map();
+  const sent = new Map();
+  const flush = (q, read) => {
+    timers.delete(q.id);
+    const value = read();
+    const answer = value === null ? null : { ...value, state: "draft" };
+    const key = JSON.stringify(answer);
+    if (sent.get(q.id) === key || (answer === null && !sent.has(q.id))) return;
+    sent.set(q.id, key);
+    dispatchChat(wire.inputAnswerChanged(r.id, q.id, answer));
+  };
+  return {
+    changed: (e) => {
+      const box = e.target.closest && e.target.closest("fieldset.question");
+      const found = box && readers.find(([q]) => q.id === box.dataset.question);
+      if (!found) return;
+      const [q, read] = found;
+      clearTimeout(timers.get(q.id));
+      timers.set(q.id, setTimeout(() => flush(q, read), DRAFT_MS));
+    },
+    stop: () => { for (const timer of timers.values()) clearTimeout(timer); timers.clear(); },
+  };
+}
+
+// Another client's draft answer to one question, under it (textContent only). A
+// snapshot's synced answers say nothing of whose they are: "Draft so far".
+function draftLine(r, questionId) {
+  const draft = r.drafts[questionId];
+  const label = draft && draft.live ? "Another client's draft" : "Draft so far";
+  return el("p", { class: "draft", "data-draft": questionId, hidden: !draft,
+                   text: draft ? `${label}: ${draft.text}` : "" });
+}
+
+function showDraft(r, questionId) {
+  const card = document.querySelector(`form[data-input="${CSS.escape(r.id)}"]`);
+  const line = card && card.querySelector(`[data-draft="${CSS.escape(questionId)}"]`);
+  if (line) line.replaceWith(draftLine(r, questionId));
+}
+
 // One question's field in `form`; returns [question, read], read giving its answer or null.
-function questionField(form, q, labelled) {
+function questionField(form, q, labelled, r) {
   const name = `q-${q.id}`;
-  const box = el("fieldset", { class: "question" });
+  const box = el("fieldset", { class: "question", "data-question": q.id });
   if (labelled) box.append(el("legend", { text: `${q.message}${q.required ? " (required)" : ""}` }));
   form.append(box);
+  form.append(draftLine(r, q.id));
   const textField = (type, label) => {
     const input = el("input", { type, name, "aria-label": label, placeholder: "Your answer" });
     box.append(input);
@@ -922,6 +986,15 @@ function onChatAction(envelope) {
       break;
     }
     case "inputDone": s.inputs = s.inputs.filter((r) => r.id !== a.id); break;
+    case "inputAnswer": {
+      // Another client's draft is shown beside the question, in place: the form
+      // is not rebuilt, so what this user is typing stays. Our own echo is not shown.
+      const r = s.inputs.find((x) => x.id === a.requestId);
+      if (!r || (envelope.origin && envelope.origin.clientId === page.clientId)) return;
+      if (a.text) r.drafts[a.questionId] = { text: a.text, live: true }; else delete r.drafts[a.questionId];
+      showDraft(r, a.questionId);
+      return;
+    }
     case "requestClosed": s.requests = s.requests.filter((r) => r.id !== a.id); break;
     case "truncated": openChat(page.chat); return;
     default: return;

@@ -10,7 +10,7 @@ from agenthost.actors.active_turn import ActiveTurn, AssistantStream
 from agenthost.actors.input_answers import given
 from agenthost.actors.requests import TEXT_QUESTION, RequestDesk
 from agenthost.messages.commands import AnswerRequest
-from agenthost.messages.common import ConfirmationOption, ConfirmationOptionKind
+from agenthost.messages.common import ConfirmationOption, ConfirmationOptionKind, Markdown
 from agenthost.messages.errors import ErrorCode
 from agenthost.messages.events import (
     ChatEvent,
@@ -204,6 +204,20 @@ def test_a_permissions_options_are_offered_on_the_waiting_tool_call() -> None:
     assert isinstance(opened, RequestOpened) and opened.request.options == (ALLOW, REJECT)
 
 
+def test_a_denials_reason_and_words_go_to_the_provider_and_into_the_action() -> None:
+    d = Desk()
+    d.open(HostRequestKind.PERMISSION, tool_call_id="c1")
+    d.actions.clear()
+    words = Markdown(markdown="use **make**")
+    assert d.answer(approved=False, reason="skipped", reason_message=words) is None
+    assert d.answers == [
+        {"id": "r", "approved": False, "reason": "skipped", "reason_message": "use **make**"}
+    ]
+    confirmed = d.actions[0]
+    assert isinstance(confirmed, ToolCallConfirmed)
+    assert (confirmed.reason, confirmed.reason_message) == ("skipped", words)
+
+
 def test_an_option_chosen_approves_by_its_kind_and_is_named_to_the_provider() -> None:
     d = Desk()
     d.open(HostRequestKind.PERMISSION, tool_call_id="c1", options=(ALLOW, REJECT))
@@ -219,7 +233,7 @@ def test_a_deny_option_denies() -> None:
     d = Desk()
     d.open(HostRequestKind.PERMISSION, tool_call_id="c1", options=(ALLOW, REJECT))
     d.answer(option="reject")
-    assert d.answers == [{"id": "r", "approved": False, "option": "reject"}]
+    assert d.answers == [{"id": "r", "approved": False, "option": "reject", "reason": "denied"}]
     assert d.actions[-1] == RequestClosed(
         request_id="r", kind=RequestKind.PERMISSION, outcome=RequestOutcome.DENIED
     )

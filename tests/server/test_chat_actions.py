@@ -134,6 +134,69 @@ def test_a_deny_option_denies_the_call_and_the_tool_never_runs(
     run(host, body)
 
 
+def test_a_denials_reason_and_words_reach_the_state_the_wire_and_the_provider(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("edit", ToolCall("edit", "{}", options=OPTIONS), Say("ok"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            ready = await tool_call_ready(client, chat, "edit")
+            words = {"markdown": "not **that** file"}
+            seq = await client.dispatch(
+                chat, confirm(ready, approved=False, reason="skipped", reasonMessage=words)
+            )
+            confirmed = (await client.wait_for(by_origin(seq)))["params"]["action"]
+            assert (confirmed["reason"], confirmed["reasonMessage"]) == ("skipped", words)
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            snapshot = (await client.call("subscribe", {"channel": chat}))["snapshot"]
+            [part] = [
+                p
+                for p in snapshot["state"]["turns"][-1]["responseParts"]
+                if p["kind"] == "toolCall"
+            ]
+            call = part["toolCall"]
+            assert (call["status"], call["reason"], call["reasonMessage"]) == (
+                "cancelled",
+                "skipped",
+                words,
+            )
+        answer = provider.answers[-1]
+        assert (answer.approved, answer.reason, answer.reason_message) == (
+            False,
+            "skipped",
+            "not **that** file",
+        )
+
+    run(host, body)
+
+
+def test_a_denial_without_a_reason_is_denied_and_an_approval_carries_none(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("edit", ToolCall("edit", "{}"), Say("ok"))
+
+    async def body(server: Server) -> None:
+        async with server.client() as client:
+            chat = await followed_chat(client)
+            ready = await tool_call_ready(client, chat, "edit")
+            seq = await client.dispatch(chat, approve(ready, reason="skipped"))
+            confirmed = (await client.wait_for(by_origin(seq)))["params"]["action"]
+            assert confirmed["approved"] is True and "reason" not in confirmed
+            await client.wait_for(action_of("chat/turnComplete", turnId="t1"))
+            await client.dispatch(chat, turn("edit", "t2"))
+            again = (await client.wait_for(action_of("chat/toolCallReady", turnId="t2")))["params"]
+            seq = await client.dispatch(chat, confirm(again["action"], approved=False))
+            denied = (await client.wait_for(by_origin(seq)))["params"]["action"]
+            assert denied["reason"] == "denied" and "reasonMessage" not in denied
+            await client.wait_for(action_of("chat/turnComplete", turnId="t2"))
+        first, second = provider.answers[-2:]
+        assert (first.reason, second.reason, second.reason_message) == (None, "denied", None)
+
+    run(host, body)
+
+
 def test_an_option_the_call_does_not_offer_or_that_contradicts_approved_is_refused(
     host: Host, provider: ScriptedProvider
 ) -> None:

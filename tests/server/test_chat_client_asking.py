@@ -295,3 +295,32 @@ def test_a_tool_call_waiting_for_authorization_names_its_resource_and_authorize_
         assert [a.token is not None for a in provider.answers] == [True]
 
     run(host, body)
+
+
+def test_another_clients_draft_answer_is_shown_and_its_own_is_not(
+    host: Host, provider: ScriptedProvider
+) -> None:
+    provider.on("ask", AskUser("Which file?"), Say("ok"))
+
+    async def body(server: Server) -> None:
+        async with chat_client(server) as (client, screen), server.client() as other:
+            await client.create_session()
+            await client.handle_line("ask")
+            await screen.shows("[user_input] Which file? (/answer text)\n")
+            assert client.chat is not None and client.view.requests
+            request_id = client.view.requests[0].id
+            await other.initialize(client_id="tablet")
+            await other.call("subscribe", {"channel": client.chat})
+            draft = {"state": "draft", "value": {"kind": "text", "value": "main.py"}}
+            change = {"type": "chat/inputAnswerChanged", "requestId": request_id}
+            await other.dispatch(client.chat, {**change, "questionId": "answer", "answer": draft})
+            await screen.shows("[another client's draft] Which file?: main.py\n")
+            await other.dispatch(client.chat, {**change, "questionId": "answer"})
+            await screen.shows("[another client cleared its draft] Which file?\n")
+            await client.dispatch({**change, "questionId": "answer", "answer": draft})
+            await client.handle_line("/answer util.py")
+            await screen.shows("[turn complete]\n")
+            assert screen.text.count("[another client") == 2  # its own draft: no line
+            assert provider.model_inputs[-1] == "util.py"
+
+    run(host, body)

@@ -551,6 +551,42 @@ def test_an_input_request_is_a_form_of_its_questions(
 
 
 @needs_browser
+def test_a_draft_answer_is_synced_and_shown_to_the_other_client_beside_its_own(
+    server: LiveServer, provider: ScriptedProvider, open_page: Callable[..., Page], tmp_path: Path
+) -> None:
+    provider.on("ask", AskUser("Which file?"), Say("thanks"))
+    mine = open_page(server)
+    new_session(mine)
+    send(mine, "ask")
+    form = mine.locator("#active-turn form.card.input", has_text="Which file?")
+    expect(form.get_by_role("textbox")).to_have_count(1)
+    theirs = open_page(server)  # another browser: another client id
+    theirs.locator("#sessions li", has_text="ask").locator("button.open").click()
+    their_form = theirs.locator("#active-turn form.card.input", has_text="Which file?")
+    expect(their_form.locator(".draft")).to_be_hidden()
+    form.get_by_role("textbox").fill("main.py")  # a draft goes out once typing pauses
+    expect(their_form.locator(".draft")).to_have_text("Another client's draft: main.py")
+    expect(form.locator(".draft")).to_be_hidden()  # one's own draft is not echoed
+    their_form.get_by_role("textbox").fill("util.py")
+    expect(form.locator(".draft")).to_have_text("Another client's draft: util.py")
+    expect(form.get_by_role("textbox")).to_have_value("main.py")  # not rebuilt under the user
+    [session] = server.host.list_sessions()
+    [request] = server.host.open_session(session.id).chat().state().input_requests
+    [(question, answer)] = request.answers or ()
+    assert (question, answer.state, answer.value and answer.value.value.value) == (
+        "answer",
+        "draft",
+        "util.py",
+    )
+    shot(theirs, tmp_path, "draft-elsewhere")
+    their_form.get_by_role("textbox").fill("")  # an emptied field clears its draft
+    expect(form.locator(".draft")).to_be_hidden()
+    form.get_by_role("button", name="Answer").click()
+    done(mine, "ask")
+    assert provider.model_inputs[-1] == "main.py"
+
+
+@needs_browser
 def test_the_page_says_why_a_steering_removal_was_refused(
     start_host: Callable[..., Host], open_page: Callable[..., Page]
 ) -> None:

@@ -32,7 +32,10 @@ from agenthost.messages.state import (
 from agenthost.store import ClientBinding, Store
 from agenthost.store.base import CLIENT_KEEP_MS, OWNER_KEY, PRUNE_BATCH
 from agenthost.store.records import (
+    ChatRecord,
+    DeleteSession,
     ImportSession,
+    SaveChatMeta,
     SavePending,
     SaveSession,
     SaveSessionState,
@@ -384,3 +387,118 @@ def test_a_sessions_enablement_decisions_are_kept_and_nothing_else_of_its_custom
     record = store.load_session("s1")
     assert record is not None and record.state.customizations is None
     assert store_factory.query("SELECT customizations FROM sessions") == [(None,)]
+
+
+# -- how many sessions an owner holds ----------------------------------------------------
+def test_an_owners_count_follows_its_sessions_created_disposed_and_moved(store: Store) -> None:
+    for n in range(3):
+        save_session(store, f"ann{n}", n, "ann")
+    save_session(store, "bob0", 9, "bob")
+    save_session(store, "nobody", 10, None)
+    assert (store.count_sessions("ann"), store.count_sessions("bob")) == (3, 1)
+    store.apply(DeleteSession(session_id="ann1"))
+    store.apply(
+        SaveSessionState(session_id="ann2", state=SessionState(config=((OWNER_KEY, "bob"),)))
+    )
+    store.apply(
+        SaveSessionState(
+            session_id="bob0", state=SessionState(title="same owner", config=((OWNER_KEY, "bob"),))
+        )
+    )
+    store.apply(
+        SaveSessionState(session_id="nobody", state=SessionState(config=((OWNER_KEY, "cat"),)))
+    )
+    store.commit()
+    counts = [store.count_sessions(owner) for owner in ("ann", "bob", "cat", "dan")]
+    assert counts == [1, 2, 1, 0]
+
+
+def test_an_imported_session_counts_for_its_owner_and_a_refused_one_does_not(
+    store: Store,
+) -> None:
+    owned = SessionState(config=((OWNER_KEY, "ann"),))
+    record = SessionRecord(
+        session_id="s1", provider="scripted", title="", created_at=1, chats=(), state=owned
+    )
+    assert refused(store, [ImportSession(record=record), ImportSession(record=record)]) == {1}
+    assert store.count_sessions("ann") == 1
+
+
+def test_counting_an_owners_sessions_reads_one_row(
+    store: Store, store_factory: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # activeSessions is read at each root subscribe: it must not cost a read of
+    # the owner's sessions (issue 19: no per-request cost grows with the store).
+    statements: list[tuple[str, tuple[object, ...]]] = []
+    execute = store._execute  # type: ignore[attr-defined]
+
+    def traced(statement: str, params: tuple[object, ...] = ()) -> object:
+        statements.append((statement, params))
+        return execute(statement, params)
+
+    for n in range(5):
+        save_session(store, f"s{n}", n, "ann")
+    store.commit()
+    monkeypatch.setattr(store, "_execute", traced)
+    assert store.count_sessions("ann") == 5
+    [(statement, params)] = statements
+    assert "sessions WHERE" not in statement.replace("session_counts WHERE", "")
+    if store_factory.kind == "sqlite":
+        plan = " ".join(str(row[3]) for row in execute(f"EXPLAIN QUERY PLAN {statement}", params))
+        assert "SEARCH session_counts USING INDEX" in plan and "(owner=?)" in plan
+    else:
+        execute("SET LOCAL enable_seqscan = off")
+        plan = " ".join(str(row[0]) for row in execute(f"EXPLAIN {statement}", params))
+        assert "Index Scan using session_counts_pkey" in plan
+
+
+def test_migration_14_counts_the_sessions_stored_before_it(store_factory: StoreFactory) -> None:
+    store_factory.write_schema(up_to=13)
+    for session_id, owner in (("a", "ann"), ("b", "ann"), ("c", "bob"), ("d", None)):
+        store_factory.execute(
+            "INSERT INTO sessions (id, provider, created_at, modified_at, owner)"
+            " VALUES (?, 'scripted', 1, 1, ?)",
+            (session_id, owner),
+        )
+    store = store_factory()
+    store.open()
+    try:
+        assert (store.count_sessions("ann"), store.count_sessions("bob")) == (2, 1)
+        store.apply(DeleteSession(session_id="a"))
+        store.commit()
+        assert store.count_sessions("ann") == 1
+    finally:
+        store.close()
+
+
+# -- a chat's read and archived flags ----------------------------------------------------
+def test_a_chats_read_and_archived_flags_are_kept_and_come_back(store: Store) -> None:
+    save = SaveSession(
+        session_id="s1", provider="scripted", title="", created_at=1, chat_ids=("c1", "c2")
+    )
+    store.apply(save)
+    store.apply(SaveChatMeta(chat_id="c1", read=True))
+    store.apply(SaveChatMeta(chat_id="c1", archived=True))
+    store.apply(SaveChatMeta(chat_id="c1", title="kept"))  # None: the flags unchanged
+    store.apply(SaveChatMeta(chat_id="c2", read=True))
+    store.apply(SaveChatMeta(chat_id="c2", read=False))
+    store.commit()
+    record = store.load_session("s1")
+    assert record is not None
+    first, second = record.chats
+    assert (first.title, first.read, first.archived) == ("kept", True, True)
+    assert (second.read, second.archived) == (False, False)
+
+
+def test_an_imported_chat_keeps_its_flags(store: Store) -> None:
+    chat = ChatRecord(
+        chat_id="c1", title="", draft=None, turns=(), pending=(), read=True, archived=True
+    )
+    record = SessionRecord(
+        session_id="s1", provider="scripted", title="", created_at=1, chats=(chat,)
+    )
+    store.apply(ImportSession(record=record))
+    store.commit()
+    loaded = store.load_session("s1")
+    assert loaded is not None
+    assert (loaded.chats[0].read, loaded.chats[0].archived) == (True, True)

@@ -184,6 +184,25 @@ def test_a_declined_question_is_a_deny(standin: StandIn) -> None:
     }
 
 
+def test_a_denied_permission_tells_the_cli_the_users_words(standin: StandIn) -> None:
+    step = {"tool": "Bash", "input": {"command": "npm test"}, "ask": True}
+    standin.script({"go": [step, {"say": ["ok"]}]})
+    events = Events()
+
+    async def scenario() -> None:
+        adapter = standin.provider().open_session("s1", "c1", events)
+        try:
+            await answering(
+                adapter, events, "go", approved=False, reason="denied", reason_message="use make"
+            )
+        finally:
+            await adapter.dispose()
+
+    run(scenario)
+    [permission] = standin.log("permission")
+    assert permission["answer"]["response"] == {"behavior": "deny", "message": "use make"}
+
+
 @pytest.mark.parametrize("streamed", [True, False])
 def test_thinking_is_reasoning_reported_once_whether_or_not_it_streamed(
     standin: StandIn, streamed: bool

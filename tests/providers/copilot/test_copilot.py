@@ -237,6 +237,16 @@ def test_a_permission_request_waits_for_the_host_and_carries_its_decision(
     assert sent["result"]["kind"] == decision
 
 
+def test_a_denials_words_reach_the_cli_as_its_feedback(drive: Drive) -> None:
+    driver = drive({"replies": {"risky": [{"tool": "rm -rf build", "permission": True}]}})
+    driver.send("risky")
+    request = driver.wait_for(HostRequestOpened)
+    answer(driver, request.request_id, approved=False, reason="denied", reason_message="not now")
+    driver.wait_for(Idle)
+    [sent] = driver.standin.requests("session.permissions.handlePendingPermissionRequest")
+    assert (sent["result"]["kind"], sent["result"]["feedback"]) == ("reject", "not now")
+
+
 def test_an_external_tool_call_is_a_client_tool_request_answered_with_its_result(
     drive: Drive,
 ) -> None:
