@@ -203,6 +203,7 @@ class TurnTrackerActor(HostedActor):
         # tracker is freed at once instead of waiting, a reference cycle, for the
         # rare full collection (actors/collector.py). No handler runs after stop.
         del self._steering, self._desk, self._subagents
+        super().after_stop()
 
     @handles(ConnectionReady)
     def _ready(self, message: ConnectionReady) -> None:

