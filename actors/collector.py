@@ -30,10 +30,12 @@ system. Without the trim the freed memory stays resident: after a 5-minute
 soak, 865 MB with every session gone, 440 MB once trimmed; each worker thread
 allocates from an arena of its own, and glibc returns only the top of one by
 itself. Elsewhere than glibc the trim is skipped. Only while a host tunes the
-collector (`hold()`).
+collector (`hold()`). (The AHP server also trims, without a collection, 30 s
+after sessions left while it runs: server/memory.py, with `glibc_trim`.)
 """
 
 import ctypes
+import ctypes.util
 import gc
 import threading
 from collections.abc import Callable
@@ -79,14 +81,21 @@ def release() -> None:
         _saved = _ours = None
 
 
-def _find_trim() -> Callable[[int], int] | None:
-    try:
-        return getattr(ctypes.CDLL(None), "malloc_trim", None)
-    except OSError:  # pragma: no cover - no C library to look into
+def glibc_trim() -> Callable[[], int] | None:
+    """glibc's malloc_trim(0), or None where the C library has none (macOS, musl)."""
+    name = ctypes.util.find_library("c")
+    if name is None:
         return None
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return lambda: int(trim(0))
 
 
-_trim = _find_trim()
+_trim = glibc_trim()
 
 
 class Sweeps:
@@ -148,7 +157,7 @@ def sweep() -> None:
     try:
         collected = gc.collect()
         if _trim is not None:
-            _trim(0)
+            _trim()
         log.info("memory_swept", collected=collected, trimmed=_trim is not None)
     finally:
         sweeps.done()

@@ -10,30 +10,16 @@ GIL go meanwhile). Where there is no glibc (macOS, musl), nothing happens.
 """
 
 import asyncio
-import ctypes
-import ctypes.util
 from collections.abc import Callable
 from typing import Any
 
 import structlog
 
+from agenthost.actors import collector
+
 log = structlog.get_logger(__name__)
 
 TRIM_EVERY_S = 30.0
-
-
-def _glibc_trim() -> Callable[[], int] | None:
-    """glibc's malloc_trim(0), or None where the C library has none."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return lambda: int(trim(0))
 
 
 class HeapTrimmer:
@@ -51,7 +37,7 @@ class HeapTrimmer:
         """`trim`: the allocator's (default glibc's malloc_trim(0); None where there
         is none); `later(delay, fn)`: how to wait (default the running loop's)."""
         self.every_s = every_s
-        self._trim = trim if trim is not None else _glibc_trim()
+        self._trim = trim if trim is not None else collector.glibc_trim()
         self._later = later
         self._due: Any = None
         self.running: asyncio.Task[None] | None = None

@@ -5,7 +5,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from agenthost.server.memory import HeapTrimmer, _glibc_trim
+from agenthost.actors.collector import glibc_trim
+from agenthost.server.memory import HeapTrimmer
 
 
 class _Later:
@@ -51,6 +52,6 @@ def test_without_an_allocator_to_trim_departures_schedule_nothing() -> None:
 
 
 def test_glibc_trim_runs_here() -> None:
-    trim = _glibc_trim()
+    trim = glibc_trim()
     assert trim is not None  # this machine's Python runs on glibc
     assert trim() in (0, 1)
