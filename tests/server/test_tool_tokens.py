@@ -11,7 +11,7 @@ import pytest
 
 from agenthost.actors import Host
 from agenthost.providers.scripted import REDACTED, AuthToolCall, Say, ScriptedProvider
-from tests.server.ahp_client import OTHER_TOKEN, RpcFailed, Server, action_of
+from tests.server.ahp_client import OTHER_TOKEN, AhpClient, RpcFailed, Server, action_of
 from tests.server.test_ahp import followed_chat, new_session, run, turn
 
 REPO = "https://mcp.example.com"
@@ -22,6 +22,14 @@ def token_for(resource: str, channel: str = "ahp-root://", token: str = SECRET) 
     return {"channel": channel, "resource": resource, "token": token}
 
 
+async def a_call_waiting(client: AhpClient) -> tuple[str, dict[str, Any]]:
+    """A followed chat whose turn "t1" ("find") waits for a token: the chat and
+    the toolCallAuthRequired envelope."""
+    chat = await followed_chat(client)
+    await client.dispatch(chat, turn("find", "t1"))
+    return chat, await client.wait_for(action_of("chat/toolCallAuthRequired"))
+
+
 def test_authenticate_routes_the_token_to_the_waiting_call_and_it_runs(
     host: Host, provider: ScriptedProvider
 ) -> None:
@@ -29,9 +37,7 @@ def test_authenticate_routes_the_token_to_the_waiting_call_and_it_runs(
 
     async def body(server: Server) -> None:
         async with server.client() as client:
-            chat = await followed_chat(client)
-            await client.dispatch(chat, turn("find", "t1"))
-            required = await client.wait_for(action_of("chat/toolCallAuthRequired"))
+            _, required = await a_call_waiting(client)
             action = required["params"]["action"]
             assert action["turnId"] == "t1"
             assert action["auth"]["resource"]["resource"] == REPO
@@ -111,9 +117,7 @@ def test_a_resource_nothing_waits_on_and_an_empty_token_are_refused(
 
     async def body(server: Server) -> None:
         async with server.client() as client:
-            chat = await followed_chat(client)
-            await client.dispatch(chat, turn("find", "t1"))
-            await client.wait_for(action_of("chat/toolCallAuthRequired"))
+            await a_call_waiting(client)
             for params in (token_for("https://elsewhere.example"), token_for(REPO, token="")):
                 with pytest.raises(RpcFailed) as refused:
                     await client.call("authenticate", params)
@@ -133,9 +137,7 @@ def test_a_clients_dispatch_of_either_action_is_refused_as_the_hosts_own(
 
     async def body(server: Server) -> None:
         async with server.client() as client:
-            chat = await followed_chat(client)
-            await client.dispatch(chat, turn("find", "t1"))
-            required = await client.wait_for(action_of("chat/toolCallAuthRequired"))
+            chat, required = await a_call_waiting(client)
             call_id = required["params"]["action"]["toolCallId"]
             resolve = {"type": "chat/toolCallAuthResolved", "turnId": "t1", "toolCallId": call_id}
             await client.dispatch(chat, resolve)
