@@ -227,6 +227,7 @@ class CopilotAdapter(ProviderAdapter):
         self._failed: ProviderCrashed | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._refused = False  # an error came before any echo; its idle is still to come
+        self._aborting: asyncio.Future[None] | None = None  # an abort's idle still to come
 
     # -- opening -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -314,6 +315,7 @@ class CopilotAdapter(ProviderAdapter):
     async def _deliver(self, origin: _Origin, *, immediate: bool) -> str:
         """Send one user message. Its echo may be dispatched before `session.send`'s
         answer reaches us, so until then the origin waits in `_unsent`, matched by text."""
+        await self._abort_over()
         session = self._live_session()
         token = uuid.uuid4().hex
         self._unsent[token] = origin
@@ -356,7 +358,27 @@ class CopilotAdapter(ProviderAdapter):
         """Abort the run, unless the CLI has already moved on to another host run."""
         if self._session is None or self._key not in (None, message.turn_id):
             return
+        if self._busy and self._aborting is None:
+            self._aborting = asyncio.get_running_loop().create_future()
         await self._call("session.abort", self._session.abort())
+
+    async def _abort_over(self) -> None:
+        """The CLI answers `session.abort` at once and unwinds the run after; what it
+        is sent meanwhile is queued behind the aborted run and dropped with it, never
+        echoed. So a message waits for the abort's idle (within `rpc_timeout`)."""
+        aborting = self._aborting
+        if aborting is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(aborting), self.provider.rpc_timeout)
+        except TimeoutError:
+            self._log.warning("copilot_abort_never_idle", timeout=self.provider.rpc_timeout)
+            self._aborted()
+
+    def _aborted(self) -> None:
+        aborting, self._aborting = self._aborting, None
+        if aborting is not None and not aborting.done():
+            aborting.set_result(None)
 
     async def answer(self, message: ProviderAnswer) -> None:
         self._asks.waiting.answer(message)
@@ -366,6 +388,7 @@ class CopilotAdapter(ProviderAdapter):
         if self._heartbeat is not None:
             self._heartbeat.cancel()
         self._asks.waiting.cancel_all()
+        self._aborted()
         client, self._client, self._session = self._client, None, None
         if client is None:
             return
@@ -467,29 +490,32 @@ class CopilotAdapter(ProviderAdapter):
         ]
 
     def _session_idle(self, data: SessionIdleData) -> list[ProviderEvent]:
-        """The run is over. Idle with no run of ours under way (no echo came) and
-        not after an abort or an error: the CLI dropped what it acknowledged."""
+        """The run is over. After an abort, the CLI has dropped every message it had
+        not echoed. Idle with no run of ours under way (no echo came) and not after
+        an error: the CLI dropped what it acknowledged."""
         key, self._key, self._busy = self._key, None, False
         refused, self._refused = self._refused, False
-        if key is not None:
-            return [Idle(turn_id=key)]
-        if refused or data.aborted:
-            return []
+        self._aborted()
+        ended: list[ProviderEvent] = [] if key is None else [Idle(turn_id=key)]
+        if data.aborted:  # what it took before the idle was queued behind the run
+            why = "the CLI dropped the message with the aborted run"
+            return ended + self._dropped(why, (self._origins,))
+        if ended or refused:
+            return ended
         # Its answer to session.send may still be on its way to us (`_unsent`).
-        dropped = [
-            origin
-            for table in (self._origins, self._unsent)
-            for origin in table.values()
-            if not origin.starts_turn
-        ]
-        self._origins = {k: o for k, o in self._origins.items() if o.starts_turn}
-        self._unsent = {k: o for k, o in self._unsent.items() if o.starts_turn}
+        why = "the CLI went idle without running the message"
+        return self._dropped(why, (self._origins, self._unsent))
+
+    def _dropped(self, why: str, tables: tuple[dict[str, _Origin], ...]) -> list[ProviderEvent]:
+        """End the turn of each message of `tables` (handed to the CLI, not echoed).
+        Steering the CLI drops is the host's to give back, not a turn."""
+        dropped = [o for table in tables for o in table.values() if not o.starts_turn]
+        for table in tables:
+            for known in [k for k, o in table.items() if not o.starts_turn]:
+                del table[known]
         if dropped:
-            self._log.warning("copilot_went_idle_unechoed", turn_ids=[o.key for o in dropped])
-        error = AgentHostError(
-            code=ErrorCode.PROVIDER_ERROR,
-            message="copilot: the CLI went idle without running the message",
-        )
+            self._log.warning("copilot_dropped_unechoed", turn_ids=[o.key for o in dropped])
+        error = AgentHostError(code=ErrorCode.PROVIDER_ERROR, message=f"copilot: {why}")
         return [
             CallSettled(turn_id=origin.key, settlement=Settlement.REJECTED, error=error)
             for origin in dropped
@@ -564,6 +590,7 @@ class CopilotAdapter(ProviderAdapter):
         if self._failed is None:
             self._failed = ProviderCrashed(reason)
             self._log.warning("copilot_connection_failed", reason=reason)
+            self._aborted()  # a message waiting for the abort's idle fails at once
         return self._failed
 
     async def _beat(self) -> None:

@@ -6,6 +6,7 @@ CLIs differ, the vendor says what to expect (Copilot withdraws steering it
 was given; Claude and codex cannot).
 """
 
+import asyncio
 import json
 import os
 import signal
@@ -134,6 +135,33 @@ def test_cancel_then_the_next_turn_runs(vendor: Vendor, start_host: StartHost) -
     assert chat.cancel() is True
     assert turn.result(timeout=WAIT_S).state is OutcomeState.CANCELLED
     vendor.api.open("cancel")
+    after = chat.send("after the cancel").result(timeout=WAIT_S)
+    assert (after.state, after.text) == (OutcomeState.COMPLETE, "echo: after the cancel")
+
+
+@pytest.mark.parametrize("vendor", ["copilot"], indirect=True)
+def test_a_message_sent_while_copilot_unwinds_an_abort_waits_for_it(
+    vendor: Vendor, start_host: StartHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI drops what it is sent while an abort unwinds (queued behind the
+    aborted run). Here the abort reaches it late, after the next turn began: that
+    turn's message waits for the abort's idle and runs."""
+    from copilot.session import CopilotSession
+
+    abort = CopilotSession.abort
+
+    async def late_abort(self: CopilotSession) -> Any:
+        await asyncio.sleep(0.5)  # the interleaving: the next send would go first
+        return await abort(self)
+
+    monkeypatch.setattr(CopilotSession, "abort", late_abort)
+    vendor.api.on("slow turn", Text("working"), Hold("cancel"), Text(" never"))
+    _, chat = open_chat(vendor, start_host)
+    sub = chat.subscribe()
+    turn = chat.send("slow turn")
+    next_of(sub, AssistantDelta)
+    assert chat.cancel() is True
+    assert turn.result(timeout=WAIT_S).state is OutcomeState.CANCELLED
     after = chat.send("after the cancel").result(timeout=WAIT_S)
     assert (after.state, after.text) == (OutcomeState.COMPLETE, "echo: after the cancel")
 

@@ -18,6 +18,9 @@ Scripted per test by a JSON file named in COPILOT_STANDIN_SCRIPT:
                    with that text and idle, never echoing the message (as the real
                    CLI does without a GitHub login)
     drop_sends     true: answer each session.send, then go idle without running it
+    abort_lag      seconds: session.abort is answered at once and the run unwinds
+                   that long after (as the real CLI's does), queueing what comes
+                   meanwhile; an abort drops what was queued behind the run
 It records its own pid, parent, session, group and terminal first, as method "$process".
 Steps: {"say": text} a delta; {"think": text} the model's reasoning, streamed as
 assistant.reasoning_delta, then whole as assistant.reasoning (with "streamed":
@@ -37,8 +40,10 @@ import datetime
 import itertools
 import json
 import os
+import select
 import signal
 import sys
+import time
 import uuid
 from collections.abc import Generator
 from typing import Any
@@ -54,13 +59,37 @@ _turns = itertools.count(1)
 _requests = itertools.count(1)
 
 
-def read_frame() -> dict[str, Any] | None:
-    header = sys.stdin.buffer.readline()
-    if not header:
-        return None
-    length = int(header.decode().split(":", 1)[1])
-    sys.stdin.buffer.readline()
-    return json.loads(sys.stdin.buffer.read(length))
+class Frames:
+    """The SDK's frames off stdin, with a timeout (a lagging abort unwinds on it)."""
+
+    TIMED_OUT: dict[str, Any] = {}
+
+    def __init__(self) -> None:
+        self.fd = sys.stdin.fileno()
+        self.buffer = bytearray()
+
+    def next(self, timeout: float | None) -> dict[str, Any] | None:
+        """The next frame; None at the end of stdin, TIMED_OUT past `timeout`."""
+        while (frame := self.parse()) is None:
+            if timeout is not None and not select.select([self.fd], [], [], timeout)[0]:
+                return self.TIMED_OUT
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        return frame
+
+    def parse(self) -> dict[str, Any] | None:
+        head_end = self.buffer.find(b"\r\n\r\n")
+        if head_end < 0:
+            return None
+        length = int(self.buffer[:head_end].decode().split(":", 1)[1])
+        start = head_end + 4
+        if len(self.buffer) < start + length:
+            return None
+        body = bytes(self.buffer[start : start + length])
+        del self.buffer[: start + length]
+        return json.loads(body)
 
 
 def write(message: dict[str, Any]) -> None:
@@ -82,6 +111,7 @@ class Session:
         self.run: Run | None = None
         self.waiting: Wait | None = None
         self.seen: dict[str, int] = {}
+        self.unwound_at: float | None = None  # an abort answered, still unwinding
 
     def event(self, kind: str, data: dict[str, Any], ephemeral: bool = False) -> None:
         event = {
@@ -262,15 +292,18 @@ class Session:
             self.event("user.message", content)
 
     def abort(self) -> None:
+        """As the real CLI: what was queued behind the aborted run goes with it."""
+        self.unwound_at = None
+        self.seen["abort"] = self.seen.get("abort", 0) + 1
         if self.run is None:
             return
         self.run.close()
         self.run, self.waiting = None, None
         self.event("abort", {"reason": "user_initiated"})
+        if self.queue:
+            self.queue.clear()
+            self.event("pending_messages.modified", {}, ephemeral=True)
         self.event("session.idle", {"aborted": True}, ephemeral=True)
-        if self.queue:  # what was queued behind the aborted run runs next
-            message_id, prompt, _ = self.queue.pop(0)
-            self.start(message_id, prompt)
 
 
 sessions: dict[str, Session] = {}
@@ -331,9 +364,11 @@ def handle(message: dict[str, Any]) -> Any:
         session.advance(None)
         return NO_REPLY
     if method == "session.abort":
-        session.seen["abort"] = session.seen.get("abort", 0) + 1
         reply(message["id"], {"success": True})
-        session.abort()
+        if SCRIPT.get("abort_lag") and session.run is not None:
+            session.unwound_at = time.monotonic() + SCRIPT["abort_lag"]
+        else:
+            session.abort()
         return NO_REPLY
     if method == "session.permissions.handlePendingPermissionRequest":
         return answer_wait(message, session, "permission", params)
@@ -390,7 +425,17 @@ def main() -> None:
     report_process()
     if SCRIPT.get("exit_at_start"):
         sys.exit("standin: told to exit at start")
-    while (message := read_frame()) is not None:
+    frames = Frames()
+    while True:
+        due = [s.unwound_at for s in sessions.values() if s.unwound_at is not None]
+        message = frames.next(max(min(due) - time.monotonic(), 0.0) if due else None)
+        for session in sessions.values():
+            if session.unwound_at is not None and session.unwound_at <= time.monotonic():
+                session.abort()
+        if message is None:
+            break
+        if message is Frames.TIMED_OUT:
+            continue
         if hung:
             continue  # a hung CLI reads on and answers nothing
         if "method" not in message:  # the SDK's answer to our request

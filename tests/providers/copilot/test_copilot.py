@@ -215,6 +215,23 @@ def test_cancel_aborts_the_run_and_the_session_takes_the_next_turn(drive: Drive)
     assert driver.wait_for(ReplyMessage).text == "echo: after"
 
 
+def test_a_message_the_cli_drops_with_an_aborted_run_ends_its_turn(drive: Drive) -> None:
+    """Sent while an abort unwinds (the abort's idle took longer than rpc_timeout),
+    the message is queued behind the aborted run and dropped with it, never echoed:
+    its turn ends with the CLI's reason instead of waiting forever."""
+    long = [{"say": "a"}, {"until": "abort"}]
+    driver = drive({"replies": {"long": long}, "abort_lag": 1.0}, rpc_timeout=0.2)
+    driver.send("long")
+    driver.wait_for(ReplyDelta)
+    driver.call(driver.adapter.cancel(ProviderCancel(session_id="s1", chat_id="c1", turn_id="t1")))
+    driver.send("after", turn_id="t2")
+    assert driver.wait_for(Idle) == Idle(turn_id="t1")
+    settled = driver.wait_for(CallSettled)
+    assert (settled.turn_id, settled.settlement) == ("t2", Settlement.REJECTED)
+    assert settled.error is not None
+    assert "dropped the message with the aborted run" in settled.error.message
+
+
 # -- host requests ------------------------------------------------------------------------------
 
 

@@ -131,8 +131,14 @@ def test_removing_steering_the_model_has_not_read_withdraws_it(copilot_chat) -> 
     assert withdrawn["expectedPrompt"] == "never mind"
 
 
-def test_a_cancelled_turn_keeps_its_text_and_the_next_turn_runs(copilot_chat) -> None:
-    chat, standin = copilot_chat({"replies": {"long": [{"say": "a"}, {"until": "abort"}]}})
+@pytest.mark.parametrize("abort_lag", [0, 0.5], ids=["prompt abort", "lagging abort"])
+def test_a_cancelled_turn_keeps_its_text_and_the_next_turn_runs(
+    copilot_chat, abort_lag: float
+) -> None:
+    """The real CLI answers the abort at once and unwinds the run after, dropping
+    what it queued meanwhile: the next turn's message waits for the abort's idle."""
+    script = {"replies": {"long": [{"say": "a"}, {"until": "abort"}]}, "abort_lag": abort_lag}
+    chat, standin = copilot_chat(script)
     follow = Follow(chat)
     first = chat.send("long")
     follow.until_delta("a")
