@@ -11,9 +11,14 @@ from agenthost.messages.state import SessionState
 MAX_DERIVED = 60
 
 
+HEAD = 16 * MAX_DERIVED  # what a title is looked for in: a message may be megabytes
+
+
 def title_from(text: str) -> str:
-    """The first line of a message, shortened to a title."""
-    line = " ".join(text.strip().splitlines()[0].split()) if text.strip() else ""
+    """The first line of a message (within its first HEAD characters), shortened
+    to a title."""
+    lines = text.lstrip()[:HEAD].splitlines()
+    line = " ".join(lines[0].split()) if lines else ""
     return line if len(line) <= MAX_DERIVED else line[: MAX_DERIVED - 1].rstrip() + "…"
 
 

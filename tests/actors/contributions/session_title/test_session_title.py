@@ -2,6 +2,7 @@
 
 import pytest
 
+from agenthost.actors.contributions.session_title import title_from
 from agenthost.messages import AgentHostError, ErrorCode
 from agenthost.providers.scripted import ScriptedProvider
 from tests.actors.contributions.conftest import Start, settled
@@ -29,3 +30,17 @@ def test_the_title_comes_from_the_first_message_and_the_users_title_wins(start: 
     restored = start(ScriptedProvider()).open_session(session_id)
     assert restored.summary().title == "Auth work"
     assert restored.chat(other_id).state().title == "Side chat"
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("\n\n  Fix   the bug \nrest", "Fix the bug"),
+        ("   ", ""),
+        ("word " * 200_000, ("word " * 12).strip()[:59].rstrip() + "…"),  # a megabyte, one line
+        ("x" * 2000 + "\nsecond", "x" * 59 + "…"),
+    ],
+    ids=["first line", "blank", "one huge line", "a long first line"],
+)
+def test_a_title_is_the_first_line_shortened(text: str, title: str) -> None:
+    assert title_from(text) == title
