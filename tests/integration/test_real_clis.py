@@ -126,7 +126,9 @@ def test_steer_during_a_tool_reaches_the_model_after_the_tool(
     assert all(t.state is TurnState.COMPLETE for t in chat.state().turns)
 
 
-def test_cancel_then_the_next_turn_runs(vendor: Vendor, start_host: StartHost) -> None:
+def cancel_then_send(vendor: Vendor, start_host: StartHost, *, open_gate: bool) -> None:
+    """Cancel a turn mid-stream, then the next turn runs to its end (`open_gate`:
+    the cancelled stream is let go before the next send)."""
     vendor.api.on("slow turn", Text("working"), Hold("cancel"), Text(" never"))
     _, chat = open_chat(vendor, start_host)
     sub = chat.subscribe()
@@ -134,9 +136,14 @@ def test_cancel_then_the_next_turn_runs(vendor: Vendor, start_host: StartHost) -
     next_of(sub, AssistantDelta)
     assert chat.cancel() is True
     assert turn.result(timeout=WAIT_S).state is OutcomeState.CANCELLED
-    vendor.api.open("cancel")
+    if open_gate:
+        vendor.api.open("cancel")
     after = chat.send("after the cancel").result(timeout=WAIT_S)
     assert (after.state, after.text) == (OutcomeState.COMPLETE, "echo: after the cancel")
+
+
+def test_cancel_then_the_next_turn_runs(vendor: Vendor, start_host: StartHost) -> None:
+    cancel_then_send(vendor, start_host, open_gate=True)
 
 
 @pytest.mark.parametrize("vendor", ["copilot"], indirect=True)
@@ -155,15 +162,7 @@ def test_a_message_sent_while_copilot_unwinds_an_abort_waits_for_it(
         return await abort(self)
 
     monkeypatch.setattr(CopilotSession, "abort", late_abort)
-    vendor.api.on("slow turn", Text("working"), Hold("cancel"), Text(" never"))
-    _, chat = open_chat(vendor, start_host)
-    sub = chat.subscribe()
-    turn = chat.send("slow turn")
-    next_of(sub, AssistantDelta)
-    assert chat.cancel() is True
-    assert turn.result(timeout=WAIT_S).state is OutcomeState.CANCELLED
-    after = chat.send("after the cancel").result(timeout=WAIT_S)
-    assert (after.state, after.text) == (OutcomeState.COMPLETE, "echo: after the cancel")
+    cancel_then_send(vendor, start_host, open_gate=False)
 
 
 def test_a_restarted_host_resumes_and_the_cli_still_has_the_history(
