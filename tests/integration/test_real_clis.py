@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -151,16 +152,25 @@ def test_a_message_sent_while_copilot_unwinds_an_abort_waits_for_it(
     vendor: Vendor, start_host: StartHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI drops what it is sent while an abort unwinds (queued behind the
-    aborted run). Here the abort reaches it late, after the next turn began: that
-    turn's message waits for the abort's idle and runs."""
+    aborted run). Here the abort goes out only once the next turn's send reached
+    the adapter: that turn's message waits for the abort's idle and runs."""
     from copilot.session import CopilotSession
 
-    abort = CopilotSession.abort
+    from agenthost.providers.copilot import CopilotAdapter
+
+    abort, send = CopilotSession.abort, CopilotAdapter.send
+    sending = threading.Event()
+
+    async def next_send(self: CopilotAdapter, message: Any) -> Any:
+        if message.text == "after the cancel":
+            sending.set()
+        return await send(self, message)
 
     async def late_abort(self: CopilotSession) -> Any:
-        await asyncio.sleep(0.5)  # the interleaving: the next send would go first
+        await asyncio.to_thread(sending.wait, WAIT_S)  # the interleaving: the send goes first
         return await abort(self)
 
+    monkeypatch.setattr(CopilotAdapter, "send", next_send)
     monkeypatch.setattr(CopilotSession, "abort", late_abort)
     cancel_then_send(vendor, start_host, open_gate=False)
 
