@@ -2,14 +2,9 @@
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from agenthost.store import SqliteStore
-from agenthost.store.sql_reads import _SUMMARY
-
-
-def plan(path: Path, query: str, params: tuple[object, ...]) -> list[str]:
-    with sqlite3.connect(path) as db:
-        return [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {query}", params)]
 
 
 def test_a_page_of_session_summaries_reads_no_turn_rows(tmp_path: Path) -> None:
@@ -19,9 +14,21 @@ def test_a_page_of_session_summaries_reads_no_turn_rows(tmp_path: Path) -> None:
     reads 240 pages more."""
     store = SqliteStore(tmp_path / "a.db")
     store.open()  # made and migrated
-    store.close()
-    query = f"{_SUMMARY} WHERE s.owner = ? ORDER BY s.created_at, s.id LIMIT 21"
-    steps = plan(tmp_path / "a.db", query, ("ann",))
+    executed: list[tuple[str, Any]] = []
+    real = store._execute
+
+    def recorded(sql: str, params: Any = ()) -> Any:
+        executed.append((sql, params))
+        return real(sql, params)
+
+    store._execute = recorded  # type: ignore[method-assign]
+    try:
+        store.list_sessions_page(owner="ann", limit=20)  # the query the store runs
+    finally:
+        store.close()
+    [(query, params)] = executed
+    with sqlite3.connect(tmp_path / "a.db") as db:
+        steps = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {query}", params)]
     turns = [step for step in steps if step.startswith("SEARCH t ")]
     assert len(turns) == 2, steps  # the count and the last activity
     assert all("COVERING INDEX" in step for step in turns), steps
