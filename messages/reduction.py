@@ -83,14 +83,16 @@ def replace(value: T, **changes: Any) -> T:
     """`attrs.evolve`, fast (it runs several times a turn): the unchanged fields are
     copied as they are, by a copier made once per class; a changed field's
     converter and validator run as evolve would run them."""
-    layout = _layout(type(value))
+    layout = _LAYOUTS.get(type(value)) or _layout(type(value))
     if layout.copy is None:
         return attrs.evolve(value, **changes)  # type: ignore[misc]  # the plugin wants a class
     copy: T = layout.copy(value, changes)
     checked = layout.checked
     if checked:
-        for name in changes.keys() & checked.keys():
-            field = checked[name]
+        for name in changes:
+            field = checked.get(name)
+            if field is None:
+                continue
             if field.converter is not None:
                 object.__setattr__(copy, name, field.converter(changes[name]))  # type: ignore[operator]
             if field.validator is not None:
