@@ -343,8 +343,7 @@ class TurnTrackerActor(HostedActor):
         if type(event) is ReplyDelta and event.subagent_id is None:  # most of a stream
             turn = self._turn
             if turn is not None and event.turn_id == turn.key:
-                if turn.activity is not None:  # cleared once, not looked at per delta
-                    self._activity(turn, None)
+                self._activity(turn, None)
                 self._out.actions(turn.stream.delta(event.text))
             return
         match event:
@@ -393,12 +392,7 @@ class TurnTrackerActor(HostedActor):
                 turn.finish_reason = event.finish_reason
                 self._stable(turn)
             case Idle():
-                out = self._out
-                self._end(
-                    TurnCompleted(
-                        session_id=out.session_id, chat_id=out.chat_id, turn_id=turn.turn_id
-                    )
-                )
+                self._end(self._out.stamp(TurnCompleted(turn_id=turn.turn_id)))
             case CallSettled():
                 turn.settled = event
                 self._close_if_abandoned(turn)
