@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from agenthost.actors import Host
+from agenthost.messages.state import ChatStatus
 from agenthost.server.ahp import Limits
 from tests.server.ahp_client import OTHER_TOKEN, RpcFailed, Server, action_of
 from tests.server.test_ahp import new_session, run, turn
@@ -22,6 +23,8 @@ def test_each_channel_is_replayed_from_its_own_cursor(host: Host) -> None:
             await first.dispatch(chat, turn("one", "t1"))
             await first.wait_for(action_of("chat/turnComplete", turnId="t1"))
             await first.wait_for(action_of("session/titleChanged"))
+            # the session hears the chat went idle after the turn completes
+            await first.wait_for(action_of("x-session/statusChanged", status=int(ChatStatus.IDLE)))
             before_turn = first.actions(chat)[0]["serverSeq"] - 1
             session_seen = first.actions(session)[-1]["serverSeq"]
         async with server.client() as again, server.client(OTHER_TOKEN) as bob:
