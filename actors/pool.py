@@ -180,9 +180,8 @@ class PooledRuntime:
             inbox.started = True
             started(actor)
         items = inbox.items
-        stopped = actor.actor_stopped
-        for _ in range(self.batch):
-            if stopped.is_set() or items.empty():
+        for _ in range(self.batch):  # (once the actor stops, handle() answers the rest)
+            if items.empty():
                 break
             handle(actor, items.get_nowait())
         actor.flush()  # what this run of messages held back leaves together

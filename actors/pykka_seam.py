@@ -21,7 +21,9 @@ What is relied on (pykka 4.x):
   what ActorRef.tell and ask put in an inbox;
 - `pykka.messages._ActorStop`: the message `ActorRef.stop` sends;
 - `Actor._actor_loop_setup()` (on_start, failures handled),
-  `Actor._handle_receive(message)` (stop, proxy calls, then on_receive),
+  `Actor._handle_receive(message)` (stop, proxy calls, then on_receive: so
+  a message of none of pykka's own types, `PYKKA_MESSAGES`, goes to
+  on_receive straight, a call less per message),
   `Actor._handle_failure(*exc_info)` (log, unregister, mark stopped) and
   `Actor._stop()` (mark stopped, on_stop).
 Everything else agenthost uses of pykka is public API.
@@ -36,9 +38,10 @@ import pykka
 import structlog
 from pykka import ActorDeadError
 from pykka._envelope import Envelope
-from pykka.messages import _ActorStop
+from pykka.messages import ProxyCall, ProxyGetAttr, ProxySetAttr, _ActorStop
 
 __all__ = [
+    "PYKKA_MESSAGES",
     "Envelope",
     "SeamActor",
     "answer_dead",
@@ -92,6 +95,10 @@ class SeamActor(pykka.Actor):
         self.start_loop()
 
 
+PYKKA_MESSAGES = frozenset({_ActorStop, ProxyCall, ProxyGetAttr, ProxySetAttr})
+"""What `Actor._handle_receive` handles itself; every other message it hands to on_receive."""
+
+
 def stop_message() -> Any:
     """The message `ActorRef.stop` sends: an ask of it stops the actor and answers."""
     return _ActorStop()
@@ -120,8 +127,12 @@ def process(actor: pykka.Actor, envelope: Envelope[Any]) -> None:
         answer_dead(actor, envelope)
         return
     reply_to = envelope.reply_to
+    message = envelope.message
     try:
-        response = actor._handle_receive(envelope.message)
+        if type(message) in PYKKA_MESSAGES:
+            response = actor._handle_receive(message)
+        else:
+            response = actor.on_receive(message)
         if reply_to is not None:
             _flush(actor)
             reply_to.set(response)

@@ -212,9 +212,8 @@ class Actor(pykka_seam.SeamActor):
         return True
 
 
-def handle(actor: Actor, envelope: Any) -> None:
-    """One message, as every runtime handles it (pykka's loop semantics)."""
-    pykka_seam.process(actor, envelope)
+handle = pykka_seam.process
+"""One message, as every runtime handles it (pykka's loop semantics)."""
 
 
 def started(actor: Actor) -> None:

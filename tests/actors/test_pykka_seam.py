@@ -8,6 +8,7 @@ import importlib.metadata
 from typing import Any
 
 import pykka
+import pykka.messages
 import pytest
 
 from agenthost.actors import pykka_seam
@@ -212,3 +213,20 @@ def test_pykka_builds_futures_inboxes_and_starts_through_the_hooks_seam_actor_fi
     assert calls == ["future", "inbox", "start"]
     assert pykka.ThreadingActor._create_actor_inbox is not pykka.Actor._create_actor_inbox
     assert pykka.ThreadingActor._start_actor_loop is not pykka.Actor._start_actor_loop
+
+
+def test_every_message_type_of_pykkas_own_is_routed_through_pykka() -> None:
+    """process() hands pykka's own messages to `_handle_receive` and the rest to
+    on_receive: a release that adds a message type of its own must be seen."""
+    own = {
+        value
+        for value in vars(pykka.messages).values()
+        if isinstance(value, type) and value.__module__ == pykka.messages.__name__
+    }
+    assert own == pykka_seam.PYKKA_MESSAGES
+
+
+def test_pykka_hands_any_other_message_to_on_receive() -> None:
+    probe = _Probe()
+    assert probe._handle_receive("x") == "reply x"
+    assert probe.events == ["got x"]
