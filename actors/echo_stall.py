@@ -60,7 +60,7 @@ class EchoStall:
     ) -> None:
         """Handle provider events in order; from the one that stalls on, they wait."""
         for index, event in enumerate(events):
-            if self.stalled:
+            if self._echo is not None:  # stalled
                 self._held.extend(Held(e, from_provider=True) for e in events[index:])
                 return
             handle(event)

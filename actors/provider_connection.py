@@ -124,7 +124,7 @@ class ProviderConnectionActor(HostedActor):
     # -- the loop thread's side -------------------------------------------------------
     def _deliver(self, events: tuple[ProviderEvent, ...]) -> None:
         """A burst from the adapter (the loop thread's `Burst`): never blocks."""
-        if not self._burst.failed and not any(type(e) is ProviderRefReported for e in events):
+        if not self._burst.failed and ProviderRefReported not in map(type, events):
             self.send(self.owner, FromProvider(generation=self.generation, events=events))
             return  # the common case: every event is the owner's
         for event in events:

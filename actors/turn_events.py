@@ -14,13 +14,13 @@ The chat's activity (chat/activityChanged) is what the host knows the turn is
 doing: "Thinking" while reasoning streams, "Running <tool>" while a call that
 needs no permission runs, "Preparing <tool>" while a call's input streams;
 cleared by reply text, a call's end, a call that waits for permission (the
-host is not told when it then runs) and the turn's end.
+host is not told when it then runs) and the turn's end. The tracker sends it
+only when it changes.
 """
 
 from agenthost.actors.active_turn import ActiveTurn
 from agenthost.messages.common import ContributorKind, ToolCallContributor
 from agenthost.messages.events import (
-    ActivityChanged,
     ChatEvent,
     ToolCallCompleted,
     ToolCallDelta,
@@ -105,11 +105,3 @@ def tool_activity(event: ProviderToolCallStarted) -> str | None:
     if event.streaming:
         return f"Preparing {event.name}"
     return None if event.needs_permission else f"Running {event.name}"
-
-
-def activity(turn: ActiveTurn, now: str | None) -> tuple[ActivityChanged, ...]:
-    """chat/activityChanged when the activity is not what was last sent."""
-    if turn.activity == now:
-        return ()
-    turn.activity = now
-    return (ActivityChanged(activity=now),)

@@ -88,6 +88,7 @@ from agenthost.messages.commands import (
 )
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.events import (
+    ActivityChanged,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
@@ -398,8 +399,10 @@ class TurnTrackerActor(HostedActor):
                 self._close_if_abandoned(turn)
 
     def _activity(self, turn: ActiveTurn, now: str | None) -> None:
-        for action in turn_events.activity(turn, now):
-            self._out.apply(action)
+        """chat/activityChanged when the activity is not what was last sent."""
+        if turn.activity != now:
+            turn.activity = now
+            self._out.apply(ActivityChanged(activity=now))
 
     def _stable(self, turn: ActiveTurn) -> None:
         """Assistant text became stable (a message ended, or the stream did): persist it."""

@@ -411,4 +411,4 @@ def part_id(part: ResponsePart) -> str | None:
 
 
 def markdown_text(parts: tuple[ResponsePart, ...]) -> str:
-    return "".join(part.content for part in parts if isinstance(part, MarkdownPart))
+    return "".join([part.content for part in parts if isinstance(part, MarkdownPart)])

@@ -223,7 +223,8 @@ def delta_runs(actions: Sequence[ChatEvent]) -> list[list[ChatEvent]]:
         if (
             type(action) is AssistantDelta
             and type(last) is AssistantDelta
-            and (action.turn_id, action.part_id) == (last.turn_id, last.part_id)
+            and action.part_id == last.part_id
+            and action.turn_id == last.turn_id
         ):
             runs[-1].append(action)
         else:
@@ -233,7 +234,7 @@ def delta_runs(actions: Sequence[ChatEvent]) -> list[list[ChatEvent]]:
 
 def joined_delta(run: Sequence[AssistantDelta]) -> AssistantDelta:
     """One delta carrying a run's text."""
-    return replace(run[0], text="".join(delta.text for delta in run))
+    return replace(run[0], text="".join([delta.text for delta in run]))
 
 
 @handles(UsageReported)

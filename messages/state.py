@@ -84,6 +84,17 @@ class ChatStatus(IntFlag):
 
 
 ACTIVITY_MASK = 0b11111
+_KNOWN_STATUSES: dict[int, ChatStatus] = {}  # ChatStatus(value) for the bits above, made once
+
+
+def status_of(value: int) -> ChatStatus:
+    """`ChatStatus(value)`, without IntFlag's lookup for a combination of known bits."""
+    status = _KNOWN_STATUSES.get(value)
+    if status is None:
+        status = ChatStatus(value)
+        if value < 128:  # a newer peer's bits are kept, but not cached
+            _KNOWN_STATUSES[value] = status
+    return status
 
 
 def with_activity(
@@ -95,7 +106,7 @@ def with_activity(
     if read is not None:
         bit = int(ChatStatus.IS_READ)  # ints: IntFlag's ~ would drop unknown bits
         value = value | bit if read else value & ~bit
-    return ChatStatus(value)
+    return status_of(value)
 
 
 class TurnState(OpenStrEnum):

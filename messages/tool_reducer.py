@@ -71,10 +71,12 @@ def _confirmed_fields(call: ToolCall) -> dict[str, Any]:
 def skip_unfinished(parts: tuple[ResponsePart, ...]) -> tuple[ResponsePart, ...]:
     """A turn's end: every tool call not in a terminal state is cancelled (skipped)."""
     return tuple(
-        attrs.evolve(part, tool_call=cancelled(part.tool_call, "skipped"))
-        if isinstance(part, ToolCallPart) and not part.tool_call.status.terminal
-        else part
-        for part in parts
+        [
+            attrs.evolve(part, tool_call=cancelled(part.tool_call, "skipped"))
+            if isinstance(part, ToolCallPart) and not part.tool_call.status.terminal
+            else part
+            for part in parts
+        ]
     )
 
 

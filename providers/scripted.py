@@ -133,7 +133,11 @@ class ScriptedProvider(Provider):
         self.delta_s = delta_s
         self.echo_ids = echo_ids
         self.obeys_cancel = obeys_cancel
-        self._lock = threading.Condition()
+        # One lock: `_lock` waits and notifies on it; what only records or reads
+        # takes `_mutex` itself (a plain lock's `with` runs no Python code: the
+        # adapters record on every send).
+        self._mutex = threading.Lock()
+        self._lock = threading.Condition(self._mutex)
         self._scripts: dict[str, tuple[Step, ...]] = {}
         self._opened: set[str] = set()
         self._gate_waiters: dict[
@@ -266,11 +270,11 @@ class ScriptedProvider(Provider):
 
     # -- the adapters' side (their provider loop) ------------------------------
     def script_for(self, text: str) -> tuple[Step, ...] | None:
-        with self._lock:
+        with self._mutex:
             return self._scripts.get(text)
 
     def record_prompt(self, message: ProviderSend) -> None:
-        with self._lock:
+        with self._mutex:
             self._prompts.append((message.session_id, message.text))
             self._sends.append(message)
 
@@ -293,7 +297,7 @@ class ScriptedProvider(Provider):
             return list(self._answers)
 
     def record_input(self, text: str) -> None:
-        with self._lock:
+        with self._mutex:
             self._inputs.append(text)
 
     async def wait_echo_release(self) -> None:
@@ -307,7 +311,7 @@ class ScriptedProvider(Provider):
         await future
 
     def next_id(self) -> str:
-        with self._lock:
+        with self._mutex:
             return f"msg-{next(self._ids)}"
 
     def take_resume_failure(self) -> tuple[int, str] | None:

@@ -208,7 +208,7 @@ def echo_steps(prompt: str, deltas: int, delta_s: float) -> tuple[Step, ...]:
     reply = echo_reply(prompt)
     count = max(1, min(deltas, len(reply)))
     size = len(reply)
-    chunks = tuple(reply[size * i // count : size * (i + 1) // count] for i in range(count))
+    chunks = tuple([reply[size * i // count : size * (i + 1) // count] for i in range(count)])
     if delta_s <= 0:
         return (SayEach(chunks),)
     steps: list[Step] = []
