@@ -24,6 +24,12 @@ With `--ahp`, the same for the path users take through the server: a server
 `agenthost load --url`, and the server's CPU is read from /proc before and
 after each load.
 
+The "vs baseline" ratios are paired: each round's current against the
+baseline measured beside it (a minute apart at most), and the median of those
+ratios, with the lowest and highest, is what is printed. On a shared machine
+whose speed drifts from minute to minute a ratio of medians mixes rounds that
+ran at different speeds; a paired ratio does not.
+
 Run: `python -m benchmarks turn-cpu [--chats 1000] [--turns 5] [--rounds 3]
 [--baseline 398386c] [--ahp] [--json]`.
 """
@@ -205,11 +211,31 @@ def ahp_server_cpu(system: System, chats: int, turns: int) -> float:
 
 
 @attrs.frozen
+class Ratio:
+    """Current against baseline, round by round: the median and the range."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def paired(cls, current: list[float], baseline: list[float]) -> "Ratio":
+        ratios = [c / b for c, b in zip(current, baseline, strict=True)]
+        return cls(statistics.median(ratios), min(ratios), max(ratios))
+
+    def __str__(self) -> str:
+        return f"{self.median:.2f}x ({self.low:.2f}-{self.high:.2f})"
+
+
+@attrs.frozen
 class Figures:
     in_process_us: dict[str, float]  # whole runs, by difference (start-up cancels out)
     turns_only_us: dict[str, float]  # the turns alone, every thread
     ahp_server_us: dict[str, float]
     rounds: int
+    in_process_ratio: Ratio  # this tree against the baseline, paired by round
+    turns_only_ratio: Ratio
+    ahp_server_ratio: Ratio | None
 
 
 def measure(chats: int, turns: int, rounds: int, baseline: str, ahp: bool) -> Figures:
@@ -235,6 +261,9 @@ def measure(chats: int, turns: int, rounds: int, baseline: str, ahp: bool) -> Fi
         turns_only_us={k: statistics.median(v) for k, v in alone.items()},
         ahp_server_us={k: statistics.median(v) for k, v in server.items() if v},
         rounds=rounds,
+        in_process_ratio=Ratio.paired(samples["current"], samples["baseline"]),
+        turns_only_ratio=Ratio.paired(alone["current"], alone["baseline"]),
+        ahp_server_ratio=Ratio.paired(server["current"], server["baseline"]) if ahp else None,
     )
 
 
@@ -250,6 +279,8 @@ def print_figures(figures: Figures, args: argparse.Namespace, console: Console) 
     for column in columns:
         table.add_column(column, justify="left" if column == "system" else "right")
     alone = figures.turns_only_us
+    ratios = {"baseline": ("1.00x", "1.00x"), "floor": ("", "")}
+    ratios["current"] = (str(figures.in_process_ratio), str(figures.turns_only_ratio))
     for name, label in (
         ("baseline", f"baseline ({args.baseline})"),
         ("current", "this tree"),
@@ -258,27 +289,27 @@ def print_figures(figures: Figures, args: argparse.Namespace, console: Console) 
         table.add_row(
             label,
             f"{cpu[name]:,.0f} µs",
-            f"{cpu[name] / cpu['baseline']:.2f}x",
+            ratios[name][0],
             f"{cpu[name] / cpu['floor']:.1f}x",
             f"{alone[name]:,.0f} µs" if name in alone else "",
-            f"{alone[name] / alone['baseline']:.2f}x" if name in alone else "",
+            ratios[name][1],
         )
     console.print(table)
     console.print(
         "whole run: the difference of two loads (1 and 1+T turns a chat), so start-up"
         " cancels out; it keeps what grows with the turns (the store read-back, the"
         " invariant checks, collections). turns alone: every thread's CPU from the first"
-        " turn to the last, divided by the turns."
+        " turn to the last, divided by the turns. vs baseline: the median of the rounds'"
+        " paired ratios (lowest-highest)."
     )
     if figures.ahp_server_us:
         server = figures.ahp_server_us
         table = Table(title="AHP server CPU per turn (agenthost serve, driven by load --url)")
         for column in ("server", "CPU per turn", "vs baseline"):
             table.add_column(column, justify="left" if column == "server" else "right")
+        paired = {"baseline": "1.00x", "current": str(figures.ahp_server_ratio)}
         for name in ("baseline", "current"):
-            table.add_row(
-                name, f"{server[name]:,.0f} µs", f"{server[name] / server['baseline']:.2f}x"
-            )
+            table.add_row(name, f"{server[name]:,.0f} µs", paired[name])
         console.print(table)
 
 
@@ -340,7 +371,7 @@ def main(argv: list[str]) -> None:
         _floor_child(*args.floor_child)
         return
     figures = measure(args.chats, args.turns, args.rounds, args.baseline, args.ahp)
-    print_figures(figures, args, Console())
+    print_figures(figures, args, Console(width=120))
     if args.json:
         print(json.dumps(attrs.asdict(figures)))
 
