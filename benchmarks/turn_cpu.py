@@ -7,7 +7,12 @@ of its own (`agenthost load --chats C --turns 1` and `--turns 1+T`), and
     CPU per turn = (CPU of the long run - CPU of the short run) / (C x T)
 
 where a run's CPU is its child's user + system time (every thread, from
-`os.wait4`). Systems alternate round by round and the figure is the median
+`os.wait4`). That "whole run" figure keeps what grows with the turns after
+them (reading the store back, the invariant checks, collections); "turns
+alone" is the same difference over the CPU of the turns only (every thread's,
+from the first chat's first turn to the last chat's last one), and "first
+turn" the short load's turns alone per chat (a chat's first turn, which also
+opens its provider session). Systems alternate round by round and the figure is the median
 of rounds, so the shared machine's noise hits them alike; what matters is the
 ratio, measured in the same run:
 
@@ -230,26 +235,30 @@ class Ratio:
 @attrs.frozen
 class Figures:
     in_process_us: dict[str, float]  # whole runs, by difference (start-up cancels out)
-    turns_only_us: dict[str, float]  # the turns alone, every thread
+    turns_only_us: dict[str, float]  # the turns alone, every thread, by difference
+    first_turn_us: dict[str, float]  # a chat's first turn (the short load's turns alone)
     ahp_server_us: dict[str, float]
     rounds: int
     in_process_ratio: Ratio  # this tree against the baseline, paired by round
     turns_only_ratio: Ratio
+    first_turn_ratio: Ratio
     ahp_server_ratio: Ratio | None
 
 
 def measure(chats: int, turns: int, rounds: int, baseline: str, ahp: bool) -> Figures:
     samples: dict[str, list[float]] = {"baseline": [], "current": [], "floor": []}
     alone: dict[str, list[float]] = {"baseline": [], "current": []}
+    first: dict[str, list[float]] = {"baseline": [], "current": []}
     server: dict[str, list[float]] = {"baseline": [], "current": []}
     with checked_out(baseline) as path:
         systems = [System("baseline", path), System("current")]
         for _ in range(rounds):
             for system in systems:
-                short, _ = load_cpu(system, chats, 1)
-                long, turns_cpu = load_cpu(system, chats, 1 + turns)
+                short, short_turns = load_cpu(system, chats, 1)
+                long, long_turns = load_cpu(system, chats, 1 + turns)
                 samples[system.name].append(per_turn_us(long, short, chats, turns))
-                alone[system.name].append(turns_cpu / (chats * (1 + turns)) * 1e6)
+                alone[system.name].append(per_turn_us(long_turns, short_turns, chats, turns))
+                first[system.name].append(short_turns / chats * 1e6)
             samples["floor"].append(
                 per_turn_us(floor_cpu(chats, 1 + turns), floor_cpu(chats, 1), chats, turns)
             )
@@ -259,10 +268,12 @@ def measure(chats: int, turns: int, rounds: int, baseline: str, ahp: bool) -> Fi
     return Figures(
         in_process_us={k: statistics.median(v) for k, v in samples.items()},
         turns_only_us={k: statistics.median(v) for k, v in alone.items()},
+        first_turn_us={k: statistics.median(v) for k, v in first.items()},
         ahp_server_us={k: statistics.median(v) for k, v in server.items() if v},
         rounds=rounds,
         in_process_ratio=Ratio.paired(samples["current"], samples["baseline"]),
         turns_only_ratio=Ratio.paired(alone["current"], alone["baseline"]),
+        first_turn_ratio=Ratio.paired(first["current"], first["baseline"]),
         ahp_server_ratio=Ratio.paired(server["current"], server["baseline"]) if ahp else None,
     )
 
@@ -276,11 +287,12 @@ def print_figures(figures: Figures, args: argparse.Namespace, console: Console) 
         )
     )
     columns = ("system", "whole run", "vs baseline", "vs floor", "turns alone", "vs baseline")
+    columns += ("first turn", "vs baseline")
     for column in columns:
         table.add_column(column, justify="left" if column == "system" else "right")
-    alone = figures.turns_only_us
-    ratios = {"baseline": ("1.00x", "1.00x"), "floor": ("", "")}
-    ratios["current"] = (str(figures.in_process_ratio), str(figures.turns_only_ratio))
+    alone, first = figures.turns_only_us, figures.first_turn_us
+    current = (figures.in_process_ratio, figures.turns_only_ratio, figures.first_turn_ratio)
+    ratios = {"baseline": ("1.00x",) * 3, "current": tuple(map(str, current)), "floor": ("",) * 3}
     for name, label in (
         ("baseline", f"baseline ({args.baseline})"),
         ("current", "this tree"),
@@ -293,14 +305,17 @@ def print_figures(figures: Figures, args: argparse.Namespace, console: Console) 
             f"{cpu[name] / cpu['floor']:.1f}x",
             f"{alone[name]:,.0f} µs" if name in alone else "",
             ratios[name][1],
+            f"{first[name]:,.0f} µs" if name in first else "",
+            ratios[name][2],
         )
     console.print(table)
     console.print(
         "whole run: the difference of two loads (1 and 1+T turns a chat), so start-up"
         " cancels out; it keeps what grows with the turns (the store read-back, the"
         " invariant checks, collections). turns alone: every thread's CPU from the first"
-        " turn to the last, divided by the turns. vs baseline: the median of the rounds'"
-        " paired ratios (lowest-highest)."
+        " turn to the last, by the same difference (the turns and nothing else). first"
+        " turn: a chat's first turn (the short load's turns alone, per chat). vs baseline:"
+        " the median of the rounds' paired ratios (lowest-highest)."
     )
     if figures.ahp_server_us:
         server = figures.ahp_server_us
@@ -371,7 +386,7 @@ def main(argv: list[str]) -> None:
         _floor_child(*args.floor_child)
         return
     figures = measure(args.chats, args.turns, args.rounds, args.baseline, args.ahp)
-    print_figures(figures, args, Console(width=120))
+    print_figures(figures, args, Console(width=150))
     if args.json:
         print(json.dumps(attrs.asdict(figures)))
 
