@@ -1,6 +1,7 @@
 """The pooled runtime keeps pykka's semantics on a few shared worker threads."""
 
 import contextlib
+import os
 import queue
 import sys
 import threading
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agenthost.actors.futures import RuntimeFuture
-from agenthost.actors.pool import PooledRuntime, answer_left
+from agenthost.actors.pool import PooledRuntime, answer_left, default_workers
 from agenthost.actors.pykka_seam import Envelope
 from agenthost.actors.runtime import Actor, handles, live_actors, set_debug, stop_all, use_runtime
 from agenthost.actors.threads import ThreadingRuntime
@@ -616,3 +617,12 @@ def test_an_own_thread_actors_teardown_never_waits_on_an_inbox_a_sender_emptied(
     teardown.start()
     teardown.join(WAIT_S)
     assert not teardown.is_alive()
+
+
+def test_the_default_pool_stops_at_two_workers_under_a_gil(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the first, workers under a GIL only take it from each other."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(sys, "_is_gil_enabled", lambda: True, raising=False)
+    assert default_workers() == 2 and PooledRuntime().workers == 2
+    monkeypatch.setattr(sys, "_is_gil_enabled", lambda: False, raising=False)
+    assert default_workers() == 16
