@@ -41,28 +41,35 @@ class AssistantStream:
     parts: int = 0
     reasoning_id: str | None = None  # the reasoning part a run of reasoning goes to
 
-    def delta(self, text: str) -> tuple[ChatEvent, ...]:
-        """The actions one streamed piece of text makes (a new part starts after
-        each stable point, and after reasoning)."""
+    def text(self, text: str) -> ResponsePartAdded | None:
+        """Note one streamed piece of text; the part it starts, if it starts one
+        (a new part starts after each stable point, and after reasoning). The
+        piece goes to `part_id`."""
         self.unflushed.append(text)
         self.reasoning_id = None
         if self.part_id is not None:
-            return (
-                AssistantDelta(
-                    session_id=self.session_id,
-                    chat_id=self.chat_id,
-                    turn_id=self.turn_id,
-                    part_id=self.part_id,
-                    text=text,
-                ),
-            )
-        ids = {"session_id": self.session_id, "chat_id": self.chat_id, "turn_id": self.turn_id}
+            return None
         self.parts += 1
         self.part_id = markdown_part_id(self.turn_id, self.parts)
-        return (
-            ResponsePartAdded(**ids, part=MarkdownPart(id=self.part_id)),
-            AssistantDelta(**ids, part_id=self.part_id, text=text),
+        return ResponsePartAdded(
+            session_id=self.session_id,
+            chat_id=self.chat_id,
+            turn_id=self.turn_id,
+            part=MarkdownPart(id=self.part_id),
         )
+
+    def delta(self, text: str) -> tuple[ChatEvent, ...]:
+        """The actions one streamed piece of text makes (`text`, as actions)."""
+        added = self.text(text)
+        assert self.part_id is not None
+        delta = AssistantDelta(
+            session_id=self.session_id,
+            chat_id=self.chat_id,
+            turn_id=self.turn_id,
+            part_id=self.part_id,
+            text=text,
+        )
+        return (delta,) if added is None else (added, delta)
 
     def reasoning(self, text: str) -> tuple[ChatEvent, ...]:
         """The actions one streamed piece of reasoning makes (a run of it is one

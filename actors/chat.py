@@ -11,8 +11,9 @@ session decides to leave memory, the chat holds client commands and answers
 them once it stays.
 """
 
+import functools
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -34,6 +35,7 @@ from agenthost.actors.protocol import (
     ChatReady,
     ClientRemoved,
     ClientToolsChanged,
+    DeltaRun,
     Diagnose,
     EndTurn,
     PrepareRelease,
@@ -392,25 +394,31 @@ class ChatActor(ChatSteering):
     @handles(ApplyActions)
     def _apply_actions(self, message: ApplyActions) -> None:
         """A burst of the provider's actions, published together. A run of deltas
-        to one part is reduced once (nobody can see the states between them: they
-        are published together), unless a contribution observes deltas."""
+        to one part (a DeltaRun, or deltas in a row) is reduced once (nobody can
+        see the states between them: they are published together), unless a
+        contribution observes deltas."""
         actions = message.actions
         if self._admission.observed(AssistantDelta):
-            runs: Sequence[Sequence[ChatEvent]] = [(action,) for action in actions]
+            runs: Sequence[Sequence[Any]] = [(a,) for a in _each_delta(actions)]
         else:
-            runs = delta_runs(actions)
+            runs = delta_runs(actions)  # type: ignore[arg-type]  # a DeltaRun is a run of one
         try:
             for run in runs:
-                if len(run) == 1:
-                    self._apply(run[0], publish=False)
+                if len(run) > 1:
+                    self._apply_run(joined_delta(run), functools.partial(tuple, run))
+                elif type(run[0]) is DeltaRun:
+                    self._apply_run(run[0].joined(), run[0].deltas)
                 else:
-                    self._apply_run(run)  # type: ignore[arg-type]
+                    self._apply(run[0], publish=False)
         finally:
             self._publish_ready()
 
-    def _apply_run(self, run: Sequence[AssistantDelta]) -> None:
-        self._state = reduce_chat(self._state, joined_delta(run), self.services.clock.wall_ms())
-        self._publisher.events(run, self._state)  # each as it came, with the run's end state
+    def _apply_run(
+        self, joined: AssistantDelta, deltas: Callable[[], Sequence[AssistantDelta]]
+    ) -> None:
+        self._state = reduce_chat(self._state, joined, self.services.clock.wall_ms())
+        # each as it came, with the run's end state (made only for those who take them)
+        self._publisher.events_of(deltas, self._state)
 
     @handles(AssistantStable)
     def _assistant_stable(self, message: AssistantStable) -> None:
@@ -520,3 +528,14 @@ class ChatActor(ChatSteering):
                 future.set(super().on_receive(command))
             except Exception:
                 future.set_exception()
+
+
+def _each_delta(actions: Sequence[ChatEvent | DeltaRun]) -> list[ChatEvent]:
+    """`actions` with each DeltaRun as its deltas."""
+    each: list[ChatEvent] = []
+    for action in actions:
+        if type(action) is DeltaRun:
+            each.extend(action.deltas())
+        else:
+            each.append(action)  # type: ignore[arg-type]
+    return each

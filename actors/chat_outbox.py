@@ -4,6 +4,7 @@ A plain object the turn tracker holds (its thread only). Invariants:
 1. Order is kept: the chat hears messages in the order they were queued.
 2. Consecutive actions merge into one ApplyActions (a run of deltas is one
    message, reduced by the chat at once); a message in between starts a new run.
+   Pieces of text in a row to one part (`text`) go as one DeltaRun.
 3. A flush delivers everything queued since the last one as one message (a
    ChatBatch when there are several), and nothing when nothing is queued.
 Actions are stamped with the tracker's session and chat ids.
@@ -12,11 +13,22 @@ Actions are stamped with the tracker's session and chat ids.
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from agenthost.actors.protocol import ApplyActions, ChatBatch
+import attrs
+
+from agenthost.actors.protocol import ApplyActions, ChatBatch, DeltaRun
 from agenthost.messages.events import ChatEvent
 from agenthost.messages.reduction import replace
 
 E = TypeVar("E", bound=ChatEvent)
+
+
+@attrs.define
+class _Pieces:
+    """A DeltaRun being gathered."""
+
+    turn_id: str
+    part_id: str
+    texts: list[str]
 
 
 class ChatOutbox:
@@ -37,7 +49,7 @@ class ChatOutbox:
         else:
             self._out.append(message)
 
-    def actions(self, actions: tuple[ChatEvent, ...]) -> None:
+    def actions(self, actions: tuple[ChatEvent | DeltaRun, ...]) -> None:
         """Queue actions, already stamped (they join the run of actions queued last)."""
         out = self._out
         if out and isinstance(out[-1], list):
@@ -49,11 +61,39 @@ class ChatOutbox:
         """Queue one action, stamped."""
         self.actions((self.stamp(action),))
 
+    def text(self, turn_id: str, part_id: str, text: str) -> None:
+        """Queue a piece of streamed text to a part: with the pieces queued just
+        before it to the same part, one DeltaRun."""
+        out = self._out
+        last = out[-1][-1] if out and isinstance(out[-1], list) and out[-1] else None
+        if type(last) is _Pieces and last.part_id == part_id and last.turn_id == turn_id:
+            last.texts.append(text)
+        else:
+            self.actions((_Pieces(turn_id, part_id, [text]),))  # type: ignore[arg-type]
+
+    def _run(self, actions: list[Any]) -> ApplyActions:
+        return ApplyActions(
+            actions=tuple(
+                [
+                    DeltaRun(
+                        session_id=self.session_id,
+                        chat_id=self.chat_id,
+                        turn_id=a.turn_id,
+                        part_id=a.part_id,
+                        texts=tuple(a.texts),
+                    )
+                    if type(a) is _Pieces
+                    else a
+                    for a in actions
+                ]
+            )
+        )
+
     def flush(self) -> None:
         """Deliver what was queued since the last flush, as one message."""
         out = self._out
         if not out:
             return
         self._out = []
-        messages = [ApplyActions(actions=tuple(m)) if isinstance(m, list) else m for m in out]
+        messages = [self._run(m) if isinstance(m, list) else m for m in out]
         self._deliver(messages[0] if len(messages) == 1 else ChatBatch(messages=tuple(messages)))

@@ -34,7 +34,7 @@ from agenthost.actors.steering_messages import (  # noqa: F401  (re-exported)
     UseTracker,
 )
 from agenthost.messages.errors import AgentHostError
-from agenthost.messages.events import ChatEvent, SessionEvent
+from agenthost.messages.events import AssistantDelta, ChatEvent, SessionEvent
 from agenthost.messages.provider import Capabilities, ProviderEvent
 from agenthost.messages.state import Attachment, SessionState, Turn
 from agenthost.store.records import SessionRecord, StoreOp
@@ -273,11 +273,40 @@ class CancelActiveTurn:
     turn_id: str
 
 
+@attrs.frozen(kw_only=True)
+class DeltaRun:
+    """Pieces of streamed text in a row to one markdown part: what a tracker
+    queues for its chat instead of an AssistantDelta a piece. The chat reduces
+    their joined text once and makes each piece's delta only for whoever takes
+    them one by one (a subscriber, a contribution that observes deltas)."""
+
+    session_id: str
+    chat_id: str
+    turn_id: str
+    part_id: str
+    texts: tuple[str, ...]
+
+    def joined(self) -> AssistantDelta:
+        return self._delta("".join(self.texts))
+
+    def deltas(self) -> tuple[AssistantDelta, ...]:
+        return tuple([self._delta(text) for text in self.texts])
+
+    def _delta(self, text: str) -> AssistantDelta:
+        return AssistantDelta(
+            session_id=self.session_id,
+            chat_id=self.chat_id,
+            turn_id=self.turn_id,
+            part_id=self.part_id,
+            text=text,
+        )
+
+
 @attrs.frozen
 class ApplyActions:
     """Provider-derived actions for the chat to reduce and publish."""
 
-    actions: tuple[ChatEvent, ...]
+    actions: tuple[ChatEvent | DeltaRun, ...]
 
 
 @attrs.frozen

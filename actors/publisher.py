@@ -82,6 +82,13 @@ class Publisher:
         if self.subscribers:
             self._events.extend(events)
 
+    def events_of(self, make: Callable[[], Sequence[ChatEvent]], state: ChatState) -> None:
+        """`events`, the events made by `make` only if anyone is to get them."""
+        if self._outbox or self.subscribers:
+            self.events(make(), state)
+        else:
+            self.published = state
+
     def _published(self, publication: Publication) -> None:
         self.published = publication.state
         if publication.event is not None and self.subscribers:

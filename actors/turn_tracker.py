@@ -345,7 +345,7 @@ class TurnTrackerActor(HostedActor):
             turn = self._turn
             if turn is not None and event.turn_id == turn.key:
                 self._activity(turn, None)
-                self._out.actions(turn.stream.delta(event.text))
+                self._text(turn, event.text)
             return
         match event:
             case UserMessageEcho():
@@ -381,7 +381,7 @@ class TurnTrackerActor(HostedActor):
                 self._desk.opened(turn, event)
             case ReplyDelta():
                 self._activity(turn, None)
-                self._out.actions(turn.stream.delta(event.text))
+                self._text(turn, event.text)
             case ReplyReasoning():
                 self._activity(turn, turn_events.THINKING)
                 self._out.actions(turn.stream.reasoning(event.text))
@@ -389,7 +389,7 @@ class TurnTrackerActor(HostedActor):
                 self._out.apply(turn_events.usage(turn, event))
             case ReplyMessage():
                 if event.text and not turn.stream.unflushed:
-                    self._out.actions(turn.stream.delta(event.text))
+                    self._text(turn, event.text)
                 turn.finish_reason = event.finish_reason
                 self._stable(turn)
             case Idle():
@@ -397,6 +397,15 @@ class TurnTrackerActor(HostedActor):
             case CallSettled():
                 turn.settled = event
                 self._close_if_abandoned(turn)
+
+    def _text(self, turn: ActiveTurn, text: str) -> None:
+        """A piece of the reply's text: to the part it goes to (started first if new)."""
+        stream = turn.stream
+        added = stream.text(text)
+        if added is not None:
+            self._out.actions((added,))
+        assert stream.part_id is not None
+        self._out.text(stream.turn_id, stream.part_id, text)
 
     def _activity(self, turn: ActiveTurn, now: str | None) -> None:
         """chat/activityChanged when the activity is not what was last sent."""

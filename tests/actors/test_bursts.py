@@ -9,6 +9,7 @@ from agenthost.actors.handles import Subscription
 from agenthost.actors.protocol import (
     ApplyActions,
     ChatBatch,
+    DeltaRun,
     EndTurn,
     FromProvider,
     SteeringCancelled,
@@ -65,8 +66,8 @@ def test_a_reply_streamed_in_one_pass_reaches_tracker_and_chat_as_one_message_ea
             for m in unbatched(d.message)
             if isinstance(m, ApplyActions)
         ]
-        deltas = [a for m in to_chat for a in m.actions if isinstance(a, AssistantDelta)]
-        assert len(deltas) == 10 and len(to_chat) == 1
+        [runs] = [[a for a in m.actions if isinstance(a, DeltaRun)] for m in to_chat]
+        assert [len(run.texts) for run in runs] == [10]  # one record, not ten deltas
         assert any(isinstance(d.message, ChatBatch) for d in runner.history)
         seen = []
         while not isinstance(event := events.next(10), TurnCompleted):
