@@ -11,9 +11,8 @@ session decides to leave memory, the chat holds client commands and answers
 them once it stays.
 """
 
-import functools
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -81,7 +80,8 @@ from agenthost.messages.events import (
     TurnFailed,
 )
 from agenthost.messages.ids import new_id
-from agenthost.messages.reducers import delta_runs, ended_parts, joined_delta, reduce_chat
+from agenthost.messages.reducers import ended_parts
+from agenthost.messages.reduction import ACTIVE_REDUCERS, reduce_active_run
 from agenthost.messages.state import (
     ChatState,
     PendingKind,
@@ -393,32 +393,37 @@ class ChatActor(ChatSteering):
 
     @handles(ApplyActions)
     def _apply_actions(self, message: ApplyActions) -> None:
-        """A burst of the provider's actions, published together. A run of deltas
-        to one part (a DeltaRun, or deltas in a row) is reduced once (nobody can
-        see the states between them: they are published together), unless a
+        """A burst of the provider's actions, published together. Actions in a row
+        that change only the active turn (parts, text, usage) that no contribution
+        observes are reduced at once (nobody can see the states between them: they
+        are published together); a DeltaRun as its joined text, unless a
         contribution observes deltas."""
         actions = message.actions
         if self._admission.observed(AssistantDelta):
-            runs: Sequence[Sequence[Any]] = [(a,) for a in _each_delta(actions)]
-        else:
-            runs = delta_runs(actions)  # type: ignore[arg-type]  # a DeltaRun is a run of one
+            actions = _each_delta(actions)  # type: ignore[assignment]
+        run: list[Any] = []  # a DeltaRun, or an action of ACTIVE_REDUCERS' types
         try:
-            for run in runs:
-                if len(run) > 1:
-                    self._apply_run(joined_delta(run), functools.partial(tuple, run))
-                elif type(run[0]) is DeltaRun:
-                    self._apply_run(run[0].joined(), run[0].deltas)
-                else:
-                    self._apply(run[0], publish=False)
+            for action in actions:
+                kind = type(action)
+                if kind is DeltaRun or (
+                    kind in ACTIVE_REDUCERS and not self._admission.observed(kind)
+                ):
+                    run.append(action)
+                    continue
+                if run:
+                    self._apply_run(run)
+                    run = []
+                self._apply(action, publish=False)
+            if run:
+                self._apply_run(run)
         finally:
             self._publish_ready()
 
-    def _apply_run(
-        self, joined: AssistantDelta, deltas: Callable[[], Sequence[AssistantDelta]]
-    ) -> None:
-        self._state = reduce_chat(self._state, joined, self.services.clock.wall_ms())
+    def _apply_run(self, run: list[Any]) -> None:
+        reduced = [a.joined() if type(a) is DeltaRun else a for a in run]
+        self._state = reduce_active_run(self._state, reduced)
         # each as it came, with the run's end state (made only for those who take them)
-        self._publisher.events_of(deltas, self._state)
+        self._publisher.events_of(lambda: _each_delta(run), self._state)
 
     @handles(AssistantStable)
     def _assistant_stable(self, message: AssistantStable) -> None:

@@ -92,10 +92,10 @@ from agenthost.messages.reduction import (
     CHAT_REDUCERS,
     derived_status,
     handles,
+    handles_active,
     reduce_chat,
     replace,
     settle_status,
-    with_active,
     with_status,
 )
 from agenthost.messages.session_reducer import reduce_root, reduce_session
@@ -174,21 +174,17 @@ def _turn_started(state: ChatState, action: TurnStarted, now_ms: int) -> ChatSta
     return settle_status(started, unread=True)
 
 
-@handles(ResponsePartAdded)
-def _response_part(state: ChatState, action: ResponsePartAdded, now_ms: int) -> ChatState:
-    active = state.active_turn
-    if active is None or active.id != action.turn_id or isinstance(action.part, ErrorPart):
-        return state  # an error part comes only with the error that ends its turn
-    return with_active(state, action.turn_id, response_parts=(*active.response_parts, action.part))
+@handles_active(ResponsePartAdded)
+def _response_part(active: ActiveTurn, action: ResponsePartAdded) -> ActiveTurn:
+    if isinstance(action.part, ErrorPart):
+        return active  # an error part comes only with the error that ends its turn
+    return replace(active, response_parts=(*active.response_parts, action.part))
 
 
 def _append_to_part(
-    state: ChatState, turn_id: str, target: str, kind: type[MarkdownPart | ReasoningPart], text: str
-) -> ChatState:
+    active: ActiveTurn, target: str, kind: type[MarkdownPart | ReasoningPart], text: str
+) -> ActiveTurn:
     """`text` appended to the first part with id `target`, if that part is a `kind`."""
-    active = state.active_turn
-    if active is None or active.id != turn_id:
-        return state
     parts = active.response_parts
     for index, part in enumerate(parts):
         found = getattr(part, "id", None)  # the streaming path: part_id() without its checks
@@ -196,21 +192,20 @@ def _append_to_part(
             found = part_id(part)
         if found == target:
             if not isinstance(part, kind):
-                return state
+                return active
             changed = replace(part, content=part.content + text)
-            updated = (*parts[:index], changed, *parts[index + 1 :])
-            return with_active(state, turn_id, response_parts=updated)
-    return state
+            return replace(active, response_parts=(*parts[:index], changed, *parts[index + 1 :]))
+    return active
 
 
-@handles(AssistantDelta)
-def _delta(state: ChatState, action: AssistantDelta, now_ms: int) -> ChatState:
-    return _append_to_part(state, action.turn_id, action.part_id, MarkdownPart, action.text)
+@handles_active(AssistantDelta)
+def _delta(active: ActiveTurn, action: AssistantDelta) -> ActiveTurn:
+    return _append_to_part(active, action.part_id, MarkdownPart, action.text)
 
 
-@handles(ReasoningDelta)
-def _reasoning(state: ChatState, action: ReasoningDelta, now_ms: int) -> ChatState:
-    return _append_to_part(state, action.turn_id, action.part_id, ReasoningPart, action.content)
+@handles_active(ReasoningDelta)
+def _reasoning(active: ActiveTurn, action: ReasoningDelta) -> ActiveTurn:
+    return _append_to_part(active, action.part_id, ReasoningPart, action.content)
 
 
 def delta_runs(actions: Sequence[ChatEvent]) -> list[list[ChatEvent]]:
@@ -237,9 +232,9 @@ def joined_delta(run: Sequence[AssistantDelta]) -> AssistantDelta:
     return replace(run[0], text="".join([delta.text for delta in run]))
 
 
-@handles(UsageReported)
-def _usage(state: ChatState, action: UsageReported, now_ms: int) -> ChatState:
-    return with_active(state, action.turn_id, usage=action.usage)
+@handles_active(UsageReported)
+def _usage(active: ActiveTurn, action: UsageReported) -> ActiveTurn:
+    return replace(active, usage=action.usage)
 
 
 def _end_turn(

@@ -2,17 +2,22 @@
 tool_reducer.py register into it; reducers.py's module docstring lists the
 invariants). Pure functions over frozen values, like every reducer here."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import attrs
 from attrs import AttrsInstance
 
 from agenthost.messages.events import ChatEvent
-from agenthost.messages.state import ChatState, ChatStatus, ToolCallPart, with_activity
+from agenthost.messages.state import ActiveTurn, ChatState, ChatStatus, ToolCallPart, with_activity
 
 ChatReducer = Callable[[ChatState, Any, int], ChatState]
 CHAT_REDUCERS: dict[type, ChatReducer] = {}
+ActiveReducer = Callable[[ActiveTurn, Any], ActiveTurn]
+ACTIVE_REDUCERS: dict[type, ActiveReducer] = {}
+"""The actions that change only the active turn they name (its parts, its
+usage): reduced on the active turn alone, so a run of them costs one copy of
+the chat's state (`reduce_active_run`)."""
 
 
 def handles(action_type: type) -> Callable[[ChatReducer], ChatReducer]:
@@ -21,6 +26,38 @@ def handles(action_type: type) -> Callable[[ChatReducer], ChatReducer]:
         return fn
 
     return register
+
+
+def handles_active(action_type: type) -> Callable[[ActiveReducer], ActiveReducer]:
+    """Register a reducer of the active turn: the action's chat reducer applies
+    it to the active turn the action names (any other leaves the state as it is)."""
+
+    def register(fn: ActiveReducer) -> ActiveReducer:
+        def on_chat(state: ChatState, action: Any, now_ms: int) -> ChatState:
+            active = state.active_turn
+            if active is None or active.id != action.turn_id:
+                return state
+            changed = fn(active, action)
+            return state if changed is active else replace(state, active_turn=changed)
+
+        ACTIVE_REDUCERS[action_type] = fn
+        CHAT_REDUCERS[action_type] = on_chat
+        return fn
+
+    return register
+
+
+def reduce_active_run(state: ChatState, actions: Iterable[Any]) -> ChatState:
+    """Reduce actions of the types in ACTIVE_REDUCERS, in order, with one copy of
+    the state: the state reducing them one by one gives."""
+    active = state.active_turn
+    if active is None:
+        return state
+    changed = active
+    for action in actions:
+        if action.turn_id == changed.id:
+            changed = ACTIVE_REDUCERS[type(action)](changed, action)
+    return state if changed is active else replace(state, active_turn=changed)
 
 
 def reduce_chat(state: ChatState, action: ChatEvent, now_ms: int = 0) -> ChatState:

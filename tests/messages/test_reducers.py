@@ -8,15 +8,26 @@ from agenthost.messages.events import (
     AssistantDelta,
     PendingMessageAdded,
     PendingMessageRemoved,
+    ReasoningDelta,
     ResponsePartAdded,
     Truncated,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
     TurnStarted,
+    UsageReported,
 )
 from agenthost.messages.reducers import _replace, delta_runs, joined_delta, reduce_chat
-from agenthost.messages.state import MarkdownPart, PendingKind, PendingMessage, UserMessage
+from agenthost.messages.reduction import ACTIVE_REDUCERS, reduce_active_run
+from agenthost.messages.state import (
+    ErrorPart,
+    MarkdownPart,
+    PendingKind,
+    PendingMessage,
+    ReasoningPart,
+    Usage,
+    UserMessage,
+)
 
 NOW = 9_999
 
@@ -195,3 +206,44 @@ def test_a_burst_reduced_run_by_run_ends_where_one_by_one_does(actions: list[obj
         action = joined_delta(part) if len(part) > 1 else part[0]  # type: ignore[arg-type]
         joined = reduce_chat(joined, action, NOW)  # type: ignore[arg-type]
     assert joined == run(*actions, state=state)
+
+
+_ACTIVE_ACTIONS = st.one_of(
+    st.builds(
+        AssistantDelta,
+        turn_id=st.sampled_from(["t1", "t2"]),
+        part_id=st.sampled_from(["p", "q", "r"]),
+        text=st.text(max_size=3),
+    ),
+    st.builds(
+        ReasoningDelta,
+        turn_id=st.sampled_from(["t1", "t2"]),
+        part_id=st.sampled_from(["p", "r"]),
+        content=st.text(max_size=3),
+    ),
+    st.builds(
+        ResponsePartAdded,
+        turn_id=st.sampled_from(["t1", "t2"]),
+        part=st.sampled_from(
+            [
+                MarkdownPart(id="p"),
+                MarkdownPart(id="q"),
+                ReasoningPart(id="r"),
+                ErrorPart(error=AgentHostError(code=ErrorCode.INTERNAL, message="x")),
+            ]
+        ),
+    ),
+    st.builds(UsageReported, turn_id=st.sampled_from(["t1", "t2"]), usage=st.builds(Usage)),
+)
+
+
+@given(actions=st.lists(_ACTIVE_ACTIONS, max_size=12), active=st.booleans())
+def test_a_run_of_active_turn_actions_reduced_at_once_ends_where_one_by_one_does(
+    actions: list[object], active: bool
+) -> None:
+    state = run(started("t1")) if active else ChatState(resource="ahp-chat:/c")
+    assert all(type(a) in ACTIVE_REDUCERS for a in actions)
+    at_once = reduce_active_run(state, actions)
+    assert at_once == run(*actions, state=state)
+    if at_once == state:
+        assert at_once is state  # nothing changed: no copy
