@@ -458,12 +458,14 @@ class ChatCore(HostedActor):
         history = self._state.turns
         if from_pending is not None and self._pending(from_pending) is not None:
             self._write(DeletePending(chat_id=self.chat_id, pending_id=from_pending))
-        self._apply(
-            self._stamp(
-                TurnStarted(turn_id=turn_id, message=message, queued_message_id=from_pending)
-            ),
-            origin=origin,
+        started = TurnStarted(
+            session_id=self.session_id,
+            chat_id=self.chat_id,
+            turn_id=turn_id,
+            message=message,
+            queued_message_id=from_pending,
         )
+        self._apply(started, origin=origin)
         if ticket is not None:
             ticket.started(turn_id)
             self._waiting.tickets[turn_id] = ticket

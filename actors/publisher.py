@@ -215,4 +215,6 @@ class StoreWrites:
                 op for op in ops if not (isinstance(op, SaveAssistantText) and op.turn_id in ended)
             ]
         gated, self.gated = self.gated, False
-        return WriteMany(ops=tuple(ops), ack_to=ack_to if gated else None, ack=ack(self.seq))
+        if not gated:
+            return WriteMany(ops=tuple(ops))
+        return WriteMany(ops=tuple(ops), ack_to=ack_to, ack=ack(self.seq))

@@ -344,7 +344,8 @@ class TurnTrackerActor(HostedActor):
         if type(event) is ReplyDelta and event.subagent_id is None:  # most of a stream
             turn = self._turn
             if turn is not None and event.turn_id == turn.key:
-                self._activity(turn, None)
+                if turn.activity is not None:
+                    self._activity(turn, None)
                 self._text(turn, event.text)
             return
         match event:

@@ -195,6 +195,9 @@ class Contribution:
     # The action types on_did_dispatch_action is called for (None: every action).
     # Naming them spares the chat building a Dispatch for each streamed delta.
     observes: ClassVar[tuple[type, ...] | None] = None
+    # The action types on_did_apply_client_action is called for (None: every
+    # client action). Naming them spares the chat a ClientAction for the others.
+    applies: ClassVar[tuple[type, ...] | None] = None
     commands: ClassVar[tuple[Command, ...]] = ()
 
     def on_incoming_request(self, request: IncomingRequest) -> Verdict:

@@ -67,6 +67,7 @@ class Dispatcher:
             hook: tuple(c for c in self.contributions if overrides(c, hook)) for hook in HOOKS
         }
         self._observers: dict[type, tuple[Contribution, ...]] = {}  # by action type
+        self._appliers: dict[type, tuple[Contribution, ...]] = {}  # by action type
         self._without: dict[frozenset[str], Dispatcher] = {}  # by the ids turned off
 
     def without(self, ids: frozenset[str]) -> "Dispatcher":
@@ -130,7 +131,7 @@ class Dispatcher:
         self._observe("on_turn_end", end)
 
     def did_apply_client_action(self, applied: ClientAction) -> None:
-        self._observe("on_did_apply_client_action", applied)
+        self._observe("on_did_apply_client_action", applied, self.appliers(type(applied.action)))
 
     def did_dispatch(self, dispatch: Dispatch) -> None:
         self._observe("on_did_dispatch_action", dispatch, self.observers(type(dispatch.action)))
@@ -146,17 +147,33 @@ class Dispatcher:
             )
         return observers
 
+    def appliers(self, action_type: type) -> tuple[Contribution, ...]:
+        """The contributions whose on_did_apply_client_action takes `action_type`, in order."""
+        appliers = self._appliers.get(action_type)
+        if appliers is None:
+            appliers = self._appliers[action_type] = tuple(
+                c
+                for c in self._by_hook["on_did_apply_client_action"]
+                if c.applies is None or issubclass(action_type, c.applies)
+            )
+        return appliers
+
     def wants(self, action_type: type, from_client: bool) -> bool:
         """Whether a dispatched action of this type reaches any contribution."""
         return bool(self.observers(action_type)) or (
-            from_client and bool(self._by_hook["on_did_apply_client_action"])
+            from_client and bool(self.appliers(action_type))
         )
 
     def action_done(self, dispatch: Dispatch) -> None:
         """An action was dispatched: observed by those that observe its type,
-        and, when a client's action was applied, by on_did_apply_client_action too."""
+        and, when a client's action was applied, by on_did_apply_client_action
+        too (those that take its type)."""
         self.did_dispatch(dispatch)
-        if dispatch.from_client and dispatch.rejection is None:
+        if (
+            dispatch.from_client
+            and dispatch.rejection is None
+            and self.appliers(type(dispatch.action))
+        ):
             self.did_apply_client_action(
                 ClientAction(
                     chat=dispatch.chat,
@@ -173,7 +190,9 @@ class Dispatcher:
         instructions: list[str] = []
         for contribution in self._by_hook["on_outgoing_turn"]:
             try:
-                change = contribution.on_outgoing_turn(replace(turn, text=text))
+                change = contribution.on_outgoing_turn(
+                    turn if text is turn.text else replace(turn, text=text)
+                )
             except Exception:
                 log.exception("contribution_failed", contribution=contribution.id, hook="outgoing")
                 continue

@@ -9,6 +9,7 @@ class ChatDraft(Contribution):
     id = "chat_draft"
     order = 600
     description = "Keeps each chat's draft across restarts."
+    applies = (DraftChanged,)
 
     def __init__(self, mementos: Mementos) -> None:
         self._mementos = mementos

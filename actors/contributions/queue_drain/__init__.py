@@ -42,6 +42,7 @@ class QueueDrain(Contribution):
     description = "Runs queued messages one after another."
     required = "queued messages would never run without it"
     observes = (PendingMessageRemoved, TurnStarted)
+    applies = (PendingMessageAdded,)
 
     def __init__(self, mementos: Mementos, chats: Chats) -> None:
         self._mementos = mementos

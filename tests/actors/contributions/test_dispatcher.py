@@ -90,7 +90,10 @@ def test_an_observer_that_raises_is_logged_and_the_next_one_still_runs() -> None
     for hook, call in (
         ("on_turn_end", lambda d: d.turn_end(end())),
         ("on_did_dispatch_action", lambda d: d.did_dispatch(SimpleNamespace(action=object()))),
-        ("on_did_apply_client_action", lambda d: d.did_apply_client_action(object())),
+        (
+            "on_did_apply_client_action",
+            lambda d: d.did_apply_client_action(SimpleNamespace(action=object())),
+        ),
     ):
         calls.clear()
         dispatcher = Dispatcher(
@@ -117,6 +120,33 @@ def test_an_observer_that_names_its_action_types_sees_only_those() -> None:
     assert seen == [("all", "AssistantDelta"), ("picky", "TurnStarted"), ("all", "TurnStarted")]
     assert Dispatcher([picky]).wants(AssistantDelta, from_client=False) is False
     assert Dispatcher([picky]).wants(TurnStarted, from_client=False) is True
+
+
+def test_a_client_action_hook_that_names_its_action_types_sees_only_those() -> None:
+    seen: list[tuple[str, str]] = []
+
+    def note(cid: str) -> Any:
+        return lambda self, applied: seen.append((cid, type(applied.action).__name__))
+
+    picky = named("picky", 1, on_did_apply_client_action=note("picky"))
+    type(picky).applies = (TurnStarted,)
+    dispatcher = Dispatcher([picky, named("all", 2, on_did_apply_client_action=note("all"))])
+    for action in (AssistantDelta(turn_id="t", part_id="p", text="x"), turn_started()):
+        dispatcher.action_done(
+            SimpleNamespace(
+                action=action,
+                from_client=True,
+                rejection=None,
+                chat=None,
+                client_id="c",
+                state=None,
+                session=None,
+            )
+        )
+    assert seen == [("all", "AssistantDelta"), ("picky", "TurnStarted"), ("all", "TurnStarted")]
+    assert Dispatcher([picky]).wants(AssistantDelta, from_client=True) is False
+    assert Dispatcher([picky]).wants(TurnStarted, from_client=True) is True
+    assert Dispatcher([picky]).wants(TurnStarted, from_client=False) is False
 
 
 def test_admission_the_first_non_accept_wins_and_later_ones_are_not_asked() -> None:
