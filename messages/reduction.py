@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import attrs
-from attrs import AttrsInstance
+from attrs import AttrsInstance, Factory
 
 from agenthost.messages.events import ChatEvent
 from agenthost.messages.state import ActiveTurn, ChatState, ChatStatus, ToolCallPart, with_activity
@@ -82,9 +82,10 @@ def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
     """A function made for `cls` that copies an instance with some fields changed,
     setting each slot through its descriptor (a third of the cost of a generic
     loop over the fields). None where a copy would not be a faithful evolve: a
-    class without slots, or with fields __init__ does not take."""
+    class without slots, or with a field __init__ does not take that is not a
+    constant (a part's `kind`: evolve sets it to its default, which the copy keeps)."""
     fields = attrs.fields(cls)
-    if not all(f.init for f in fields) or "__slots__" not in vars(cls):
+    if not all(f.init or _constant(f) for f in fields) or "__slots__" not in vars(cls):
         return None
     names = [f.name for f in fields]
     setters: dict[str, Callable[[Any, Any], None]] = {}
@@ -94,7 +95,9 @@ def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
         slot = next((vars(k)[name] for k in cls.__mro__ if name in vars(k)), None)
         if slot is None or not hasattr(slot, "__set__"):
             return None  # a field not kept in a slot
-        env[f"_s{index}"] = setters[name] = slot.__set__
+        env[f"_s{index}"] = slot.__set__
+        if fields[index].init:  # (evolve takes no change to a field __init__ does not take)
+            setters[name] = slot.__set__
         lines.append(f"    _s{index}(new, value.{name})")
     # Every slot copied straight, then the few changed ones set again: cheaper than
     # looking each field up in `changes` (a copy changes one to three fields).
@@ -104,6 +107,12 @@ def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
     exec("\n".join(lines), env)
     copy: Callable[[Any, dict[str, Any]], Any] = env["copy"]
     return copy
+
+
+def _constant(field: "attrs.Attribute[Any]") -> bool:
+    """A field __init__ does not take, with a plain default: every instance holds it."""
+    default = field.default
+    return not field.init and default is not attrs.NOTHING and not isinstance(default, Factory)  # type: ignore[comparison-overlap]
 
 
 def _layout(cls: type) -> _Layout:

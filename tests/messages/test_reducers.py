@@ -180,6 +180,23 @@ def test_the_streaming_paths_copy_is_what_attrs_evolve_makes_and_still_validates
         _replace(state, modified_at=-1)
 
 
+def test_a_copy_keeps_a_constant_field_init_does_not_take_and_refuses_to_change_it() -> None:
+    @attrs.frozen
+    class Made:
+        count: int
+        kind: str = attrs.field(default="made", init=False)
+        made: list[int] = attrs.field(factory=list, init=False)
+
+    part = MarkdownPart(id="p", content="a")  # `kind` is such a field: copied
+    copy = _replace(part, content="ab")
+    assert copy == attrs.evolve(part, content="ab")
+    assert copy.kind == "markdown"
+    with pytest.raises(KeyError):
+        _replace(part, kind="reasoning")  # type: ignore[call-arg]
+    made = Made(count=1)  # a factory's field: attrs makes a new one, as evolve does
+    assert _replace(made, count=2).made is not made.made
+
+
 _ACTIONS = st.one_of(
     st.builds(
         AssistantDelta,
