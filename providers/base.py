@@ -38,6 +38,7 @@ from agenthost.messages.provider import (
     ProviderSteer,
     ProviderWithdraw,
 )
+from agenthost.providers import loops
 
 log = structlog.get_logger(__name__)
 
@@ -355,7 +356,7 @@ class ProviderLoop:
     """One asyncio event loop on its own thread, shared by a provider kind's adapters."""
 
     def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = loops.new_loop()
         self._calls = LoopCalls(self.loop)
         self._thread = threading.Thread(target=self._run, name=f"provider-loop-{name}", daemon=True)
         self._running = threading.Event()

@@ -26,6 +26,7 @@ from rich.table import Table
 
 from agenthost.messages.errors import AgentHostError, ErrorCode
 from agenthost.messages.state import SessionSummary
+from agenthost.providers import loops
 from agenthost.server.ahp import Limits
 from agenthost.server.cli_errors import (
     USAGE,
@@ -462,7 +463,7 @@ def serve(
         max_resident_bytes=resident_history_mb * MIB or None,
     )
     try:
-        asyncio.run(run_server(running, tokens, config, ready))
+        loops.run(run_server(running, tokens, config, ready))
     except OSError as error:
         raise listen_error(host, port, error) from None
     finally:

@@ -7,7 +7,6 @@ progress bar and prints the report (a table, or `--json`). `cli.py`
 registers `load`.
 """
 
-import asyncio
 import json
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agenthost.providers import loops
 from agenthost.server.cli_errors import USAGE, CliError, count, one_line_errors
 from agenthost.server.cli_store import named_store, refusal, refuse_unshared, say_created_store
 from agenthost.server.load import (
@@ -148,7 +148,7 @@ def load(
             if url is None:
                 report = run_load(config, progress=advance)
             else:
-                report = asyncio.run(load_remote(config, progress=advance))
+                report = loops.run(load_remote(config, progress=advance))
         except StoreRefused as error:
             raise refusal(error.error) from None
         except LoadError as error:

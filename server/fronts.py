@@ -56,6 +56,7 @@ from typing import Any
 import attrs
 import structlog
 
+from agenthost.providers import loops
 from agenthost.server.channels import front_seq_base
 from agenthost.server.serve import ServeConfig
 
@@ -116,7 +117,7 @@ def run_front(spec: FrontSpec, ready: Connection) -> None:
     config = attrs.evolve(spec.config, reuse_port=True, seq_base=base)
     log.info("front_starting", seq_base=base)
     try:
-        asyncio.run(
+        loops.run(
             serve(
                 host,
                 dict(spec.tokens),
@@ -354,7 +355,7 @@ def serve_sharded(
         running = start_shards(store, manifest, provider_names, shards, ray_address, host_limits)
         try:
             config = attrs.evolve(config, seq_base=front_seq_base(count_front_start(store)))
-            asyncio.run(serve(running, dict(tokens), config, ready))
+            loops.run(serve(running, dict(tokens), config, ready))
         except OSError as error:
             raise listen_error(config.host, config.port, error) from None
         finally:
@@ -373,7 +374,7 @@ def serve_sharded(
         log_level=options.log_level,
     )
     try:
-        asyncio.run(serve_fronts(spec, count, ready))
+        loops.run(serve_fronts(spec, count, ready))
     except OSError as error:
         raise listen_error(config.host, config.port, error) from None
     except FrontFailed as failed:

@@ -41,6 +41,7 @@ import attrs
 from agenthost.actors.aio import AsyncChat
 from agenthost.actors.surface import Host
 from agenthost.messages.errors import AgentHostError
+from agenthost.providers import loops
 from agenthost.providers.scripted import ScriptedProvider, echo_reply
 from agenthost.store import store_from_spec
 
@@ -390,7 +391,7 @@ def run_load(
         records = [ChatRecord(index=i) for i in range(config.chats)]
         latencies: list[float] = []
         try:
-            run = asyncio.run(_drive_local(host, config, records, latencies, progress))
+            run = loops.run(_drive_local(host, config, records, latencies, progress))
         finally:
             host.stop(timeout=60)
         read_store(spec, run.session_ids, records)
