@@ -271,8 +271,10 @@ async def wait(future: RuntimeFuture, timeout: float | None) -> Any:
     done: asyncio.Future[Any] = loop.create_future()
 
     def transfer(f: RuntimeFuture) -> None:
-        with contextlib.suppress(RuntimeError):  # the awaiting loop is closed
+        try:  # (not contextlib.suppress: this runs for every reply)
             calls.call(_deliver, done, f)
+        except RuntimeError:  # the awaiting loop is closed
+            return
 
     future.add_done_callback(transfer)
     if timeout is None:

@@ -264,7 +264,8 @@ def _end_turn(
         state,
         turns=(*state.turns, turn),
         active_turn=None,
-        open_requests=tuple(r for r in state.open_requests if r.turn_id != turn_id),
+        open_requests=state.open_requests
+        and tuple(r for r in state.open_requests if r.turn_id != turn_id),
         input_requests=(),
         modified_at=now_ms,
     )

@@ -153,10 +153,12 @@ def _waits_for_user(state: ChatState) -> bool:
     if state.input_requests or state.open_requests:
         return True
     active = state.active_turn
-    return active is not None and any(
-        isinstance(p, ToolCallPart) and p.tool_call.status.waits_for_user
-        for p in active.response_parts
-    )
+    if active is None:
+        return False
+    for part in active.response_parts:  # (a loop, not any(): it runs for every turn's start)
+        if isinstance(part, ToolCallPart) and part.tool_call.status.waits_for_user:
+            return True
+    return False
 
 
 def derived_status(state: ChatState, *, failed: bool = False) -> ChatStatus:

@@ -46,11 +46,12 @@ class SessionFlags(Contribution):
         self._chats = chats
 
     def on_did_dispatch_action(self, dispatch: Dispatch) -> None:
-        if dispatch.rejection is not None or dispatch.state == dispatch.before:
+        if dispatch.rejection is not None or dispatch.state is dispatch.before:
             return
         match dispatch.state, dispatch.before:
             case SessionState() as state, _:
-                self._sessions.save(dispatch.chat.session_id, state)
+                if state != dispatch.before:
+                    self._sessions.save(dispatch.chat.session_id, state)
             case ChatState(status=status), ChatState(status=before):
                 if int(status) & _FLAGS != int(before) & _FLAGS:
                     read = bool(status & ChatStatus.IS_READ)
