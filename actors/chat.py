@@ -413,7 +413,7 @@ class ChatActor(ChatSteering):
                 if run:
                     self._apply_run(run)
                     run = []
-                self._apply(action, publish=False)
+                self._apply(action, publish=False)  # type: ignore[arg-type]  # not a DeltaRun
             if run:
                 self._apply_run(run)
         finally:

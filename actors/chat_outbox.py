@@ -42,6 +42,11 @@ class ChatOutbox:
         """`event` naming this tracker's session and chat."""
         return replace(event, session_id=self.session_id, chat_id=self.chat_id)
 
+    def new(self, event_type: type[E], **fields: Any) -> E:
+        """An event naming this tracker's session and chat: `stamp` of one made
+        with `fields`, without the copy."""
+        return event_type(session_id=self.session_id, chat_id=self.chat_id, **fields)
+
     def message(self, message: object) -> None:
         """Queue `message` for the chat; an ApplyActions joins the last run of actions."""
         if isinstance(message, ApplyActions):

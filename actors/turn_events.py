@@ -26,7 +26,6 @@ from agenthost.messages.events import (
     ToolCallDelta,
     ToolCallReady,
     ToolCallStarted,
-    UsageReported,
 )
 from agenthost.messages.provider import ToolCallCompleted as ProviderToolCallCompleted
 from agenthost.messages.provider import ToolCallStarted as ProviderToolCallStarted
@@ -92,9 +91,9 @@ def tool_completed(turn: ActiveTurn, event: ProviderToolCallCompleted) -> ToolCa
     )
 
 
-def usage(turn: ActiveTurn, event: UsageUpdated) -> UsageReported:
-    reported = Usage(prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens)
-    return UsageReported(turn_id=turn.turn_id, usage=reported)
+def usage(event: UsageUpdated) -> Usage:
+    """The turn's usage a provider's report gives (the chat gets it as UsageReported)."""
+    return Usage(prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens)
 
 
 THINKING = "Thinking"

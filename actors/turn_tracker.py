@@ -92,6 +92,7 @@ from agenthost.messages.events import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    UsageReported,
 )
 from agenthost.messages.ids import new_id
 from agenthost.messages.provider import (
@@ -387,14 +388,17 @@ class TurnTrackerActor(HostedActor):
                 self._activity(turn, turn_events.THINKING)
                 self._out.actions(turn.stream.reasoning(event.text))
             case UsageUpdated():
-                self._out.apply(turn_events.usage(turn, event))
+                reported = turn_events.usage(event)
+                self._out.actions(
+                    (self._out.new(UsageReported, turn_id=turn.turn_id, usage=reported),)
+                )
             case ReplyMessage():
                 if event.text and not turn.stream.unflushed:
                     self._text(turn, event.text)
                 turn.finish_reason = event.finish_reason
                 self._stable(turn)
             case Idle():
-                self._end(self._out.stamp(TurnCompleted(turn_id=turn.turn_id)))
+                self._end(self._out.new(TurnCompleted, turn_id=turn.turn_id))
             case CallSettled():
                 turn.settled = event
                 self._close_if_abandoned(turn)

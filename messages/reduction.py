@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import attrs
-from attrs import AttrsInstance, Factory
+from attrs import AttrsInstance
 
 from agenthost.messages.events import ChatEvent
 from agenthost.messages.state import ActiveTurn, ChatState, ChatStatus, ToolCallPart, with_activity
@@ -109,10 +109,13 @@ def _copier(cls: type) -> Callable[[Any, dict[str, Any]], Any] | None:
     return copy
 
 
+_FACTORY: type = type(attrs.Factory(list))  # attrs types Factory as a function
+
+
 def _constant(field: "attrs.Attribute[Any]") -> bool:
     """A field __init__ does not take, with a plain default: every instance holds it."""
     default = field.default
-    return not field.init and default is not attrs.NOTHING and not isinstance(default, Factory)  # type: ignore[comparison-overlap]
+    return not field.init and default is not attrs.NOTHING and not isinstance(default, _FACTORY)
 
 
 def _layout(cls: type) -> _Layout:

@@ -38,7 +38,7 @@ def _factory() -> Callable[[], asyncio.AbstractEventLoop]:
         if choice == "uvloop":
             raise
         return asyncio.new_event_loop
-    return uvloop.new_event_loop  # type: ignore[no-any-return]
+    return uvloop.new_event_loop
 
 
 def new_loop() -> asyncio.AbstractEventLoop:

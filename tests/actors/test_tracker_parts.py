@@ -30,7 +30,6 @@ from agenthost.messages.events import (
     ToolCallStarted,
     TurnCompleted,
     TurnFailed,
-    UsageReported,
 )
 from agenthost.messages.provider import (
     CallSettled,
@@ -371,16 +370,14 @@ def test_a_tool_call_that_needs_permission_only_starts() -> None:
     assert isinstance(started, ToolCallStarted)
 
 
-def test_a_completed_tool_call_and_usage_name_the_hosts_turn() -> None:
+def test_a_completed_tool_call_names_the_hosts_turn_and_usage_is_the_providers() -> None:
     turn = active("host-turn", key="run")
     done = ProviderToolCallCompleted(turn_id="run", tool_call_id="c1", success=False)
     assert turn_events.tool_completed(turn, done) == ToolCallCompleted(
         turn_id="host-turn", tool_call_id="c1", success=False
     )
     used = UsageUpdated(turn_id="run", prompt_tokens=3, completion_tokens=5)
-    assert turn_events.usage(turn, used) == UsageReported(
-        turn_id="host-turn", usage=Usage(prompt_tokens=3, completion_tokens=5)
-    )
+    assert turn_events.usage(used) == Usage(prompt_tokens=3, completion_tokens=5)
 
 
 # -- streamed tool input ---------------------------------------------------------------
