@@ -37,6 +37,7 @@ class ChatOutbox:
         self.chat_id = chat_id
         self._deliver = deliver  # one message to the chat
         self._out: list[Any] = []  # messages, and runs of actions (lists)
+        self._pieces: _Pieces | None = None  # the DeltaRun being gathered, if last queued
 
     def stamp(self, event: E) -> E:
         """`event` naming this tracker's session and chat."""
@@ -52,10 +53,12 @@ class ChatOutbox:
         if isinstance(message, ApplyActions):
             self.actions(message.actions)
         else:
+            self._pieces = None
             self._out.append(message)
 
     def actions(self, actions: tuple[ChatEvent | DeltaRun, ...]) -> None:
         """Queue actions, already stamped (they join the run of actions queued last)."""
+        self._pieces = None
         out = self._out
         if out and isinstance(out[-1], list):
             out[-1].extend(actions)
@@ -69,12 +72,13 @@ class ChatOutbox:
     def text(self, turn_id: str, part_id: str, text: str) -> None:
         """Queue a piece of streamed text to a part: with the pieces queued just
         before it to the same part, one DeltaRun."""
-        out = self._out
-        last = out[-1][-1] if out and isinstance(out[-1], list) and out[-1] else None
-        if type(last) is _Pieces and last.part_id == part_id and last.turn_id == turn_id:
-            last.texts.append(text)
-        else:
-            self.actions((_Pieces(turn_id, part_id, [text]),))  # type: ignore[arg-type]
+        pieces = self._pieces
+        if pieces is not None and pieces.part_id == part_id and pieces.turn_id == turn_id:
+            pieces.texts.append(text)
+            return
+        pieces = _Pieces(turn_id, part_id, [text])
+        self.actions((pieces,))  # type: ignore[arg-type]
+        self._pieces = pieces
 
     def _run(self, actions: list[Any]) -> ApplyActions:
         return ApplyActions(
@@ -99,6 +103,6 @@ class ChatOutbox:
         out = self._out
         if not out:
             return
-        self._out = []
+        self._out, self._pieces = [], None
         messages = [self._run(m) if isinstance(m, list) else m for m in out]
         self._deliver(messages[0] if len(messages) == 1 else ChatBatch(messages=tuple(messages)))

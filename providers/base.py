@@ -322,18 +322,19 @@ class Burst:
 
     def emit(self, event: ProviderEvent) -> None:
         """An `Emit`: never blocks."""
-        loop = self._loop.loop
         if threading.get_ident() != self._loop.thread_id:  # off the loop: hop to it
             with contextlib.suppress(RuntimeError):  # the loop closed: the host is stopping
-                loop.call_soon_threadsafe(self.emit, event)
+                self._loop.loop.call_soon_threadsafe(self.emit, event)
             return
         if type(event) is ConnectionFailed:
             self.failed = True
-        self._events.append(event)
-        if len(self._events) == 1:
+        events = self._events
+        events.append(event)
+        if len(events) == 1:
             # Two passes of the loop away: a call that emitted these and ends in this
             # pass delivers them itself, its result riding behind them (the call's
             # done callback runs in the next pass, before this flush).
+            loop = self._loop.loop
             loop.call_soon(loop.call_soon, self.flush)
 
     def on_loop(self) -> bool:
