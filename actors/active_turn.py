@@ -6,6 +6,8 @@ reasoning between two runs of text sits between their parts. Only the text
 becomes stable (is persisted); reasoning lives in the turn's parts.
 """
 
+from collections.abc import Sequence
+
 import attrs
 
 from agenthost.actors.history import history
@@ -41,11 +43,11 @@ class AssistantStream:
     parts: int = 0
     reasoning_id: str | None = None  # the reasoning part a run of reasoning goes to
 
-    def text(self, text: str) -> ResponsePartAdded | None:
-        """Note one streamed piece of text; the part it starts, if it starts one
-        (a new part starts after each stable point, and after reasoning). The
-        piece goes to `part_id`."""
-        self.unflushed.append(text)
+    def text(self, pieces: Sequence[str]) -> ResponsePartAdded | None:
+        """Note streamed pieces of text in a row; the part they start, if they
+        start one (a new part starts after each stable point, and after
+        reasoning). The pieces go to `part_id`."""
+        self.unflushed.extend(pieces)
         self.reasoning_id = None
         if self.part_id is not None:
             return None
@@ -60,7 +62,7 @@ class AssistantStream:
 
     def delta(self, text: str) -> tuple[ChatEvent, ...]:
         """The actions one streamed piece of text makes (`text`, as actions)."""
-        added = self.text(text)
+        added = self.text((text,))
         assert self.part_id is not None
         delta = AssistantDelta(
             session_id=self.session_id,

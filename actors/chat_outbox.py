@@ -10,7 +10,7 @@ A plain object the turn tracker holds (its thread only). Invariants:
 Actions are stamped with the tracker's session and chat ids.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -69,14 +69,14 @@ class ChatOutbox:
         """Queue one action, stamped."""
         self.actions((self.stamp(action),))
 
-    def text(self, turn_id: str, part_id: str, text: str) -> None:
-        """Queue a piece of streamed text to a part: with the pieces queued just
-        before it to the same part, one DeltaRun."""
+    def text(self, turn_id: str, part_id: str, texts: Sequence[str]) -> None:
+        """Queue pieces of streamed text to a part: with the pieces queued just
+        before them to the same part, one DeltaRun."""
         pieces = self._pieces
         if pieces is not None and pieces.part_id == part_id and pieces.turn_id == turn_id:
-            pieces.texts.append(text)
+            pieces.texts.extend(texts)
             return
-        pieces = _Pieces(turn_id, part_id, [text])
+        pieces = _Pieces(turn_id, part_id, list(texts))
         self.actions((pieces,))  # type: ignore[arg-type]
         self._pieces = pieces
 

@@ -9,6 +9,8 @@ turn the echo may have started), wait here in order. Invariants:
 2. While stalled nothing is handled; once matched, the held items are handled
    in order, until one of them stalls again (the rest wait for that match).
 3. Only the match of the current stall (its token) ends it.
+The tracker hands it a burst with each run of plain text deltas as one
+TextRun (`text_runs`): only an echo stalls, so no run is ever split.
 """
 
 from collections.abc import Callable, Sequence
@@ -16,7 +18,35 @@ from typing import Any
 
 import attrs
 
-from agenthost.messages.provider import ProviderEvent, UserMessageEcho
+from agenthost.messages.provider import ProviderEvent, ReplyDelta, UserMessageEcho
+
+
+@attrs.define
+class TextRun:
+    """Plain ReplyDeltas in a row of one burst, for one turn key: the tracker
+    takes their pieces at once. An echo never sits inside one, so a stall
+    never begins in it."""
+
+    turn_id: str
+    texts: list[str]
+
+
+def text_runs(events: Sequence[ProviderEvent]) -> list[ProviderEvent | TextRun]:
+    """`events`, each run of plain ReplyDeltas (no subagent's) of one turn key as
+    a TextRun, in order."""
+    items: list[ProviderEvent | TextRun] = []
+    run: TextRun | None = None
+    for event in events:
+        if type(event) is ReplyDelta and event.subagent_id is None:
+            if run is not None and run.turn_id == event.turn_id:
+                run.texts.append(event.text)
+                continue
+            run = TextRun(event.turn_id, [event.text])
+            items.append(run)
+            continue
+        run = None
+        items.append(event)
+    return items
 
 
 @attrs.frozen
@@ -55,9 +85,7 @@ class EchoStall:
         """A message to the tracker waits for the match."""
         self._held.append(Held(message, from_provider=False))
 
-    def events(
-        self, events: Sequence[ProviderEvent], handle: Callable[[ProviderEvent], Any]
-    ) -> None:
+    def events(self, events: Sequence[Any], handle: Callable[[Any], Any]) -> None:
         """Handle provider events in order; from the one that stalls on, they wait."""
         for index, event in enumerate(events):
             if self._echo is not None:  # stalled

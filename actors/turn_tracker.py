@@ -30,6 +30,7 @@ and one it folds into the running turn (claude, codex) is recorded there.
 """
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -39,7 +40,7 @@ from agenthost.actors.active_turn import ActiveTurn, AssistantStream
 from agenthost.actors.chat_outbox import ChatOutbox
 from agenthost.actors.context import Services
 from agenthost.actors.diagnoses import Diagnoses
-from agenthost.actors.echo_stall import EchoStall, Held
+from agenthost.actors.echo_stall import EchoStall, Held, TextRun, text_runs
 from agenthost.actors.futures import RuntimeFuture
 from agenthost.actors.hosted import HostedActor
 from agenthost.actors.protocol import (
@@ -333,7 +334,7 @@ class TurnTrackerActor(HostedActor):
     def _events(self, events: tuple[ProviderEvent, ...]) -> None:
         if self._turn is not None:
             self._turn.last_event_at = self.services.clock.now()
-        self._stall.events(events, self._provider_event)
+        self._stall.events(text_runs(events), self._provider_event)
 
     def _held(self, held: Held) -> None:
         if held.from_provider:
@@ -341,13 +342,13 @@ class TurnTrackerActor(HostedActor):
         else:
             super().on_receive(held.item)
 
-    def _provider_event(self, event: ProviderEvent) -> None:
-        if type(event) is ReplyDelta and event.subagent_id is None:  # most of a stream
+    def _provider_event(self, event: ProviderEvent | TextRun) -> None:
+        if type(event) is TextRun:  # most of a stream
             turn = self._turn
             if turn is not None and event.turn_id == turn.key:
                 if turn.activity is not None:
                     self._activity(turn, None)
-                self._text(turn, event.text)
+                self._text(turn, event.texts)
             return
         match event:
             case UserMessageEcho():
@@ -383,7 +384,7 @@ class TurnTrackerActor(HostedActor):
                 self._desk.opened(turn, event)
             case ReplyDelta():
                 self._activity(turn, None)
-                self._text(turn, event.text)
+                self._text(turn, (event.text,))
             case ReplyReasoning():
                 self._activity(turn, turn_events.THINKING)
                 self._out.actions(turn.stream.reasoning(event.text))
@@ -394,7 +395,7 @@ class TurnTrackerActor(HostedActor):
                 )
             case ReplyMessage():
                 if event.text and not turn.stream.unflushed:
-                    self._text(turn, event.text)
+                    self._text(turn, (event.text,))
                 turn.finish_reason = event.finish_reason
                 self._stable(turn)
             case Idle():
@@ -403,14 +404,14 @@ class TurnTrackerActor(HostedActor):
                 turn.settled = event
                 self._close_if_abandoned(turn)
 
-    def _text(self, turn: ActiveTurn, text: str) -> None:
-        """A piece of the reply's text: to the part it goes to (started first if new)."""
+    def _text(self, turn: ActiveTurn, pieces: Sequence[str]) -> None:
+        """Pieces of the reply's text in a row: to the part they go to (started first if new)."""
         stream = turn.stream
-        added = stream.text(text)
+        added = stream.text(pieces)
         if added is not None:
             self._out.actions((added,))
         assert stream.part_id is not None
-        self._out.text(stream.turn_id, stream.part_id, text)
+        self._out.text(stream.turn_id, stream.part_id, pieces)
 
     def _activity(self, turn: ActiveTurn, now: str | None) -> None:
         """chat/activityChanged when the activity is not what was last sent."""

@@ -11,7 +11,7 @@ from agenthost.actors import diagnoses, turn_events
 from agenthost.actors.active_turn import ActiveTurn, AssistantStream
 from agenthost.actors.chat_outbox import ChatOutbox
 from agenthost.actors.diagnoses import Diagnoses
-from agenthost.actors.echo_stall import EchoStall, Held
+from agenthost.actors.echo_stall import EchoStall, Held, TextRun, text_runs
 from agenthost.actors.protocol import (
     ApplyActions,
     AssistantStable,
@@ -190,6 +190,23 @@ def test_giving_back_reports_every_parked_message_once() -> None:
 
 def echo(text: str) -> UserMessageEcho:
     return UserMessageEcho(turn_id="run", text=text)
+
+
+def test_plain_deltas_in_a_row_of_one_turn_key_are_one_text_run_and_nothing_else_is() -> None:
+    a, b, c = (ReplyDelta(turn_id="run", text=t) for t in "abc")
+    other = ReplyDelta(turn_id="next", text="d")
+    subagent = ReplyDelta(turn_id="run", text="s", subagent_id="sub")
+    steer = echo("steer")
+    items = text_runs((a, b, subagent, c, steer, other, a))
+    assert items == [
+        TextRun("run", ["a", "b"]),
+        subagent,  # a subagent's delta goes to its chat, one by one
+        TextRun("run", ["c"]),
+        steer,  # an echo (it may stall) is never inside a run
+        TextRun("next", ["d"]),
+        TextRun("run", ["a"]),
+    ]
+    assert text_runs(()) == []
 
 
 def test_events_are_handled_until_one_stalls_and_the_rest_wait_for_the_match() -> None:
