@@ -444,7 +444,10 @@ class ChatActor(ChatSteering):
             return
         active = self._state.active_turn
         assert active is not None
-        stable = "".join(self._writes.stable.pop(turn_id, []))
+        pieces = self._writes.stable.pop(turn_id, [])
+        if message.stable:
+            pieces.append(message.stable)
+        stable = "".join(pieces)
         failed = action if isinstance(action, TurnFailed) else None
         seq = self._write(
             SaveTurnEnded(

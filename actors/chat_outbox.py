@@ -4,7 +4,9 @@ A plain object the turn tracker holds (its thread only). Invariants:
 1. Order is kept: the chat hears messages in the order they were queued.
 2. Consecutive actions merge into one ApplyActions (a run of deltas is one
    message, reduced by the chat at once); a message in between starts a new run.
-   Pieces of text in a row to one part (`text`) go as one DeltaRun.
+   Pieces of text in a row to one part (`text`) go as one DeltaRun. A turn's
+   EndTurn right behind its AssistantStable carries that text (`stable`)
+   instead of both going.
 3. A flush delivers everything queued since the last one as one message (a
    ChatBatch when there are several), and nothing when nothing is queued.
 Actions are stamped with the tracker's session and chat ids.
@@ -15,7 +17,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from agenthost.actors.protocol import ApplyActions, ChatBatch, DeltaRun
+from agenthost.actors.protocol import ApplyActions, AssistantStable, ChatBatch, DeltaRun, EndTurn
 from agenthost.messages.events import ChatEvent
 from agenthost.messages.reduction import replace
 
@@ -49,12 +51,20 @@ class ChatOutbox:
         return event_type(session_id=self.session_id, chat_id=self.chat_id, **fields)
 
     def message(self, message: object) -> None:
-        """Queue `message` for the chat; an ApplyActions joins the last run of actions."""
+        """Queue `message` for the chat; an ApplyActions joins the last run of
+        actions, and a turn's end takes the AssistantStable of its turn queued
+        just before it."""
         if isinstance(message, ApplyActions):
             self.actions(message.actions)
-        else:
-            self._pieces = None
-            self._out.append(message)
+            return
+        self._pieces = None
+        out = self._out
+        if type(message) is EndTurn and out and type(out[-1]) is AssistantStable:
+            stable = out[-1]
+            if stable.turn_id == message.action.turn_id and not message.stable:  # type: ignore[attr-defined]
+                out[-1] = replace(message, stable=stable.text)
+                return
+        out.append(message)
 
     def actions(self, actions: tuple[ChatEvent | DeltaRun, ...]) -> None:
         """Queue actions, already stamped (they join the run of actions queued last)."""

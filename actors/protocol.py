@@ -326,10 +326,14 @@ class AssistantStable:
 
 @attrs.frozen
 class EndTurn:
-    """The one way a turn ends: a terminal action from the tracker's end helper."""
+    """The one way a turn ends: a terminal action from the tracker's end helper.
+    `stable`: the turn's text that became stable just before its end (an
+    AssistantStable the tracker's outbox folded in: one message, and one store
+    write, less)."""
 
     action: ChatEvent
     finish_reason: str | None = None
+    stable: str = ""
 
 
 @attrs.frozen

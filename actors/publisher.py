@@ -194,6 +194,7 @@ class StoreWrites:
     ops: list[StoreOp] = attrs.field(factory=list)
     seq: int = 0
     gated: bool = False
+    texts: bool = False  # a SaveAssistantText is queued
     stable: dict[str, list[str]] = attrs.field(factory=dict)
 
     def write(self, op: StoreOp, gate: bool = False) -> int:
@@ -201,6 +202,8 @@ class StoreWrites:
         self.seq += 1
         self.ops.append(op)
         self.gated = self.gated or gate
+        if type(op) is SaveAssistantText:
+            self.texts = True
         return self.seq
 
     def take(self, ack_to: Any, ack: Callable[[int], Any]) -> WriteMany | None:
@@ -209,11 +212,15 @@ class StoreWrites:
         if not self.ops:
             return None
         ops, self.ops = self.ops, []
-        ended = {op.turn_id for op in ops if isinstance(op, SaveTurnEnded)}
-        if ended:
-            ops = [
-                op for op in ops if not (isinstance(op, SaveAssistantText) and op.turn_id in ended)
-            ]
+        if self.texts:
+            self.texts = False
+            ended = {op.turn_id for op in ops if isinstance(op, SaveTurnEnded)}
+            if ended:
+                ops = [
+                    op
+                    for op in ops
+                    if not (isinstance(op, SaveAssistantText) and op.turn_id in ended)
+                ]
         gated, self.gated = self.gated, False
         if not gated:
             return WriteMany(ops=tuple(ops))

@@ -16,6 +16,7 @@ from agenthost.actors.protocol import (
     ApplyActions,
     AssistantStable,
     ChatBatch,
+    EndTurn,
     Handled,
     HandOverSteering,
 )
@@ -94,6 +95,32 @@ def test_a_message_between_actions_keeps_its_place_in_one_batch() -> None:
             )
         )
     ]
+
+
+def test_a_turns_end_right_behind_its_stable_text_carries_it_instead() -> None:
+    box, sent = outbox()
+    done = TurnCompleted(turn_id="t1")
+    box.message(AssistantStable(turn_id="t1", text="ab"))
+    box.message(EndTurn(action=done, finish_reason="stop"))
+    box.flush()
+    assert sent == [EndTurn(action=done, finish_reason="stop", stable="ab")]
+    # another turn's text, or one with a message between, keeps its own message
+    other = AssistantStable(turn_id="t0", text="old")
+    box.message(other)
+    box.message(EndTurn(action=done))
+    box.message(AssistantStable(turn_id="t1", text="cd"))
+    box.message("between")
+    box.message(EndTurn(action=done))
+    box.flush()
+    assert sent[1] == ChatBatch(
+        messages=(
+            other,
+            EndTurn(action=done),
+            AssistantStable(turn_id="t1", text="cd"),
+            "between",
+            EndTurn(action=done),
+        )
+    )
 
 
 def test_a_flush_sends_only_what_was_queued_since_the_last_one() -> None:
