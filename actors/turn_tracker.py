@@ -30,8 +30,8 @@ and one it folds into the running turn (claude, codex) is recorded there.
 """
 
 import functools
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import structlog
 
@@ -118,7 +118,23 @@ from agenthost.messages.provider import ToolCallStarted as ProviderToolCallStart
 
 log = structlog.get_logger(__name__)
 
+F = TypeVar("F", bound=Callable[..., None])
+
 Terminal = TurnCompleted | TurnCancelled | TurnFailed
+
+_SUBAGENT_STREAM = frozenset({ReplyDelta, ReplyReasoning, ReplyMessage, Idle})
+"""Provider events that, with a `subagent_id`, belong to that subagent's chat."""
+
+_TURN_EVENTS: dict[type, Callable[..., None]] = {}
+"""The tracker's handler of each provider event of the active turn, by type."""
+
+
+def _turn_event(event_type: type) -> Callable[[F], F]:
+    def register(fn: F) -> F:
+        _TURN_EVENTS[event_type] = fn
+        return fn
+
+    return register
 
 
 _NOT_HELD = (EchoMatched, Diagnose)
@@ -342,67 +358,89 @@ class TurnTrackerActor(HostedActor):
         else:
             super().on_receive(held.item)
 
-    def _provider_event(self, event: ProviderEvent | TextRun) -> None:
-        if type(event) is TextRun:  # most of a stream
+    def _provider_event(self, event: Any) -> None:
+        """A provider event, or a TextRun: dispatched by its type."""
+        kind = type(event)
+        if kind is TextRun:  # most of a stream
             turn = self._turn
             if turn is not None and event.turn_id == turn.key:
                 if turn.activity is not None:
                     self._activity(turn, None)
                 self._text(turn, event.texts)
             return
-        match event:
-            case UserMessageEcho():
-                self._echo(event)
-                return
-            case ReplyDelta() | ReplyReasoning() | ReplyMessage() | Idle() if (
-                event.subagent_id is not None
-            ):
-                self._subagents.event(event)
-                return
+        if kind is UserMessageEcho:
+            self._echo(event)
+            return
+        if kind in _SUBAGENT_STREAM and event.subagent_id is not None:
+            self._subagents.event(event)
+            return
         turn = self._turn
         if turn is None or getattr(event, "turn_id", None) != turn.key:
-            if isinstance(event, HostRequestOpened):
+            if kind is HostRequestOpened:
                 self._desk.stale(event)
             return
-        match event:
-            case ProviderToolCallStarted():
-                for action in turn_events.tool_started(turn, event):
-                    self._out.apply(action)
-                self._activity(turn, turn_events.tool_activity(event))
-            case ToolInputDelta():
-                delta = turn_events.tool_input_delta(turn, event)
-                if delta is not None:
-                    self._out.apply(delta)
-            case SubagentStarted():
-                self._subagents.spawn(turn, event)
-            case ProviderToolCallCompleted():
-                self._subagents.tool_completed(event.tool_call_id)
-                if event.tool_call_id not in turn.result_confirmed:  # ended by the user's word
-                    self._out.apply(turn_events.tool_completed(turn, event))
-                self._activity(turn, None)
-            case HostRequestOpened():
-                self._desk.opened(turn, event)
-            case ReplyDelta():
-                self._activity(turn, None)
-                self._text(turn, (event.text,))
-            case ReplyReasoning():
-                self._activity(turn, turn_events.THINKING)
-                self._out.actions(turn.stream.reasoning(event.text))
-            case UsageUpdated():
-                reported = turn_events.usage(event)
-                self._out.actions(
-                    (self._out.new(UsageReported, turn_id=turn.turn_id, usage=reported),)
-                )
-            case ReplyMessage():
-                if event.text and not turn.stream.unflushed:
-                    self._text(turn, (event.text,))
-                turn.finish_reason = event.finish_reason
-                self._stable(turn)
-            case Idle():
-                self._end(self._out.new(TurnCompleted, turn_id=turn.turn_id))
-            case CallSettled():
-                turn.settled = event
-                self._close_if_abandoned(turn)
+        handler = _TURN_EVENTS.get(kind)
+        if handler is not None:
+            handler(self, turn, event)
+
+    # -- the active turn's events, by type (_provider_event looks them up) -----------------
+    @_turn_event(ProviderToolCallStarted)
+    def _tool_started(self, turn: ActiveTurn, event: ProviderToolCallStarted) -> None:
+        for action in turn_events.tool_started(turn, event):
+            self._out.apply(action)
+        self._activity(turn, turn_events.tool_activity(event))
+
+    @_turn_event(ToolInputDelta)
+    def _tool_input(self, turn: ActiveTurn, event: ToolInputDelta) -> None:
+        delta = turn_events.tool_input_delta(turn, event)
+        if delta is not None:
+            self._out.apply(delta)
+
+    @_turn_event(SubagentStarted)
+    def _subagent_started(self, turn: ActiveTurn, event: SubagentStarted) -> None:
+        self._subagents.spawn(turn, event)
+
+    @_turn_event(ProviderToolCallCompleted)
+    def _tool_completed(self, turn: ActiveTurn, event: ProviderToolCallCompleted) -> None:
+        self._subagents.tool_completed(event.tool_call_id)
+        if event.tool_call_id not in turn.result_confirmed:  # ended by the user's word
+            self._out.apply(turn_events.tool_completed(turn, event))
+        self._activity(turn, None)
+
+    @_turn_event(HostRequestOpened)
+    def _request_opened(self, turn: ActiveTurn, event: HostRequestOpened) -> None:
+        self._desk.opened(turn, event)
+
+    @_turn_event(ReplyDelta)
+    def _reply_delta(self, turn: ActiveTurn, event: ReplyDelta) -> None:
+        self._activity(turn, None)
+        self._text(turn, (event.text,))
+
+    @_turn_event(ReplyReasoning)
+    def _reasoning(self, turn: ActiveTurn, event: ReplyReasoning) -> None:
+        self._activity(turn, turn_events.THINKING)
+        self._out.actions(turn.stream.reasoning(event.text))
+
+    @_turn_event(UsageUpdated)
+    def _usage(self, turn: ActiveTurn, event: UsageUpdated) -> None:
+        usage = turn_events.usage(event)
+        self._out.actions((self._out.new(UsageReported, turn_id=turn.turn_id, usage=usage),))
+
+    @_turn_event(ReplyMessage)
+    def _reply_message(self, turn: ActiveTurn, event: ReplyMessage) -> None:
+        if event.text and not turn.stream.unflushed:
+            self._text(turn, (event.text,))
+        turn.finish_reason = event.finish_reason
+        self._stable(turn)
+
+    @_turn_event(Idle)
+    def _idle(self, turn: ActiveTurn, event: Idle) -> None:
+        self._end(self._out.new(TurnCompleted, turn_id=turn.turn_id))
+
+    @_turn_event(CallSettled)
+    def _call_settled(self, turn: ActiveTurn, event: CallSettled) -> None:
+        turn.settled = event
+        self._close_if_abandoned(turn)
 
     def _text(self, turn: ActiveTurn, pieces: Sequence[str]) -> None:
         """Pieces of the reply's text in a row: to the part they go to (started first if new)."""
