@@ -147,9 +147,12 @@ class Admission:
         rejection: str | None,
     ) -> None:
         from_client = origin is not None and origin.from_client
-        if not self._dispatcher.wants(type(action), from_client):
-            return
-        self._dispatcher.action_done(
+        dispatcher = self._dispatcher
+        observers = dispatcher.observers(type(action))
+        appliers = dispatcher.appliers(type(action)) if from_client and rejection is None else ()
+        if not observers and not appliers:
+            return  # (most actions: nothing is built)
+        dispatcher.action_done(
             Dispatch(
                 chat=self.chat,
                 action=action,
@@ -161,7 +164,9 @@ class Admission:
                 rejection=rejection,
                 default_chat=self.default,
                 subagent=self.driven,
-            )
+            ),
+            observers,
+            appliers,
         )
 
     def turn_ended(

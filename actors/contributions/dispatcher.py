@@ -164,24 +164,36 @@ class Dispatcher:
             from_client and bool(self.appliers(action_type))
         )
 
-    def action_done(self, dispatch: Dispatch) -> None:
+    def action_done(
+        self,
+        dispatch: Dispatch,
+        observers: tuple[Contribution, ...] | None = None,
+        appliers: tuple[Contribution, ...] | None = None,
+    ) -> None:
         """An action was dispatched: observed by those that observe its type,
         and, when a client's action was applied, by on_did_apply_client_action
-        too (those that take its type)."""
-        self.did_dispatch(dispatch)
-        if (
-            dispatch.from_client
-            and dispatch.rejection is None
-            and self.appliers(type(dispatch.action))
-        ):
-            self.did_apply_client_action(
+        too (those that take its type). A caller that looked the two up
+        already passes them."""
+        kind = type(dispatch.action)
+        if observers is None:
+            observers = self.observers(kind)
+        if observers:
+            self._observe("on_did_dispatch_action", dispatch, observers)
+        if not dispatch.from_client or dispatch.rejection is not None:
+            return
+        if appliers is None:
+            appliers = self.appliers(kind)
+        if appliers:
+            self._observe(
+                "on_did_apply_client_action",
                 ClientAction(
                     chat=dispatch.chat,
                     action=dispatch.action,
                     client_id=dispatch.client_id,
                     state=dispatch.state,
                     session=dispatch.session,
-                )
+                ),
+                appliers,
             )
 
     # -- transforms ----------------------------------------------------------------------
