@@ -445,11 +445,13 @@ def send(
 ) -> Call[Ticket]:
     limits = chat.session.core.services.limits
     check_text(text, limits)
-    paths = tuple(attachments)
-    check_attachment_count(limits, len(paths))
-    read = tuple(read_attachment(path, limits.attachment_bytes) for path in paths)
-    for attachment in read:
-        check_attachment(limits, attachment)
+    read: tuple[Attachment, ...] = ()
+    if attachments:
+        paths = tuple(attachments)
+        check_attachment_count(limits, len(paths))
+        read = tuple([read_attachment(path, limits.attachment_bytes) for path in paths])
+        for attachment in read:
+            check_attachment(limits, attachment)
     command = SendMessage(
         text=text,
         client_id=client_id,

@@ -174,8 +174,10 @@ def _settle(publication: Publication) -> None:
 
 def outcome_of(ticket: Ticket, state: ChatState) -> TurnOutcome:
     """A ticket's outcome, from the published state its turn's end produced."""
-    turn = next((t for t in reversed(state.turns) if t.id == ticket.turn_id), None)
-    if turn is None:
+    for turn in reversed(state.turns):  # (the last, nearly always)
+        if turn.id == ticket.turn_id:
+            break
+    else:
         return TurnOutcome(state=OutcomeState.ERROR, turn_id=ticket.turn_id)
     return TurnOutcome(
         state=OutcomeState(turn.state.value),
