@@ -329,13 +329,13 @@ class Burst:
         if type(event) is ConnectionFailed:
             self.failed = True
         events = self._events
-        events.append(event)
-        if len(events) == 1:
+        if not events:
             # Two passes of the loop away: a call that emitted these and ends in this
             # pass delivers them itself, its result riding behind them (the call's
             # done callback runs in the next pass, before this flush).
             loop = self._loop.loop
             loop.call_soon(loop.call_soon, self.flush)
+        events.append(event)
 
     def on_loop(self) -> bool:
         """Whether this is the loop's thread, where an emitted event joins the burst."""
