@@ -138,25 +138,27 @@ class Dispatcher:
 
     def observers(self, action_type: type) -> tuple[Contribution, ...]:
         """The contributions whose on_did_dispatch_action observes `action_type`, in order."""
-        observers = self._observers.get(action_type)
-        if observers is None:
-            observers = self._observers[action_type] = tuple(
-                c
-                for c in self._by_hook["on_did_dispatch_action"]
-                if c.observes is None or issubclass(action_type, c.observes)
-            )
-        return observers
+        return self._takers(self._observers, "on_did_dispatch_action", action_type)
 
     def appliers(self, action_type: type) -> tuple[Contribution, ...]:
         """The contributions whose on_did_apply_client_action takes `action_type`, in order."""
-        appliers = self._appliers.get(action_type)
-        if appliers is None:
-            appliers = self._appliers[action_type] = tuple(
+        return self._takers(self._appliers, "on_did_apply_client_action", action_type)
+
+    def _takers(
+        self, cache: dict[type, tuple[Contribution, ...]], hook: str, action_type: type
+    ) -> tuple[Contribution, ...]:
+        """Those implementing `hook` whose action types (`observes` for
+        on_did_dispatch_action, `applies` for on_did_apply_client_action; None:
+        all) include `action_type`, looked up once per type."""
+        takers = cache.get(action_type)
+        if takers is None:
+            named = "observes" if hook == "on_did_dispatch_action" else "applies"
+            takers = cache[action_type] = tuple(
                 c
-                for c in self._by_hook["on_did_apply_client_action"]
-                if c.applies is None or issubclass(action_type, c.applies)
+                for c in self._by_hook[hook]
+                if (types := getattr(c, named)) is None or issubclass(action_type, types)
             )
-        return appliers
+        return takers
 
     def wants(self, action_type: type, from_client: bool) -> bool:
         """Whether a dispatched action of this type reaches any contribution."""

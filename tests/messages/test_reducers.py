@@ -197,13 +197,17 @@ def test_a_copy_keeps_a_constant_field_init_does_not_take_and_refuses_to_change_
     assert _replace(made, count=2).made is not made.made
 
 
-_ACTIONS = st.one_of(
-    st.builds(
+def _deltas(*part_ids: str) -> st.SearchStrategy[AssistantDelta]:
+    return st.builds(
         AssistantDelta,
         turn_id=st.sampled_from(["t1", "t2"]),
-        part_id=st.sampled_from(["p", "q"]),
+        part_id=st.sampled_from(part_ids),
         text=st.text(max_size=3),
-    ),
+    )
+
+
+_ACTIONS = st.one_of(
+    _deltas("p", "q"),
     st.builds(
         ResponsePartAdded,
         turn_id=st.just("t1"),
@@ -226,12 +230,7 @@ def test_a_burst_reduced_run_by_run_ends_where_one_by_one_does(actions: list[obj
 
 
 _ACTIVE_ACTIONS = st.one_of(
-    st.builds(
-        AssistantDelta,
-        turn_id=st.sampled_from(["t1", "t2"]),
-        part_id=st.sampled_from(["p", "q", "r"]),
-        text=st.text(max_size=3),
-    ),
+    _deltas("p", "q", "r"),
     st.builds(
         ReasoningDelta,
         turn_id=st.sampled_from(["t1", "t2"]),

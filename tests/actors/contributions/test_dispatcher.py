@@ -106,47 +106,40 @@ def test_an_observer_that_raises_is_logged_and_the_next_one_still_runs() -> None
         assert calls == ["good"], hook
 
 
-def test_an_observer_that_names_its_action_types_sees_only_those() -> None:
+@pytest.mark.parametrize(
+    ("hook", "names", "from_client"),
+    [
+        ("on_did_dispatch_action", "observes", False),
+        ("on_did_apply_client_action", "applies", True),
+    ],
+)
+def test_a_hook_that_names_its_action_types_sees_only_those(
+    hook: str, names: str, from_client: bool
+) -> None:
     seen: list[tuple[str, str]] = []
 
     def note(cid: str) -> Any:
-        return lambda self, d: seen.append((cid, type(d.action).__name__))
+        return lambda self, value: seen.append((cid, type(value.action).__name__))
 
-    picky = named("picky", 1, on_did_dispatch_action=note("picky"))
-    type(picky).observes = (TurnStarted,)
-    dispatcher = Dispatcher([picky, named("all", 2, on_did_dispatch_action=note("all"))])
+    picky = named("picky", 1, **{hook: note("picky")})
+    setattr(type(picky), names, (TurnStarted,))
+    dispatcher = Dispatcher([picky, named("all", 2, **{hook: note("all")})])
     for action in (AssistantDelta(turn_id="t", part_id="p", text="x"), turn_started()):
-        dispatcher.action_done(SimpleNamespace(action=action, from_client=False))
-    assert seen == [("all", "AssistantDelta"), ("picky", "TurnStarted"), ("all", "TurnStarted")]
-    assert Dispatcher([picky]).wants(AssistantDelta, from_client=False) is False
-    assert Dispatcher([picky]).wants(TurnStarted, from_client=False) is True
-
-
-def test_a_client_action_hook_that_names_its_action_types_sees_only_those() -> None:
-    seen: list[tuple[str, str]] = []
-
-    def note(cid: str) -> Any:
-        return lambda self, applied: seen.append((cid, type(applied.action).__name__))
-
-    picky = named("picky", 1, on_did_apply_client_action=note("picky"))
-    type(picky).applies = (TurnStarted,)
-    dispatcher = Dispatcher([picky, named("all", 2, on_did_apply_client_action=note("all"))])
-    for action in (AssistantDelta(turn_id="t", part_id="p", text="x"), turn_started()):
-        dispatcher.action_done(
-            SimpleNamespace(
-                action=action,
-                from_client=True,
-                rejection=None,
-                chat=None,
-                client_id="c",
-                state=None,
-                session=None,
-            )
+        dispatched = SimpleNamespace(
+            action=action,
+            from_client=from_client,
+            rejection=None,
+            chat=None,
+            client_id="c",
+            state=None,
+            session=None,
         )
+        dispatcher.action_done(dispatched)  # type: ignore[arg-type]
     assert seen == [("all", "AssistantDelta"), ("picky", "TurnStarted"), ("all", "TurnStarted")]
-    assert Dispatcher([picky]).wants(AssistantDelta, from_client=True) is False
-    assert Dispatcher([picky]).wants(TurnStarted, from_client=True) is True
-    assert Dispatcher([picky]).wants(TurnStarted, from_client=False) is False
+    assert Dispatcher([picky]).wants(AssistantDelta, from_client=from_client) is False
+    assert Dispatcher([picky]).wants(TurnStarted, from_client=from_client) is True
+    if from_client:  # a client action hook hears only clients' actions
+        assert Dispatcher([picky]).wants(TurnStarted, from_client=False) is False
 
 
 def test_admission_the_first_non_accept_wins_and_later_ones_are_not_asked() -> None:
