@@ -31,7 +31,7 @@ and one it folds into the running turn (claude, codex) is recorded there.
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import structlog
 
@@ -118,23 +118,15 @@ from agenthost.messages.provider import ToolCallStarted as ProviderToolCallStart
 
 log = structlog.get_logger(__name__)
 
-F = TypeVar("F", bound=Callable[..., None])
-
 Terminal = TurnCompleted | TurnCancelled | TurnFailed
 
 _SUBAGENT_STREAM = frozenset({ReplyDelta, ReplyReasoning, ReplyMessage, Idle})
 """Provider events that, with a `subagent_id`, belong to that subagent's chat."""
 
 _TURN_EVENTS: dict[type, Callable[..., None]] = {}
-"""The tracker's handler of each provider event of the active turn, by type."""
-
-
-def _turn_event(event_type: type) -> Callable[[F], F]:
-    def register(fn: F) -> F:
-        _TURN_EVENTS[event_type] = fn
-        return fn
-
-    return register
+"""The tracker's handler of each provider event of the active turn, by type
+(plain text deltas come as TextRuns, handled in `_provider_event` itself)."""
+_turn_event = functools.partial(turn_events.register, _TURN_EVENTS)
 
 
 _NOT_HELD = (EchoMatched, Diagnose)
@@ -410,11 +402,6 @@ class TurnTrackerActor(HostedActor):
     @_turn_event(HostRequestOpened)
     def _request_opened(self, turn: ActiveTurn, event: HostRequestOpened) -> None:
         self._desk.opened(turn, event)
-
-    @_turn_event(ReplyDelta)
-    def _reply_delta(self, turn: ActiveTurn, event: ReplyDelta) -> None:
-        self._activity(turn, None)
-        self._text(turn, (event.text,))
 
     @_turn_event(ReplyReasoning)
     def _reasoning(self, turn: ActiveTurn, event: ReplyReasoning) -> None:
