@@ -36,7 +36,7 @@ def _factory() -> Callable[[], asyncio.AbstractEventLoop]:
         import uvloop
     except ImportError:  # Windows, or not installed
         if choice == "uvloop":
-            raise
+            raise ValueError(f"{LOOP_ENV}=uvloop: uvloop is not installed") from None
         return asyncio.new_event_loop
     return uvloop.new_event_loop
 
@@ -53,5 +53,10 @@ def run(main: Coroutine[Any, Any, T]) -> T:
 
 
 def kind() -> str:
-    """The name of the loop kind `new_loop` makes ("uvloop" or "asyncio")."""
+    """The name of the loop kind `new_loop` makes ("uvloop" or "asyncio").
+
+    Raises:
+        ValueError: AGENTHOST_LOOP names no loop agenthost runs, or uvloop
+            while it is not installed.
+    """
     return "asyncio" if _factory() is asyncio.new_event_loop else "uvloop"

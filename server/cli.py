@@ -117,6 +117,11 @@ def main_options(
     options.debug = debug
     options.log_level = log_level.value
     configure_logging(log_level.value)
+    try:
+        loops.kind()
+    except ValueError as error:  # a mistaken AGENTHOST_LOOP, refused before anything starts
+        print(f"agenthost: {error}", file=sys.stderr)
+        raise typer.Exit(code=USAGE) from None
 
 
 app.command("load")(load)

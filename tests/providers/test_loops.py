@@ -1,6 +1,7 @@
 """providers/loops.py: which event loop agenthost runs its own loops on."""
 
 import asyncio
+import sys
 
 import pytest
 import uvloop
@@ -40,4 +41,15 @@ def test_a_loop_kind_that_does_not_exist_is_refused_by_name(
 ) -> None:
     monkeypatch.setenv(loops.LOOP_ENV, "trio")
     with pytest.raises(ValueError, match="AGENTHOST_LOOP='trio': choose uvloop or asyncio"):
+        loops.new_loop()
+
+
+def test_without_uvloop_asyncios_loop_is_used_unless_uvloop_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as on Windows: the import fails
+    monkeypatch.delenv(loops.LOOP_ENV, raising=False)
+    assert loops.kind() == "asyncio"
+    monkeypatch.setenv(loops.LOOP_ENV, "uvloop")
+    with pytest.raises(ValueError, match="AGENTHOST_LOOP=uvloop: uvloop is not installed"):
         loops.new_loop()

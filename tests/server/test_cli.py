@@ -65,6 +65,15 @@ def test_a_bogus_log_level_is_refused_in_one_line(capsys: pytest.CaptureFixture[
     one_line(err, "--log-level", "'bogus'", "debug")
 
 
+def test_an_event_loop_agenthost_does_not_run_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTHOST_LOOP", "trio")
+    code, _, err = agenthost(capsys, "load", "--chats", "1", "--turns", "1")
+    assert code == 2
+    assert err == "agenthost: AGENTHOST_LOOP='trio': choose uvloop or asyncio\n"
+
+
 def test_a_missing_argument_and_an_unknown_command_are_one_line_each(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
