@@ -148,9 +148,8 @@ class Admission:
     ) -> None:
         from_client = origin is not None and origin.from_client
         dispatcher = self._dispatcher
-        observers = dispatcher.observers(type(action))
-        appliers = dispatcher.appliers(type(action)) if from_client and rejection is None else ()
-        if not observers and not appliers:
+        takers = dispatcher.takers(type(action), from_client, rejection is not None)
+        if not any(takers):
             return  # (most actions: nothing is built)
         dispatcher.action_done(
             Dispatch(
@@ -165,8 +164,7 @@ class Admission:
                 default_chat=self.default,
                 subagent=self.driven,
             ),
-            observers,
-            appliers,
+            takers,
         )
 
     def turn_ended(

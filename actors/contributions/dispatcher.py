@@ -57,6 +57,11 @@ class OutgoingResult:
     instructions: str = ""
 
 
+Takers = tuple[tuple[Contribution, ...], tuple[Contribution, ...]]
+"""A dispatched action's observers (on_did_dispatch_action) and appliers
+(on_did_apply_client_action)."""
+
+
 class Dispatcher:
     """The host's contributions, constructed, sorted, and indexed by hook."""
 
@@ -138,64 +143,60 @@ class Dispatcher:
 
     def observers(self, action_type: type) -> tuple[Contribution, ...]:
         """The contributions whose on_did_dispatch_action observes `action_type`, in order."""
-        return self._takers(self._observers, "on_did_dispatch_action", action_type)
+        return self._takers(self._observers, "on_did_dispatch_action", "observes", action_type)
 
     def appliers(self, action_type: type) -> tuple[Contribution, ...]:
         """The contributions whose on_did_apply_client_action takes `action_type`, in order."""
-        return self._takers(self._appliers, "on_did_apply_client_action", action_type)
+        return self._takers(self._appliers, "on_did_apply_client_action", "applies", action_type)
 
     def _takers(
-        self, cache: dict[type, tuple[Contribution, ...]], hook: str, action_type: type
+        self,
+        cache: dict[type, tuple[Contribution, ...]],
+        hook: str,
+        types_named: str,
+        action_type: type,
     ) -> tuple[Contribution, ...]:
-        """Those implementing `hook` whose action types (`observes` for
-        on_did_dispatch_action, `applies` for on_did_apply_client_action; None:
-        all) include `action_type`, looked up once per type."""
+        """Those implementing `hook` whose `types_named` (None: every type)
+        includes `action_type`, looked up once per type."""
         takers = cache.get(action_type)
         if takers is None:
-            named = "observes" if hook == "on_did_dispatch_action" else "applies"
             takers = cache[action_type] = tuple(
                 c
                 for c in self._by_hook[hook]
-                if (types := getattr(c, named)) is None or issubclass(action_type, types)
+                if (types := getattr(c, types_named)) is None or issubclass(action_type, types)
             )
         return takers
 
+    def takers(self, action_type: type, from_client: bool, rejected: bool = False) -> Takers:
+        """Who hears a dispatched action of this type: its observers, and, for a
+        client's action that was applied, the contributions that take it."""
+        applied = from_client and not rejected
+        return self.observers(action_type), self.appliers(action_type) if applied else ()
+
     def wants(self, action_type: type, from_client: bool) -> bool:
         """Whether a dispatched action of this type reaches any contribution."""
-        return bool(self.observers(action_type)) or (
-            from_client and bool(self.appliers(action_type))
-        )
+        return any(self.takers(action_type, from_client))
 
-    def action_done(
-        self,
-        dispatch: Dispatch,
-        observers: tuple[Contribution, ...] | None = None,
-        appliers: tuple[Contribution, ...] | None = None,
-    ) -> None:
+    def action_done(self, dispatch: Dispatch, takers: Takers | None = None) -> None:
         """An action was dispatched: observed by those that observe its type,
         and, when a client's action was applied, by on_did_apply_client_action
-        too (those that take its type). A caller that looked the two up
+        too (those that take its type). A caller that looked `takers` up
         already passes them."""
-        kind = type(dispatch.action)
-        if observers is None:
-            observers = self.observers(kind)
+        if takers is None:
+            kind = type(dispatch.action)
+            takers = self.takers(kind, dispatch.from_client, dispatch.rejection is not None)
+        observers, appliers = takers
         if observers:
-            self._observe("on_did_dispatch_action", dispatch, observers)
-        if not dispatch.from_client or dispatch.rejection is not None:
-            return
-        if appliers is None:
-            appliers = self.appliers(kind)
+            self.did_dispatch(dispatch)
         if appliers:
-            self._observe(
-                "on_did_apply_client_action",
+            self.did_apply_client_action(
                 ClientAction(
                     chat=dispatch.chat,
                     action=dispatch.action,
                     client_id=dispatch.client_id,
                     state=dispatch.state,
                     session=dispatch.session,
-                ),
-                appliers,
+                )
             )
 
     # -- transforms ----------------------------------------------------------------------
