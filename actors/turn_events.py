@@ -18,9 +18,6 @@ host is not told when it then runs) and the turn's end. The tracker sends it
 only when it changes.
 """
 
-from collections.abc import Callable
-from typing import TypeVar
-
 from agenthost.actors.active_turn import ActiveTurn
 from agenthost.messages.common import ContributorKind, ToolCallContributor
 from agenthost.messages.events import (
@@ -97,19 +94,6 @@ def tool_completed(turn: ActiveTurn, event: ProviderToolCallCompleted) -> ToolCa
 def usage(event: UsageUpdated) -> Usage:
     """The turn's usage a provider's report gives (the chat gets it as UsageReported)."""
     return Usage(prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens)
-
-
-F = TypeVar("F", bound=Callable[..., None])
-
-
-def register(table: dict[type, Callable[..., None]], event_type: type) -> Callable[[F], F]:
-    """A decorator: the function becomes `table`'s handler of `event_type`."""
-
-    def mark(fn: F) -> F:
-        table[event_type] = fn
-        return fn
-
-    return mark
 
 
 THINKING = "Thinking"

@@ -123,11 +123,6 @@ Terminal = TurnCompleted | TurnCancelled | TurnFailed
 _SUBAGENT_STREAM = frozenset({ReplyDelta, ReplyReasoning, ReplyMessage, Idle})
 """Provider events that, with a `subagent_id`, belong to that subagent's chat."""
 
-_TURN_EVENTS: dict[type, Callable[..., None]] = {}
-"""The tracker's handler of each provider event of the active turn, by type
-(plain text deltas come as TextRuns, handled in `_provider_event` itself)."""
-_turn_event = functools.partial(turn_events.register, _TURN_EVENTS)
-
 
 _NOT_HELD = (EchoMatched, Diagnose)
 """What a stall never holds: the match it waits for, and reads. (The news that the
@@ -375,56 +370,46 @@ class TurnTrackerActor(HostedActor):
         if handler is not None:
             handler(self, turn, event)
 
-    # -- the active turn's events, by type (_provider_event looks them up) -----------------
-    @_turn_event(ProviderToolCallStarted)
+    # -- the active turn's events, by type (_TURN_EVENTS, below the class) ------------------
     def _tool_started(self, turn: ActiveTurn, event: ProviderToolCallStarted) -> None:
         for action in turn_events.tool_started(turn, event):
             self._out.apply(action)
         self._activity(turn, turn_events.tool_activity(event))
 
-    @_turn_event(ToolInputDelta)
     def _tool_input(self, turn: ActiveTurn, event: ToolInputDelta) -> None:
         delta = turn_events.tool_input_delta(turn, event)
         if delta is not None:
             self._out.apply(delta)
 
-    @_turn_event(SubagentStarted)
     def _subagent_started(self, turn: ActiveTurn, event: SubagentStarted) -> None:
         self._subagents.spawn(turn, event)
 
-    @_turn_event(ProviderToolCallCompleted)
     def _tool_completed(self, turn: ActiveTurn, event: ProviderToolCallCompleted) -> None:
         self._subagents.tool_completed(event.tool_call_id)
         if event.tool_call_id not in turn.result_confirmed:  # ended by the user's word
             self._out.apply(turn_events.tool_completed(turn, event))
         self._activity(turn, None)
 
-    @_turn_event(HostRequestOpened)
     def _request_opened(self, turn: ActiveTurn, event: HostRequestOpened) -> None:
         self._desk.opened(turn, event)
 
-    @_turn_event(ReplyReasoning)
     def _reasoning(self, turn: ActiveTurn, event: ReplyReasoning) -> None:
         self._activity(turn, turn_events.THINKING)
         self._out.actions(turn.stream.reasoning(event.text))
 
-    @_turn_event(UsageUpdated)
     def _usage(self, turn: ActiveTurn, event: UsageUpdated) -> None:
         usage = turn_events.usage(event)
         self._out.actions((self._out.new(UsageReported, turn_id=turn.turn_id, usage=usage),))
 
-    @_turn_event(ReplyMessage)
     def _reply_message(self, turn: ActiveTurn, event: ReplyMessage) -> None:
         if event.text and not turn.stream.unflushed:
             self._text(turn, (event.text,))
         turn.finish_reason = event.finish_reason
         self._stable(turn)
 
-    @_turn_event(Idle)
     def _idle(self, turn: ActiveTurn, event: Idle) -> None:
         self._end(self._out.new(TurnCompleted, turn_id=turn.turn_id))
 
-    @_turn_event(CallSettled)
     def _call_settled(self, turn: ActiveTurn, event: CallSettled) -> None:
         turn.settled = event
         self._close_if_abandoned(turn)
@@ -616,3 +601,19 @@ class TurnTrackerActor(HostedActor):
     def _diagnosed(self, message: ProviderDiagnosed) -> None:
         if message.generation == self._generation:
             self._diagnoses.answered(message.details)
+
+
+_TURN_EVENTS: dict[type, Callable[..., None]] = {
+    ProviderToolCallStarted: TurnTrackerActor._tool_started,
+    ToolInputDelta: TurnTrackerActor._tool_input,
+    SubagentStarted: TurnTrackerActor._subagent_started,
+    ProviderToolCallCompleted: TurnTrackerActor._tool_completed,
+    HostRequestOpened: TurnTrackerActor._request_opened,
+    ReplyReasoning: TurnTrackerActor._reasoning,
+    UsageUpdated: TurnTrackerActor._usage,
+    ReplyMessage: TurnTrackerActor._reply_message,
+    Idle: TurnTrackerActor._idle,
+    CallSettled: TurnTrackerActor._call_settled,
+}
+"""The tracker's handler of each provider event of the active turn, by type
+(plain text deltas come as TextRuns, handled in `_provider_event` itself)."""
