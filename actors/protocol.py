@@ -4,7 +4,6 @@ Frozen values like everything in messages/; the only non-value fields are
 actor refs (addresses), which are immutable handles.
 """
 
-from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -120,17 +119,7 @@ class ProviderRefLoaded:
 
 @attrs.frozen
 class Flush:
-    """Commit now and answer once committed (used by stop paths, tests, and an
-    answer that waits for its writes: HostedActor.after_commit)."""
-
-
-@attrs.frozen
-class Durable:
-    """(To an actor itself.) The store committed what it wrote before asking:
-    `reply` gets `answer()`, computed now on the actor's thread."""
-
-    reply: Any
-    answer: Callable[[], Any]
+    """Commit now and answer once committed (used by stop paths and tests)."""
 
 
 # -- host / session ---------------------------------------------------------------

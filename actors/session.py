@@ -454,15 +454,13 @@ class SessionActor(HostedActor):
             self._act(message.action, client_id=None, from_client=False)
 
     @handles(SetSessionFlags)
-    def _set_flags(self, message: SetSessionFlags) -> RuntimeFuture:
+    def _set_flags(self, message: SetSessionFlags) -> SessionSummary:
         """A client's change to the entry: each field is one session action."""
         for action, rejection in flag_actions(message):
             self._act(action, message.client_id, from_client=True, rejection=rejection)
             if rejection:
                 raise AgentHostError(code=ErrorCode.INVALID_ARGUMENT, message=rejection)
-        # Answered once what the change wrote is committed: a front that reads the
-        # store next (its owner-filtered listSessions) finds the session's owner.
-        return self.after_commit(lambda: self._when_known(self._summary))
+        return self._when_known(self._summary)
 
     @handles(ToggleCustomization)
     def _toggle(self, message: ToggleCustomization) -> SessionEvent:

@@ -2,11 +2,8 @@
 review's reproduction, made an assertion."""
 
 import asyncio
-import contextlib
 import sqlite3
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,8 +21,7 @@ from agenthost.messages.commands import CancelTurn, GetDiagnostics, SteerMessage
 from agenthost.messages.provider import SteerAnswered, UserMessageEcho
 from agenthost.providers.scripted import Crash, Gate, Say, ScriptedProvider
 from agenthost.store import SqliteStore
-from agenthost.store.base import OWNER_KEY
-from agenthost.store.records import SaveSessionState, SaveTurnEnded, StoreOp
+from agenthost.store.records import SaveTurnEnded
 from agenthost.testing import DeterministicRunner, FakeClock
 from tests.fakes.runner import delivered, from_provider
 
@@ -80,54 +76,6 @@ def test_a_turn_end_the_store_could_not_write_is_never_acknowledged(db_path: Pat
             chat.send("lost").result(timeout=10)
         assert caught.value.code is ErrorCode.STORE_ERROR
         assert chat.send("kept").result(timeout=10).state is OutcomeState.COMPLETE
-
-
-class HeldCommit(SqliteStore):
-    """Holds the commit that follows a session state's write until released."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        self.holding = threading.Event()
-        self._release = threading.Event()
-        self._hold = False
-
-    def apply(self, op: StoreOp) -> None:
-        super().apply(op)
-        if isinstance(op, SaveSessionState):
-            self._hold = True
-
-    def commit(self) -> Any:
-        if self._hold:
-            self._hold, _ = False, self.holding.set()
-            if not self._release.wait(10):
-                raise TimeoutError("the held commit was never released")
-        return super().commit()
-
-    def release(self) -> None:
-        self._release.set()
-
-
-def test_a_config_change_answers_only_once_the_store_committed_it(db_path: Path) -> None:
-    """Another front reads a session's owner (its config) from the store as soon
-    as createSession answered: set_config may answer only once it is durable."""
-    store = HeldCommit(db_path)
-    with start(db_path, ScriptedProvider(), store=store) as host:
-        session = host.create_session()
-        answered = threading.Event()
-        caller = threading.Thread(
-            target=lambda: (session.set_config({OWNER_KEY: "alice"}), answered.set())
-        )
-        caller.start()
-        try:
-            assert store.holding.wait(10)  # the write is applied; its commit is held
-            assert not answered.wait(0.5)  # (a bound: with the commit held, it never comes)
-        finally:
-            store.release()
-        caller.join(10)
-        assert answered.is_set()
-        with contextlib.closing(sqlite3.connect(db_path)) as reader:  # another front's read
-            row = reader.execute("SELECT owner FROM sessions WHERE id = ?", (session.id,))
-            assert row.fetchone() == ("alice",)
 
 
 class Owner(Actor):
